@@ -1,0 +1,409 @@
+#include "egraph/egraph.h"
+
+#include <algorithm>
+#include <cassert>
+#include <variant>
+
+#include "absl/container/flat_hash_set.h"
+#include "fmt/format.h"
+
+namespace saturn {
+
+// One reversible change, recorded while a mark is active. Rollback undoes the
+// entries in reverse order, so each undo sees exactly the state its change
+// left behind.
+struct EGraph::UndoEntry {
+  struct UnionLink {  // `loser` was linked below `root`
+    Id loser, root;
+    std::uint32_t old_root_size;
+  };
+  struct ClassSnapshot {  // a class before its first change since the mark
+    Id id;
+    EClass old;
+    std::uint64_t old_epoch;
+  };
+  struct ParentPushed {  // a parent appended to an old class
+    Id id;
+  };
+  struct MemoInserted {
+    ENode key;
+  };
+  struct MemoErased {
+    ENode key;
+    Id value;
+  };
+  std::variant<UnionLink, ClassSnapshot, ParentPushed, MemoInserted, MemoErased> change;
+};
+
+namespace {
+
+// Bytes of the per-id records: union-find parent and set size, the class
+// record, its snapshot epoch and its entry in the by-operator index.
+constexpr std::size_t kPerIdBytes =
+    sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) + sizeof(std::uint64_t) + sizeof(Id);
+
+}  // namespace
+
+EGraph::EGraph(const Language& language, Analysis* analysis)
+    : language_(&language), analysis_(analysis) {}
+
+EGraph::~EGraph() = default;
+
+std::size_t EGraph::trail_size() const { return trail_.size(); }
+
+std::size_t EGraph::memo_entry_bytes(const ENode& node) {
+  // Key, value and the flat hash map's control byte.
+  return node.stored_bytes() + sizeof(Id) + 1;
+}
+
+std::size_t EGraph::node_cost_bytes(const ENode& node) const {
+  return memo_entry_bytes(node) + node.stored_bytes() + kPerIdBytes +
+         node.children.size() * sizeof(Id);
+}
+
+std::size_t EGraph::memory_bytes() const {
+  return counters_.engine_bytes + attrs_.bytes() + (analysis_ ? analysis_->bytes() : 0);
+}
+
+void EGraph::canonicalize(ENode& node) const {
+  for (Id& c : node.children) c = find(c);
+}
+
+bool EGraph::is_canonical(const ENode& node) const {
+  return std::all_of(node.children.begin(), node.children.end(),
+                     [&](Id c) { return parent_[c.index()] == c; });
+}
+
+std::optional<Id> EGraph::lookup(ENode node) const {
+  canonicalize(node);
+  auto it = memo_.find(node);
+  if (it == memo_.end()) return std::nullopt;
+  return find(it->second);
+}
+
+void EGraph::log(UndoEntry entry) { trail_.push_back(std::move(entry)); }
+
+AddResult EGraph::add(ENode node) {
+  canonicalize(node);
+  if (auto it = memo_.find(node); it != memo_.end()) {
+    return {find(it->second), AddStatus::kExisting};
+  }
+  if (!has_room_for(1)) return {Id(), AddStatus::kNodeLimit};
+  const std::size_t cost = node_cost_bytes(node);
+  if (memory_bytes() + cost > budget_.max_bytes) return {Id(), AddStatus::kByteLimit};
+
+  const Id id(static_cast<std::uint32_t>(classes_.size()));
+  if (analysis_ != nullptr) {
+    if (!analysis_->make(*this, node, id)) return {Id(), AddStatus::kRejected};
+    if (memory_bytes() + cost > budget_.max_bytes) {
+      analysis_->discard_last();
+      return {Id(), AddStatus::kByteLimit};
+    }
+  }
+
+  parent_.push_back(id);
+  set_size_.push_back(1);
+  saved_epoch_.push_back(0);
+  for (Id c : node.children) push_parent(c, id);
+  if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
+  by_op_[node.op.index()].push_back(id);
+  if (recording()) log({UndoEntry::MemoInserted{node}});
+  memo_.emplace(node, id);
+  classes_.push_back(EClass{{std::move(node)}, {}});
+  counters_.engine_bytes += cost;
+  ++counters_.num_classes;
+  ++version_;
+
+  if (analysis_ != nullptr) analysis_->modify(*this, id);
+  return {id, AddStatus::kAdded};
+}
+
+void EGraph::push_parent(Id child, Id parent) {
+  if (recording() && child.index() < marks_.back().num_ids &&
+      saved_epoch_[child.index()] < marks_.back().epoch) {
+    log({UndoEntry::ParentPushed{child}});
+  }
+  classes_[child.index()].parents.push_back(parent);
+}
+
+void EGraph::snapshot_class(Id id) {
+  if (!recording()) return;
+  const MarkRecord& m = marks_.back();
+  if (id.index() >= m.num_ids || saved_epoch_[id.index()] >= m.epoch) return;
+  log({UndoEntry::ClassSnapshot{id, classes_[id.index()], saved_epoch_[id.index()]}});
+  saved_epoch_[id.index()] = epoch_;
+}
+
+Id EGraph::merge(Id a, Id b) {
+  a = find(a);
+  b = find(b);
+  if (a == b) return a;
+  // Union by size keeps find() short without path compression, which would
+  // otherwise have to be undone on rollback. Ties go to the older id.
+  if (set_size_[a.index()] < set_size_[b.index()] ||
+      (set_size_[a.index()] == set_size_[b.index()] && b < a)) {
+    std::swap(a, b);
+  }
+  const Id root = a, loser = b;
+  if (recording()) log({UndoEntry::UnionLink{loser, root, set_size_[root.index()]}});
+  parent_[loser.index()] = root;
+  set_size_[root.index()] += set_size_[loser.index()];
+
+  snapshot_class(root);
+  snapshot_class(loser);
+  EClass& r = classes_[root.index()];
+  EClass& l = classes_[loser.index()];
+  // The loser's parents now hold stale children.
+  for (Id p : l.parents) dirty_.push_back(p);
+  dirty_.push_back(root);
+  r.nodes.insert(r.nodes.end(), std::make_move_iterator(l.nodes.begin()),
+                 std::make_move_iterator(l.nodes.end()));
+  r.parents.insert(r.parents.end(), l.parents.begin(), l.parents.end());
+  EClass().nodes.swap(l.nodes);
+  std::vector<Id>().swap(l.parents);
+  --counters_.num_classes;
+  ++version_;
+
+  if (analysis_ != nullptr && analysis_->merge(root, loser)) analysis_pending_.push_back(root);
+  return root;
+}
+
+void EGraph::rebuild() {
+  std::vector<Id> todo;
+  while (!is_clean()) {
+    while (!dirty_.empty()) {
+      todo.swap(dirty_);
+      dirty_.clear();
+      ++stamp_;
+      seen_stamp_.resize(classes_.size(), 0);
+      for (Id id : todo) {
+        id = find(id);
+        if (seen_stamp_[id.index()] == stamp_) continue;
+        seen_stamp_[id.index()] = stamp_;
+        repair(id);
+      }
+      todo.clear();
+    }
+    while (dirty_.empty() && !analysis_pending_.empty()) {
+      Id id = analysis_pending_.back();
+      analysis_pending_.pop_back();
+      process_analysis(find(id));
+    }
+  }
+#ifndef NDEBUG
+  absl::Status s = check_invariants();
+  assert(s.ok() && "e-graph invariants broken after rebuild");
+#endif
+}
+
+// Re-canonicalizes a class's nodes. A node that becomes equal to a node of
+// another class is a congruence: the two classes merge.
+void EGraph::repair(Id id) {
+  snapshot_class(id);
+  std::vector<std::pair<Id, Id>> congruent;
+  {
+    EClass& cls = classes_[id.index()];
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < cls.nodes.size(); ++i) {
+      ENode& node = cls.nodes[i];
+      if (is_canonical(node)) {
+        if (out != i) cls.nodes[out] = std::move(node);
+        ++out;
+        continue;
+      }
+      auto stale = memo_.find(node);
+      assert(stale != memo_.end());
+      if (recording()) log({UndoEntry::MemoErased{stale->first, stale->second}});
+      memo_.erase(stale);
+      canonicalize(node);
+      auto [it, inserted] = memo_.try_emplace(node, id);
+      if (inserted) {
+        if (recording()) log({UndoEntry::MemoInserted{node}});
+        if (out != i) cls.nodes[out] = std::move(node);
+        ++out;
+      } else {
+        // Already present: drop this copy (one e-node fewer).
+        counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
+        Id other = find(it->second);
+        if (other != id) congruent.emplace_back(other, id);
+      }
+    }
+    cls.nodes.resize(out);
+    std::sort(cls.nodes.begin(), cls.nodes.end());
+
+    for (Id& p : cls.parents) p = find(p);
+    std::sort(cls.parents.begin(), cls.parents.end());
+    const std::size_t before = cls.parents.size();
+    cls.parents.erase(std::unique(cls.parents.begin(), cls.parents.end()), cls.parents.end());
+    counters_.engine_bytes -= (before - cls.parents.size()) * sizeof(Id);
+  }
+  for (auto [a, b] : congruent) merge(a, b);
+  ++version_;
+}
+
+// A class's data changed: its parents may derive better data, and the
+// analysis may act on the class.
+void EGraph::process_analysis(Id id) {
+  const std::vector<Id> parents = classes_[id.index()].parents;
+  for (Id p : parents) {
+    p = find(p);
+    bool changed = false;
+    for (std::size_t i = 0; i < classes_[p.index()].nodes.size(); ++i) {
+      ENode node = classes_[p.index()].nodes[i];
+      canonicalize(node);
+      changed |= analysis_->refine(*this, node, p);
+    }
+    if (changed) analysis_pending_.push_back(p);
+  }
+  analysis_->modify(*this, find(id));
+  ++version_;
+}
+
+std::vector<Id> EGraph::class_ids() const {
+  std::vector<Id> out;
+  out.reserve(counters_.num_classes);
+  for (std::uint32_t i = 0; i < classes_.size(); ++i) {
+    if (parent_[i] == Id(i)) out.push_back(Id(i));
+  }
+  return out;
+}
+
+std::span<const Id> EGraph::classes_with_op(Symbol op) const {
+  if (op.index() >= by_op_.size()) return {};
+  if (op_cache_.size() < by_op_.size()) op_cache_.resize(by_op_.size());
+  OpCache& cache = op_cache_[op.index()];
+  if (cache.version != version_) {
+    cache.version = version_;
+    cache.classes.clear();
+    ++stamp_;
+    seen_stamp_.resize(classes_.size(), 0);
+    for (Id id : by_op_[op.index()]) {
+      id = find(id);
+      if (seen_stamp_[id.index()] == stamp_) continue;
+      seen_stamp_[id.index()] = stamp_;
+      cache.classes.push_back(id);
+    }
+  }
+  return cache.classes;
+}
+
+void EGraph::mark() {
+  assert(is_clean() && "mark() needs a rebuilt e-graph");
+  marks_.push_back(MarkRecord{trail_.size(), classes_.size(), attrs_.size(), counters_, ++epoch_});
+  if (analysis_ != nullptr) analysis_->mark();
+}
+
+void EGraph::undo(UndoEntry& entry) {
+  struct Undoer {
+    EGraph& g;
+    void operator()(UndoEntry::UnionLink& u) {
+      g.parent_[u.loser.index()] = u.loser;
+      g.set_size_[u.root.index()] = u.old_root_size;
+    }
+    void operator()(UndoEntry::ClassSnapshot& s) {
+      g.classes_[s.id.index()] = std::move(s.old);
+      g.saved_epoch_[s.id.index()] = s.old_epoch;
+    }
+    void operator()(UndoEntry::ParentPushed& p) { g.classes_[p.id.index()].parents.pop_back(); }
+    void operator()(UndoEntry::MemoInserted& m) { g.memo_.erase(m.key); }
+    void operator()(UndoEntry::MemoErased& m) { g.memo_.emplace(std::move(m.key), m.value); }
+  };
+  std::visit(Undoer{*this}, entry.change);
+}
+
+void EGraph::rollback() {
+  assert(!marks_.empty());
+  const MarkRecord m = marks_.back();
+  marks_.pop_back();
+  while (trail_.size() > m.trail_size) {
+    undo(trail_.back());
+    trail_.pop_back();
+  }
+  classes_.resize(m.num_ids);
+  parent_.resize(m.num_ids);
+  set_size_.resize(m.num_ids);
+  saved_epoch_.resize(m.num_ids);
+  for (std::vector<Id>& ids : by_op_) {
+    while (!ids.empty() && ids.back().index() >= m.num_ids) ids.pop_back();
+  }
+  attrs_.truncate(m.num_attrs);
+  counters_ = m.counters;
+  dirty_.clear();
+  analysis_pending_.clear();
+  if (analysis_ != nullptr) analysis_->rollback();
+  ++version_;
+}
+
+void EGraph::release() {
+  assert(!marks_.empty());
+  marks_.pop_back();
+  if (marks_.empty()) trail_.clear();
+  if (analysis_ != nullptr) analysis_->release();
+}
+
+absl::Status EGraph::check_invariants() const {
+  std::size_t entries = 0;
+  std::size_t canonical = 0;
+  for (std::uint32_t i = 0; i < classes_.size(); ++i) {
+    const Id id(i);
+    const EClass& cls = classes_[i];
+    if (find(id) != id) {
+      if (!cls.nodes.empty()) return absl::InternalError(fmt::format("dead class {} has nodes", i));
+      continue;
+    }
+    ++canonical;
+    if (cls.nodes.empty()) return absl::InternalError(fmt::format("class {} is empty", i));
+    for (std::size_t k = 0; k < cls.nodes.size(); ++k) {
+      const ENode& n = cls.nodes[k];
+      if (!is_canonical(n)) {
+        return absl::InternalError(fmt::format("class {} holds a non-canonical node", i));
+      }
+      if (k > 0 && !(cls.nodes[k - 1] < n)) {
+        return absl::InternalError(fmt::format("class {} nodes not sorted and unique", i));
+      }
+      auto it = memo_.find(n);
+      if (it == memo_.end() || find(it->second) != id) {
+        return absl::InternalError(fmt::format("class {} holds a node missing from the hash-cons", i));
+      }
+      for (Id c : n.children) {
+        const auto& ps = classes_[c.index()].parents;
+        bool found = std::any_of(ps.begin(), ps.end(), [&](Id p) { return find(p) == id; });
+        if (!found) {
+          return absl::InternalError(fmt::format("class {} is not a parent of its child {}", i,
+                                                 c.value));
+        }
+      }
+    }
+    entries += cls.nodes.size();
+  }
+  if (entries != memo_.size()) {
+    return absl::InternalError(
+        fmt::format("hash-cons has {} nodes but classes hold {}", memo_.size(), entries));
+  }
+  if (canonical != counters_.num_classes) {
+    return absl::InternalError(fmt::format("class count {} but {} canonical classes",
+                                           counters_.num_classes, canonical));
+  }
+  return absl::OkStatus();
+}
+
+std::string EGraph::dump() const {
+  std::string out;
+  for (Id id : class_ids()) {
+    out += fmt::format("{}:", id.value);
+    for (const ENode& n : nodes(id)) {
+      out += ' ';
+      out += language_->node_label(n.op, attrs_.get(n.attrs));
+      out += '(';
+      for (std::size_t k = 0; k < n.children.size(); ++k) {
+        if (k > 0) out += ' ';
+        out += std::to_string(n.children[k].value);
+      }
+      out += ')';
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace saturn

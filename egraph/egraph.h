@@ -1,0 +1,205 @@
+// The e-graph: a hash-consed set of e-nodes partitioned into e-classes,
+// with deferred rebuilding (egg, POPL 2021), an optional e-class analysis,
+// a node/byte budget that is never exceeded, and checkpoints that roll back
+// without copying the e-graph.
+//
+//   EGraph g(language);
+//   Id x = g.add(ENode(sym_x, kNoAttributes)).id;
+//   Id fx = g.add(ENode(f, kNoAttributes, {x})).id;
+//   g.merge(x, y);      // cheap: congruence is restored by rebuild()
+//   g.rebuild();
+//   g.mark();           // checkpoint
+//   ...grow...
+//   g.rollback();       // back to exactly the checkpoint
+//
+// Ids handed out stay valid forever; `find` maps them to the canonical id of
+// their class. Reads (`nodes`, `classes_with_op`) expect a rebuilt e-graph.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "egraph/analysis.h"
+#include "egraph/attributes.h"
+#include "egraph/enode.h"
+#include "egraph/language.h"
+
+namespace saturn {
+
+struct EClass {
+  // Member e-nodes; canonical, unique and sorted once the e-graph is rebuilt.
+  std::vector<ENode> nodes;
+  // Classes holding a node that has this class as a child (may repeat, may
+  // be non-canonical; `find` them).
+  std::vector<Id> parents;
+};
+
+// Caps on the e-graph's size; `add` refuses a node rather than exceed one.
+struct Budget {
+  static constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
+  std::size_t max_nodes = kUnlimited;  // e-nodes in the hash-cons
+  std::size_t max_bytes = kUnlimited;  // memory_bytes()
+};
+
+enum class AddStatus : std::uint8_t {
+  kAdded,      // a new e-node and class
+  kExisting,   // the node was already present
+  kNodeLimit,  // refused: the node budget is full
+  kByteLimit,  // refused: the byte budget is full
+  kRejected,   // refused by the analysis (e.g. shapes do not fit)
+};
+
+struct AddResult {
+  Id id;  // the node's class; invalid when refused
+  AddStatus status;
+  bool ok() const { return id.valid(); }
+};
+
+class EGraph {
+ public:
+  // `analysis` (optional) must outlive the e-graph and be used by no other.
+  explicit EGraph(const Language& language, Analysis* analysis = nullptr);
+  ~EGraph();
+  EGraph(const EGraph&) = delete;
+  EGraph& operator=(const EGraph&) = delete;
+
+  const Language& language() const { return *language_; }
+  Analysis* analysis() const { return analysis_; }
+  AttrTable& attrs() { return attrs_; }
+  const AttrTable& attrs() const { return attrs_; }
+
+  // ---- Building -------------------------------------------------------
+
+  // Adds `node` (children may be non-canonical) unless it is present.
+  AddResult add(ENode node);
+  // The class of `node` if it is present.
+  std::optional<Id> lookup(ENode node) const;
+  // Asserts that two classes are equal; returns the surviving canonical id.
+  // Congruence is restored by the next `rebuild`.
+  Id merge(Id a, Id b);
+  // Restores the congruence and hash-cons invariants; runs analysis updates.
+  void rebuild();
+  bool is_clean() const { return dirty_.empty() && analysis_pending_.empty(); }
+
+  // ---- Budget ---------------------------------------------------------
+
+  void set_budget(const Budget& budget) { budget_ = budget; }
+  const Budget& budget() const { return budget_; }
+  // Whether `n` more e-nodes fit under the node budget.
+  bool has_room_for(std::size_t n) const { return num_nodes() + n <= budget_.max_nodes; }
+
+  // ---- Reading --------------------------------------------------------
+
+  // The canonical id of `id`'s class.
+  Id find(Id id) const {
+    while (parent_[id.index()] != id) id = parent_[id.index()];
+    return id;
+  }
+  // Replaces each child with its canonical id.
+  void canonicalize(ENode& node) const;
+  bool is_canonical(const ENode& node) const;
+
+  // E-nodes in the hash-cons.
+  std::size_t num_nodes() const { return memo_.size(); }
+  // Canonical classes.
+  std::size_t num_classes() const { return counters_.num_classes; }
+  // Ids handed out so far (canonical or not).
+  std::size_t num_ids() const { return classes_.size(); }
+  // Bytes of e-graph content: each e-node in the hash-cons and in its class,
+  // union-find entries, class records, parent lists, the attribute table and
+  // analysis data. Container slack is not counted, so the figure is exact and
+  // deterministic.
+  std::size_t memory_bytes() const;
+  // What one more e-node costs in memory_bytes(), not counting analysis data.
+  std::size_t node_cost_bytes(const ENode& node) const;
+
+  const EClass& eclass(Id canonical) const { return classes_[canonical.index()]; }
+  std::span<const ENode> nodes(Id canonical) const { return classes_[canonical.index()].nodes; }
+  // Canonical ids in ascending order.
+  std::vector<Id> class_ids() const;
+  // The canonical classes holding at least one node with operator `op`, each
+  // once. Valid until the e-graph changes; not safe to call concurrently.
+  std::span<const Id> classes_with_op(Symbol op) const;
+  // Changes whenever the e-graph changes.
+  std::uint64_t version() const { return version_; }
+
+  // ---- Checkpoints ----------------------------------------------------
+
+  // Remembers the current (rebuilt) state. Marks nest.
+  void mark();
+  // Returns to the state of the latest mark and forgets that mark. Costs time
+  // proportional to what changed since the mark.
+  void rollback();
+  // Forgets the latest mark and keeps the changes.
+  void release();
+  std::size_t num_marks() const { return marks_.size(); }
+  // Entries in the undo trail.
+  std::size_t trail_size() const;
+
+  // ---- Debugging ------------------------------------------------------
+
+  // Checks the hash-cons, congruence and parent invariants (debug builds run
+  // it after every rebuild).
+  absl::Status check_invariants() const;
+  // A canonical text dump: classes by id, nodes sorted.
+  std::string dump() const;
+
+ private:
+  struct Counters {
+    std::size_t engine_bytes = 0;
+    std::size_t num_classes = 0;
+  };
+  struct MarkRecord {
+    std::size_t trail_size;
+    std::size_t num_ids;
+    std::size_t num_attrs;
+    Counters counters;
+    std::uint64_t epoch;
+  };
+  struct UndoEntry;
+
+  void snapshot_class(Id id);
+  void push_parent(Id child, Id parent);
+  void repair(Id id);
+  void process_analysis(Id id);
+  void log(UndoEntry entry);
+  void undo(UndoEntry& entry);
+  bool recording() const { return !marks_.empty(); }
+  static std::size_t memo_entry_bytes(const ENode& node);
+
+  const Language* language_;
+  Analysis* analysis_;
+  AttrTable attrs_;
+  Budget budget_;
+
+  std::vector<Id> parent_;               // union-find
+  std::vector<std::uint32_t> set_size_;  // union-find set sizes
+  std::vector<EClass> classes_;          // by id; empty unless canonical
+  absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
+  std::vector<std::vector<Id>> by_op_;   // classes created with each operator
+  std::vector<Id> dirty_;                // classes that may hold stale nodes
+  std::vector<Id> analysis_pending_;     // classes whose data changed
+  Counters counters_;
+  std::uint64_t version_ = 0;
+
+  std::vector<MarkRecord> marks_;
+  std::vector<UndoEntry> trail_;
+  std::vector<std::uint64_t> saved_epoch_;  // epoch of each class's latest snapshot
+  std::uint64_t epoch_ = 0;
+
+  struct OpCache {
+    std::uint64_t version = std::numeric_limits<std::uint64_t>::max();
+    std::vector<Id> classes;
+  };
+  mutable std::vector<OpCache> op_cache_;
+  mutable std::vector<std::uint32_t> seen_stamp_;
+  mutable std::uint32_t stamp_ = 0;
+};
+
+}  // namespace saturn
