@@ -23,6 +23,11 @@ namespace saturn {
 
 class EGraph;
 
+struct JoinResult {
+  bool into_changed = false;  // `into` is not what it was
+  bool from_changed = false;  // the result differs from `from`
+};
+
 // The engine's view of an analysis. Data lives in the analysis, indexed by
 // class id; the e-graph calls these hooks as it changes.
 class Analysis {
@@ -36,12 +41,17 @@ class Analysis {
   // Forgets the data stored by the latest `make` (the e-graph could not keep
   // the node after all, e.g. the byte budget is full).
   virtual void discard_last() = 0;
-  // Class `from` merges into `into`. Returns true when the merged data differs
-  // from the data either class had, so that their parents must be revisited.
-  virtual bool merge(Id into, Id from) = 0;
+  // Class `from` merges into `into`: joins the data into `into`'s and says
+  // which side's data changed (its parents must then be revisited).
+  virtual JoinResult merge(Id into, Id from) = 0;
   // `node`, a member of class `id`, may now derive better data because a
   // child's data changed: joins it in. Returns true if `id`'s data changed.
   virtual bool refine(const EGraph& egraph, const ENode& node, Id id) = 0;
+  // Whether class `id`'s data can no longer change (refining it is skipped).
+  virtual bool is_final(Id id) const {
+    (void)id;
+    return false;
+  }
   // Called after class `id`'s data changed; may add nodes and merge classes.
   virtual void modify(EGraph& egraph, Id id) {
     (void)egraph;
@@ -55,11 +65,6 @@ class Analysis {
 
   // Bytes of data held, counted in the e-graph's byte budget.
   virtual std::size_t bytes() const = 0;
-};
-
-struct JoinResult {
-  bool into_changed = false;  // `into` is not what it was
-  bool from_changed = false;  // the result differs from `from`
 };
 
 // An analysis with one `Data` value per class.
@@ -84,13 +89,14 @@ class TypedAnalysis : public Analysis {
     data_.pop_back();
   }
 
-  bool merge(Id into, Id from) final {
+  JoinResult merge(Id into, Id from) final {
     save(into);
     Data& target = data_[into.index()];
     std::size_t before = data_bytes(target);
     JoinResult r = join(target, data_[from.index()]);
     bytes_ = bytes_ - before + data_bytes(target);
-    return r.into_changed || r.from_changed;
+    if (!r.into_changed) drop_unneeded_save(into);
+    return r;
   }
 
   bool refine(const EGraph& egraph, const ENode& node, Id id) final {
@@ -124,8 +130,14 @@ class TypedAnalysis : public Analysis {
   }
 
   std::size_t bytes() const final { return bytes_; }
+  bool is_final(Id id) const final { return is_top(data_[id.index()]); }
 
  protected:
+  // Whether a value is the lattice's top (no join can change it).
+  virtual bool is_top(const Data& data) const {
+    (void)data;
+    return false;
+  }
   // The data of a node from its children's data; nullopt refuses the node.
   virtual std::optional<Data> make_data(const EGraph& egraph, const ENode& node) = 0;
   // Joins `from` into `into` (a lattice join).

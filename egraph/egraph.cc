@@ -156,6 +156,16 @@ Id EGraph::merge(Id a, Id b) {
   // The loser's parents now hold stale children.
   for (Id p : l.parents) dirty_.push_back(p);
   dirty_.push_back(root);
+  if (analysis_ != nullptr) {
+    JoinResult changed = analysis_->merge(root, loser);
+    if (changed.into_changed) {
+      analysis_pending_.insert(analysis_pending_.end(), r.parents.begin(), r.parents.end());
+    }
+    if (changed.from_changed) {
+      analysis_pending_.insert(analysis_pending_.end(), l.parents.begin(), l.parents.end());
+    }
+    if (changed.into_changed || changed.from_changed) modify_pending_.push_back(root);
+  }
   r.nodes.insert(r.nodes.end(), std::make_move_iterator(l.nodes.begin()),
                  std::make_move_iterator(l.nodes.end()));
   r.parents.insert(r.parents.end(), l.parents.begin(), l.parents.end());
@@ -163,8 +173,6 @@ Id EGraph::merge(Id a, Id b) {
   std::vector<Id>().swap(l.parents);
   --counters_.num_classes;
   ++version_;
-
-  if (analysis_ != nullptr && analysis_->merge(root, loser)) analysis_pending_.push_back(root);
   return root;
 }
 
@@ -184,10 +192,24 @@ void EGraph::rebuild() {
       }
       todo.clear();
     }
-    while (dirty_.empty() && !analysis_pending_.empty()) {
-      Id id = analysis_pending_.back();
-      analysis_pending_.pop_back();
-      process_analysis(find(id));
+    if (dirty_.empty() && !analysis_pending_.empty()) {
+      todo.swap(analysis_pending_);
+      analysis_pending_.clear();
+      ++stamp_;
+      seen_stamp_.resize(classes_.size(), 0);
+      for (Id id : todo) {
+        id = find(id);
+        if (seen_stamp_[id.index()] == stamp_) continue;
+        seen_stamp_[id.index()] = stamp_;
+        refine(id);
+      }
+      todo.clear();
+      continue;
+    }
+    while (dirty_.empty() && analysis_pending_.empty() && !modify_pending_.empty()) {
+      Id id = modify_pending_.back();
+      modify_pending_.pop_back();
+      analysis_->modify(*this, find(id));
     }
   }
 #ifndef NDEBUG
@@ -241,21 +263,20 @@ void EGraph::repair(Id id) {
   ++version_;
 }
 
-// A class's data changed: its parents may derive better data, and the
-// analysis may act on the class.
-void EGraph::process_analysis(Id id) {
-  const std::vector<Id> parents = classes_[id.index()].parents;
-  for (Id p : parents) {
-    p = find(p);
-    bool changed = false;
-    for (std::size_t i = 0; i < classes_[p.index()].nodes.size(); ++i) {
-      ENode node = classes_[p.index()].nodes[i];
-      canonicalize(node);
-      changed |= analysis_->refine(*this, node, p);
-    }
-    if (changed) analysis_pending_.push_back(p);
+// A child's data changed: the class's nodes may derive better data. If they
+// do, its own parents follow and the analysis may act on the class.
+void EGraph::refine(Id id) {
+  if (analysis_->is_final(id)) return;
+  bool changed = false;
+  for (std::size_t i = 0; i < classes_[id.index()].nodes.size(); ++i) {
+    ENode node = classes_[id.index()].nodes[i];
+    canonicalize(node);
+    changed |= analysis_->refine(*this, node, id);
   }
-  analysis_->modify(*this, find(id));
+  if (!changed) return;
+  const std::vector<Id>& parents = classes_[id.index()].parents;
+  analysis_pending_.insert(analysis_pending_.end(), parents.begin(), parents.end());
+  modify_pending_.push_back(id);
   ++version_;
 }
 
@@ -330,6 +351,7 @@ void EGraph::rollback() {
   counters_ = m.counters;
   dirty_.clear();
   analysis_pending_.clear();
+  modify_pending_.clear();
   if (analysis_ != nullptr) analysis_->rollback();
   ++version_;
 }

@@ -85,7 +85,9 @@ class EGraph {
   Id merge(Id a, Id b);
   // Restores the congruence and hash-cons invariants; runs analysis updates.
   void rebuild();
-  bool is_clean() const { return dirty_.empty() && analysis_pending_.empty(); }
+  bool is_clean() const {
+    return dirty_.empty() && analysis_pending_.empty() && modify_pending_.empty();
+  }
 
   // ---- Budget ---------------------------------------------------------
 
@@ -167,7 +169,7 @@ class EGraph {
   void snapshot_class(Id id);
   void push_parent(Id child, Id parent);
   void repair(Id id);
-  void process_analysis(Id id);
+  void refine(Id id);
   void log(UndoEntry entry);
   void undo(UndoEntry& entry);
   bool recording() const { return !marks_.empty(); }
@@ -184,7 +186,8 @@ class EGraph {
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
   std::vector<std::vector<Id>> by_op_;   // classes created with each operator
   std::vector<Id> dirty_;                // classes that may hold stale nodes
-  std::vector<Id> analysis_pending_;     // classes whose data changed
+  std::vector<Id> analysis_pending_;     // classes whose nodes' data must be re-derived
+  std::vector<Id> modify_pending_;       // classes whose data changed
   Counters counters_;
   std::uint64_t version_ = 0;
 

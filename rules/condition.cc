@@ -1,0 +1,29 @@
+#include "rules/condition.h"
+
+namespace saturn {
+
+ConditionRegistry::ConditionRegistry() {
+  add(
+      "distinct", 2,
+      [](const EGraph& g, std::span<const Id> args) { return g.find(args[0]) != g.find(args[1]); },
+      "the two arguments are different e-classes");
+}
+
+void ConditionRegistry::add(std::string_view name, int arity, ConditionFn fn, std::string doc) {
+  for (Entry& e : entries_) {
+    if (e.name == name) {
+      e = Entry{std::string(name), arity, std::move(fn), std::move(doc)};
+      return;
+    }
+  }
+  entries_.push_back(Entry{std::string(name), arity, std::move(fn), std::move(doc)});
+}
+
+const ConditionRegistry::Entry* ConditionRegistry::find(std::string_view name) const {
+  for (const Entry& e : entries_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace saturn

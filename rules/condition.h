@@ -1,0 +1,43 @@
+// Named rule conditions: predicates over the classes a match binds, written
+// in rule files as `if (is-nonzero ?a)`. A language registers its own.
+//
+//   ConditionRegistry conditions;
+//   conditions.add("is-nonzero", 1, [&](const EGraph& g, std::span<const Id> a) {
+//     return folding.constant(g.find(a[0])) != 0.0;
+//   }, "the class is a known non-zero constant");
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "egraph/egraph.h"
+
+namespace saturn {
+
+using ConditionFn = std::function<bool(const EGraph&, std::span<const Id>)>;
+
+class ConditionRegistry {
+ public:
+  struct Entry {
+    std::string name;
+    int arity;
+    ConditionFn fn;
+    std::string doc;
+  };
+
+  // Starts with the built-in `(distinct ?a ?b)`: the two are different classes.
+  ConditionRegistry();
+
+  // Registers (or replaces) a condition.
+  void add(std::string_view name, int arity, ConditionFn fn, std::string doc = "");
+  const Entry* find(std::string_view name) const;
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+}  // namespace saturn

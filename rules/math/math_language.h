@@ -1,0 +1,58 @@
+// A small math language for the engine's tests and benchmark, after egg's
+// math suite: + - * / pow ln sqrt sin cos, derivatives (d x e) and
+// integrals (i e x), numbers and symbols; constant folding as an analysis;
+// the conditions its rules use.
+//
+//   MathLanguage lang;
+//   ConstantFolding folding(lang);
+//   EGraph egraph(lang, &folding);
+//   ConditionRegistry conditions = math_conditions(lang);
+//   RuleSet rules = *load_rules(math_rules_path(), lang, conditions);
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "egraph/analysis.h"
+#include "egraph/language.h"
+#include "rules/condition.h"
+
+namespace saturn {
+
+class MathLanguage final : public Language {
+ public:
+  MathLanguage();
+
+  // Numbers `2`, `-1`, `0.5` become num{value=...}; other words sym{name=...}.
+  std::optional<Leaf> parse_leaf(std::string_view token) const override;
+  std::string node_label(Symbol op, const Attributes& attributes) const override;
+
+  Symbol num, sym, add, sub, mul, div, pow, ln, sqrt, sin, cos, d, i;
+};
+
+// Folds + - * / over known constants; a class with a constant also holds the
+// number node.
+class ConstantFolding final : public TypedAnalysis<std::optional<double>> {
+ public:
+  explicit ConstantFolding(const MathLanguage& language) : lang_(language) {}
+
+  std::optional<double> constant(Id canonical) const { return data(canonical); }
+  void modify(EGraph& egraph, Id id) override;
+
+ protected:
+  std::optional<std::optional<double>> make_data(const EGraph& egraph, const ENode& node) override;
+  JoinResult join(std::optional<double>& into, const std::optional<double>& from) override;
+  bool is_top(const std::optional<double>& data) const override { return data.has_value(); }
+
+ private:
+  const MathLanguage& lang_;
+};
+
+// The math rules' conditions: not-zero, is-const, is-sym,
+// is-const-or-distinct-var. They read the e-graph's ConstantFolding.
+ConditionRegistry math_conditions(const MathLanguage& language);
+
+// Where the shipped math rule file is.
+std::string math_rules_path();
+
+}  // namespace saturn

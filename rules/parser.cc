@@ -1,0 +1,293 @@
+#include "rules/parser.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "egraph/term.h"
+#include "fmt/format.h"
+
+namespace saturn {
+
+namespace {
+
+class RuleParser {
+ public:
+  RuleParser(std::string_view text, std::string_view file, const Language& language,
+             const ConditionRegistry& conditions)
+      : reader_(text, std::string(file)), language_(language), conditions_(conditions) {}
+
+  absl::StatusOr<RuleSet> parse() {
+    while (!reader_.at_end()) {
+      const SourceLoc loc = reader_.location();
+      if (reader_.accept("group")) {
+        absl::StatusOr<std::string> name = read_name("a group name");
+        if (!name.ok()) return name.status();
+        group_ = *name;
+      } else if (reader_.accept("rule")) {
+        absl::Status s = parse_rule(loc);
+        if (!s.ok()) return s;
+      } else {
+        return reader_.error(loc, fmt::format("expected 'rule' or 'group' but found {}",
+                                              describe(reader_.peek_word())));
+      }
+    }
+    return std::move(rules_);
+  }
+
+ private:
+  static std::string describe(const std::string& word) {
+    return word.empty() ? "a symbol that starts no rule" : fmt::format("'{}'", word);
+  }
+
+  absl::StatusOr<std::string> read_name(std::string_view what) {
+    const SourceLoc loc = reader_.location();
+    std::string word = reader_.peek_word();
+    if (word.empty() || word == ":" || word == "," || word == "=>" || word == "<=>") {
+      return reader_.error(loc, fmt::format("expected {} but found {}", what,
+                                            reader_.at_end() ? "end of file" : describe(word)));
+    }
+    reader_.accept(word);
+    return word;
+  }
+
+  absl::Status expect(std::string_view word, std::string_view context) {
+    const SourceLoc loc = reader_.location();
+    if (reader_.accept(word)) return absl::OkStatus();
+    std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
+    return reader_.error(loc, fmt::format("expected '{}' {} but found {}", word, context, found));
+  }
+
+  // Converts an S-expression to a pattern; `bind` says whether new variables
+  // may appear (left side) or must already be bound (right side).
+  absl::Status to_pattern(const SExpr& e, Pattern& out, bool bind) {
+    if (e.is_variable()) {
+      if (e.has_attrs) return reader_.error(e.loc, "a variable cannot have attributes");
+      auto it = vars_.find(e.text);
+      if (it == vars_.end()) {
+        if (!bind) {
+          return reader_.error(e.loc, fmt::format("variable '{}' on the right side is not bound "
+                                                  "by the left side",
+                                                  e.text));
+        }
+        it = vars_.emplace(e.text, static_cast<int>(var_names_.size())).first;
+        var_names_.push_back(e.text);
+      }
+      out.nodes.push_back(PatternNode{it->second, Symbol(), {}, {}});
+      return absl::OkStatus();
+    }
+    if (e.kind == SExpr::Kind::kString || e.kind == SExpr::Kind::kVector) {
+      return reader_.error(e.loc, "expected a pattern");
+    }
+    const bool is_list = e.is_list();
+    const SExpr& head = e.head();
+    for (const auto& [key, value] : head.attrs) {
+      if (value.is_variable()) {
+        return reader_.error(value.loc,
+                             fmt::format("attribute '{}': attribute variables are not supported; "
+                                         "write a literal value",
+                                         key));
+      }
+    }
+    absl::StatusOr<ResolvedOp> op =
+        resolve_operator(language_, head, is_list ? e.items.size() - 1 : 0, is_list, reader_);
+    if (!op.ok()) return op.status();
+    PatternNode node{-1, op->op, std::move(op->attributes), {}};
+    for (std::size_t i = 1; is_list && i < e.items.size(); ++i) {
+      absl::Status s = to_pattern(e.items[i], out, bind);
+      if (!s.ok()) return s;
+      node.children.push_back(static_cast<std::uint32_t>(out.nodes.size() - 1));
+    }
+    out.nodes.push_back(std::move(node));
+    return absl::OkStatus();
+  }
+
+  // One side: patterns separated by commas, with their locations.
+  absl::StatusOr<std::vector<std::pair<SExpr, SourceLoc>>> read_side() {
+    std::vector<std::pair<SExpr, SourceLoc>> side;
+    do {
+      const SourceLoc loc = reader_.location();
+      if (reader_.at_end() || reader_.peek_word() == "if" || reader_.peek_word() == "rule" ||
+          reader_.peek_word() == "=>" || reader_.peek_word() == "<=>") {
+        std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
+        return reader_.error(loc, fmt::format("expected a pattern but found {}", found));
+      }
+      absl::StatusOr<SExpr> e = reader_.read();
+      if (!e.ok()) return e.status();
+      side.emplace_back(*std::move(e), loc);
+    } while (reader_.accept(","));
+    return side;
+  }
+
+  absl::Status parse_rule(SourceLoc rule_loc) {
+    const SourceLoc name_loc = reader_.location();
+    absl::StatusOr<std::string> name = read_name("a rule name");
+    if (!name.ok()) return name.status();
+    if (absl::Status s = expect(":", fmt::format("after rule name '{}'", *name)); !s.ok()) return s;
+
+    vars_.clear();
+    var_names_.clear();
+    auto lhs = read_side();
+    if (!lhs.ok()) return lhs.status();
+    const SourceLoc arrow_loc = reader_.location();
+    bool both = false;
+    if (reader_.accept("<=>")) {
+      both = true;
+    } else if (!reader_.accept("=>")) {
+      std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
+      return reader_.error(arrow_loc, fmt::format("expected '=>' or '<=>' but found {}", found));
+    }
+    auto rhs = read_side();
+    if (!rhs.ok()) return rhs.status();
+
+    Rule rule;
+    rule.name = *name;
+    rule.group = group_;
+    rule.file = reader_.source_name();
+    rule.loc = rule_loc;
+    for (auto& [e, loc] : *lhs) {
+      Pattern p;
+      if (absl::Status s = to_pattern(e, p, /*bind=*/true); !s.ok()) return s;
+      rule.lhs.push_back(std::move(p));
+    }
+    const std::size_t lhs_vars = var_names_.size();
+    if (both) {
+      // Both sides bind: each must bind the same variables.
+      for (auto& [e, loc] : *rhs) {
+        Pattern p;
+        if (absl::Status s = to_pattern(e, p, /*bind=*/true); !s.ok()) return s;
+        rule.rhs.push_back(std::move(p));
+      }
+      if (var_names_.size() != lhs_vars) {
+        return reader_.error(arrow_loc, fmt::format("'<=>' needs both sides to use the same "
+                                                    "variables, but '{}' is only on the right",
+                                                    var_names_[lhs_vars]));
+      }
+      for (std::size_t v = 0; v < lhs_vars; ++v) {
+        bool on_right = std::any_of(rule.rhs.begin(), rule.rhs.end(), [&](const Pattern& p) {
+          auto vars = p.variables();
+          return std::find(vars.begin(), vars.end(), static_cast<int>(v)) != vars.end();
+        });
+        if (!on_right) {
+          return reader_.error(arrow_loc, fmt::format("'<=>' needs both sides to use the same "
+                                                      "variables, but '{}' is only on the left",
+                                                      var_names_[v]));
+        }
+      }
+    } else {
+      for (auto& [e, loc] : *rhs) {
+        Pattern p;
+        if (absl::Status s = to_pattern(e, p, /*bind=*/false); !s.ok()) return s;
+        rule.rhs.push_back(std::move(p));
+      }
+    }
+    if (rule.lhs.size() != rule.rhs.size()) {
+      return reader_.error(arrow_loc, fmt::format("rule '{}' has {} left-hand patterns but {} "
+                                                  "right-hand results; each pattern needs one",
+                                                  rule.name, rule.lhs.size(), rule.rhs.size()));
+    }
+    if (rule.is_multi()) {
+      for (std::size_t i = 0; i < rule.lhs.size(); ++i) {
+        if (rule.lhs[i].root().is_var()) {
+          return reader_.error((*lhs)[i].second,
+                               "a multi-pattern rule's patterns must each start with an operator");
+        }
+      }
+    }
+    if (absl::Status s = parse_conditions(rule); !s.ok()) return s;
+    rule.var_names = var_names_;
+
+    std::vector<Rule> made;
+    if (both) {
+      Rule reverse = rule;
+      reverse.name = rule.name + "-rev";
+      std::swap(reverse.lhs, reverse.rhs);
+      if (reverse.is_multi() && std::any_of(reverse.lhs.begin(), reverse.lhs.end(),
+                                            [](const Pattern& p) { return p.root().is_var(); })) {
+        return reader_.error(arrow_loc,
+                             "a multi-pattern rule's patterns must each start with an operator");
+      }
+      made.push_back(std::move(rule));
+      made.push_back(std::move(reverse));
+    } else {
+      made.push_back(std::move(rule));
+    }
+    for (Rule& r : made) {
+      auto [it, inserted] = defined_at_.try_emplace(r.name, r.loc);
+      if (!inserted) {
+        return reader_.error(name_loc, fmt::format("duplicate rule name '{}' (first defined at "
+                                                   "{}:{})",
+                                                   r.name, it->second.line, it->second.column));
+      }
+      rules_.add(std::move(r));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status parse_conditions(Rule& rule) {
+    if (!reader_.accept("if")) return absl::OkStatus();
+    do {
+      const SourceLoc loc = reader_.location();
+      absl::StatusOr<SExpr> e = reader_.read();
+      if (!e.ok()) return e.status();
+      if (!e->is_list() || !e->items.front().is_atom()) {
+        return reader_.error(loc, "expected a condition such as (is-nonzero ?a)");
+      }
+      const SExpr& head = e->items.front();
+      const ConditionRegistry::Entry* predicate = conditions_.find(head.text);
+      if (predicate == nullptr) {
+        return reader_.error(head.loc, fmt::format("unknown condition '{}'", head.text));
+      }
+      const std::size_t given = e->items.size() - 1;
+      if (predicate->arity >= 0 && static_cast<std::size_t>(predicate->arity) != given) {
+        return reader_.error(head.loc, fmt::format("condition '{}' takes {} arguments but is "
+                                                   "given {}",
+                                                   head.text, predicate->arity, given));
+      }
+      RuleCondition cond{predicate, {}};
+      for (std::size_t i = 1; i < e->items.size(); ++i) {
+        const SExpr& arg = e->items[i];
+        auto it = arg.is_variable() ? vars_.find(arg.text) : vars_.end();
+        if (!arg.is_variable()) {
+          return reader_.error(arg.loc, "condition arguments must be variables");
+        }
+        if (it == vars_.end()) {
+          return reader_.error(arg.loc, fmt::format("variable '{}' in the condition is not bound "
+                                                    "by the left side",
+                                                    arg.text));
+        }
+        cond.args.push_back(it->second);
+      }
+      rule.conditions.push_back(std::move(cond));
+    } while (!reader_.at_end() && reader_.peek_word().empty());
+    return absl::OkStatus();
+  }
+
+  SExprReader reader_;
+  const Language& language_;
+  const ConditionRegistry& conditions_;
+  RuleSet rules_;
+  std::string group_;
+  absl::flat_hash_map<std::string, int> vars_;
+  std::vector<std::string> var_names_;
+  absl::flat_hash_map<std::string, SourceLoc> defined_at_;
+};
+
+}  // namespace
+
+absl::StatusOr<RuleSet> parse_rules(std::string_view text, std::string_view file,
+                                    const Language& language, const ConditionRegistry& conditions) {
+  return RuleParser(text, file, language, conditions).parse();
+}
+
+absl::StatusOr<RuleSet> load_rules(const std::string& path, const Language& language,
+                                   const ConditionRegistry& conditions) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open rule file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_rules(text.str(), path, language, conditions);
+}
+
+}  // namespace saturn

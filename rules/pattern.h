@@ -1,0 +1,39 @@
+// Patterns: terms with `?variables`, read from the rule language.
+//
+//   (+ ?a (* ?b 2))
+//
+// A pattern is a flat list of nodes in post-order (children first, root
+// last). Variables are numbered per rule, so the patterns of one rule share
+// them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "egraph/attributes.h"
+#include "egraph/id.h"
+#include "egraph/language.h"
+
+namespace saturn {
+
+struct PatternNode {
+  int var = -1;                         // >= 0: a variable
+  Symbol op;                            // otherwise: an operator
+  Attributes attributes;                // with literal attributes
+  std::vector<std::uint32_t> children;  // indices of earlier nodes
+
+  bool is_var() const { return var >= 0; }
+};
+
+struct Pattern {
+  std::vector<PatternNode> nodes;  // post-order; root last
+
+  const PatternNode& root() const { return nodes.back(); }
+  // Variables used, in order of first use.
+  std::vector<int> variables() const;
+  // The pattern written back as text (`var_names` names the variables).
+  std::string to_string(const Language& language, const std::vector<std::string>& var_names) const;
+};
+
+}  // namespace saturn

@@ -1,0 +1,162 @@
+#include "rules/rewrite.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "rules/machine.h"
+
+namespace saturn {
+
+namespace {
+
+using Key = absl::InlinedVector<Id, 4>;
+
+// Joins the matches so far with one more pattern's matches on the variables
+// both bind.
+RuleMatches join(const RuleMatches& left, const PatternMatches& right, std::size_t limit) {
+  RuleMatches out;
+  out.num_patterns = left.num_patterns + 1;
+  out.num_vars = left.num_vars;
+  if (left.size() == 0 || right.size() == 0) return out;
+  std::vector<std::size_t> shared;
+  for (std::size_t v = 0; v < left.num_vars; ++v) {
+    if (left.subst(0)[v].valid() && right.subst(0)[v].valid()) shared.push_back(v);
+  }
+  absl::flat_hash_map<Key, std::vector<std::uint32_t>> index;
+  for (std::size_t j = 0; j < right.size(); ++j) {
+    Key key;
+    for (std::size_t v : shared) key.push_back(right.subst(j)[v]);
+    index[key].push_back(static_cast<std::uint32_t>(j));
+  }
+  for (std::size_t i = 0; i < left.size() && out.size() < limit; ++i) {
+    Key key;
+    for (std::size_t v : shared) key.push_back(left.subst(i)[v]);
+    auto it = index.find(key);
+    if (it == index.end()) continue;
+    for (std::uint32_t j : it->second) {
+      if (out.size() >= limit) break;
+      auto roots = left.roots_of(i);
+      out.roots.insert(out.roots.end(), roots.begin(), roots.end());
+      out.roots.push_back(right.roots[j]);
+      for (std::size_t v = 0; v < left.num_vars; ++v) {
+        Id a = left.subst(i)[v];
+        out.substs.push_back(a.valid() ? a : right.subst(j)[v]);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+RuleMatches search_rule(const EGraph& egraph, const Rule& rule, std::size_t limit) {
+  PatternMatches first;
+  search_pattern(egraph, rule.lhs[0], rule.num_vars(), first, rule.is_multi() ? SIZE_MAX : limit);
+  RuleMatches out;
+  out.num_vars = rule.num_vars();
+  out.roots = std::move(first.roots);
+  out.substs = std::move(first.substs);
+  for (std::size_t p = 1; p < rule.lhs.size(); ++p) {
+    PatternMatches next;
+    search_pattern(egraph, rule.lhs[p], rule.num_vars(), next);
+    out = join(out, next, p + 1 == rule.lhs.size() ? limit : SIZE_MAX);
+  }
+  return out;
+}
+
+std::optional<Id> instantiate(EGraph& egraph, const Pattern& pattern, std::span<const Id> subst,
+                              AddStatus* status) {
+  // First pass: look nodes up, counting those missing (a node with a missing
+  // child is missing too).
+  std::vector<Id> ids(pattern.nodes.size());
+  std::vector<AttrId> attrs(pattern.nodes.size());
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
+    const PatternNode& n = pattern.nodes[i];
+    if (n.is_var()) {
+      ids[i] = subst[n.var];
+      continue;
+    }
+    attrs[i] = egraph.attrs().intern(n.attributes);
+    ENode node(n.op, attrs[i]);
+    bool complete = true;
+    for (std::uint32_t c : n.children) {
+      complete &= ids[c].valid();
+      node.children.push_back(ids[c]);
+    }
+    std::optional<Id> found = complete ? egraph.lookup(std::move(node)) : std::nullopt;
+    if (found) {
+      ids[i] = *found;
+    } else {
+      ids[i] = Id();
+      ++missing;
+    }
+  }
+  if (!egraph.has_room_for(missing)) {
+    if (status) *status = AddStatus::kNodeLimit;
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < pattern.nodes.size() && missing > 0; ++i) {
+    const PatternNode& n = pattern.nodes[i];
+    if (n.is_var() || ids[i].valid()) continue;
+    ENode node(n.op, attrs[i]);
+    for (std::uint32_t c : n.children) node.children.push_back(ids[c]);
+    AddResult r = egraph.add(std::move(node));
+    if (!r.ok()) {
+      if (status) *status = r.status;
+      return std::nullopt;
+    }
+    ids[i] = r.id;
+  }
+  if (status) *status = AddStatus::kExisting;
+  return ids.back();
+}
+
+ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matches,
+                       std::span<const std::size_t> which) {
+  ApplyResult result;
+  std::vector<Id> args;
+  auto apply_one = [&](std::size_t m) -> bool {
+    std::span<const Id> subst = matches.subst(m);
+    for (const RuleCondition& c : rule.conditions) {
+      args.clear();
+      for (int v : c.args) args.push_back(subst[v]);
+      if (!c.predicate->fn(egraph, args)) {
+        ++result.skipped;
+        return true;
+      }
+    }
+    bool changed = false;
+    for (std::size_t p = 0; p < rule.rhs.size(); ++p) {
+      AddStatus status = AddStatus::kExisting;
+      const std::size_t before = egraph.num_nodes();
+      std::optional<Id> id = instantiate(egraph, rule.rhs[p], subst, &status);
+      if (!id) {
+        if (status == AddStatus::kRejected) {
+          ++result.skipped;
+          return true;
+        }
+        result.stopped = status;
+        return false;
+      }
+      Id target = matches.roots_of(m)[p];
+      changed |= egraph.num_nodes() != before || egraph.find(target) != egraph.find(*id);
+      egraph.merge(target, *id);
+    }
+    if (changed) ++result.applied;
+    return true;
+  };
+  if (which.empty()) {
+    for (std::size_t m = 0; m < matches.size(); ++m) {
+      if (!apply_one(m)) break;
+    }
+  } else {
+    for (std::size_t m : which) {
+      if (!apply_one(m)) break;
+    }
+  }
+  return result;
+}
+
+}  // namespace saturn

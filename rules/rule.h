@@ -1,0 +1,58 @@
+// Rewrite rules and rule sets.
+//
+// A rule has one or more left-hand patterns and as many right-hand results;
+// each result joins the class its pattern matched. With several patterns
+// (a multi-pattern rule) the patterns must match together, agreeing on the
+// variables they share. Conditions must hold for a match to be applied.
+//
+//   absl::StatusOr<RuleSet> rules = load_rules("rules/math/math.rules", lang, conditions);
+//   for (const Rule& r : rules->rules()) fmt::print("{} {}\n", r.name, r.group);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "egraph/sexpr.h"
+#include "rules/condition.h"
+#include "rules/pattern.h"
+
+namespace saturn {
+
+struct RuleCondition {
+  const ConditionRegistry::Entry* predicate;
+  std::vector<int> args;  // variable indices
+};
+
+struct Rule {
+  std::string name;
+  std::string group;  // the `group` the rule was declared under ("" if none)
+  std::vector<Pattern> lhs;
+  std::vector<Pattern> rhs;  // rhs[i] joins the class lhs[i] matched
+  std::vector<RuleCondition> conditions;
+  std::vector<std::string> var_names;  // "?a" for variable 0, ...
+  std::string file;
+  SourceLoc loc;
+
+  bool is_multi() const { return lhs.size() > 1; }
+  std::size_t num_vars() const { return var_names.size(); }
+  // "single" or "multi".
+  const char* kind() const { return is_multi() ? "multi" : "single"; }
+  // The rule written back in the rule language.
+  std::string to_string(const Language& language) const;
+};
+
+class RuleSet {
+ public:
+  const std::vector<Rule>& rules() const { return rules_; }
+  std::size_t size() const { return rules_.size(); }
+  const Rule& operator[](std::size_t i) const { return rules_[i]; }
+  const Rule* find(std::string_view name) const;
+  void add(Rule rule) { rules_.push_back(std::move(rule)); }
+  // Appends another set's rules.
+  void append(const RuleSet& other);
+
+ private:
+  std::vector<Rule> rules_;
+};
+
+}  // namespace saturn

@@ -1,0 +1,165 @@
+#include "rules/runner.h"
+
+#include <algorithm>
+
+#include "rules/rewrite.h"
+
+namespace saturn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+const char* to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kSaturated:
+      return "saturated";
+    case StopReason::kIterationLimit:
+      return "iteration limit";
+    case StopReason::kNodeLimit:
+      return "node limit";
+    case StopReason::kByteLimit:
+      return "byte limit";
+    case StopReason::kTimeLimit:
+      return "time limit";
+  }
+  return "unknown";
+}
+
+void BackoffScheduler::reset(std::size_t num_rules) { state_.assign(num_rules, State{}); }
+
+bool BackoffScheduler::should_search(std::size_t rule, std::size_t iteration) {
+  return iteration >= state_[rule].banned_until;
+}
+
+bool BackoffScheduler::accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) {
+  State& s = state_[rule];
+  const std::size_t threshold = match_limit_ << std::min<std::size_t>(s.times_banned, 20);
+  if (num_matches <= threshold) return true;
+  s.banned_until = iteration + (ban_length_ << std::min<std::size_t>(s.times_banned, 20));
+  ++s.times_banned;
+  return false;
+}
+
+bool BackoffScheduler::can_stop(std::size_t iteration) {
+  bool banned = false;
+  for (State& s : state_) {
+    if (s.banned_until > iteration) {
+      banned = true;
+      s.banned_until = iteration;
+    }
+  }
+  return !banned;
+}
+
+Runner::Runner() : scheduler_(std::make_unique<BackoffScheduler>()) {}
+
+Runner& Runner::with_iteration_limit(std::size_t n) {
+  iteration_limit_ = n;
+  return *this;
+}
+Runner& Runner::with_node_limit(std::size_t n) {
+  node_limit_ = n;
+  return *this;
+}
+Runner& Runner::with_byte_limit(std::size_t n) {
+  byte_limit_ = n;
+  return *this;
+}
+Runner& Runner::with_time_limit(std::chrono::duration<double> t) {
+  time_limit_ = t;
+  return *this;
+}
+Runner& Runner::with_scheduler(std::unique_ptr<Scheduler> s) {
+  scheduler_ = std::move(s);
+  return *this;
+}
+
+RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
+  const Clock::time_point start = Clock::now();
+  const Budget saved_budget = egraph.budget();
+  egraph.set_budget(Budget{std::min(node_limit_, saved_budget.max_nodes),
+                           std::min(byte_limit_, saved_budget.max_bytes)});
+  egraph.rebuild();
+  scheduler_->reset(rules.size());
+
+  RunReport report;
+  report.rules.resize(rules.size());
+  report.initial_nodes = egraph.num_nodes();
+  std::vector<RuleMatches> found(rules.size());
+  auto out_of_time = [&] { return seconds_since(start) >= time_limit_.count(); };
+
+  for (std::size_t iter = 0;; ++iter) {
+    if (iter >= iteration_limit_) {
+      report.stop_reason = StopReason::kIterationLimit;
+      break;
+    }
+    IterationReport it;
+    std::optional<StopReason> stop;
+
+    Clock::time_point t = Clock::now();
+    for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
+      found[r] = RuleMatches{};
+      if (!scheduler_->should_search(r, iter)) continue;
+      ++it.rules_searched;
+      RuleMatches m = search_rule(egraph, rules[r]);
+      report.rules[r].matches += m.size();
+      it.matches += m.size();
+      if (scheduler_->accept(r, iter, m.size())) found[r] = std::move(m);
+      if (out_of_time()) stop = StopReason::kTimeLimit;
+    }
+    it.search_seconds = seconds_since(t);
+
+    t = Clock::now();
+    const std::size_t nodes_before = egraph.num_nodes();
+    const std::size_t classes_before = egraph.num_classes();
+    for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
+      if (found[r].size() == 0) continue;
+      ApplyResult a = apply_rule(egraph, rules[r], found[r]);
+      report.rules[r].applied += a.applied;
+      it.applied += a.applied;
+      if (a.stopped) {
+        stop = *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit
+                                                   : StopReason::kNodeLimit;
+      } else if (out_of_time()) {
+        stop = StopReason::kTimeLimit;
+      }
+    }
+    it.apply_seconds = seconds_since(t);
+
+    t = Clock::now();
+    egraph.rebuild();
+    it.rebuild_seconds = seconds_since(t);
+
+    it.nodes = egraph.num_nodes();
+    it.classes = egraph.num_classes();
+    it.bytes = egraph.memory_bytes();
+    report.search_seconds += it.search_seconds;
+    report.apply_seconds += it.apply_seconds;
+    report.rebuild_seconds += it.rebuild_seconds;
+    const bool changed = it.applied > 0 || it.nodes != nodes_before || it.classes != classes_before;
+    report.iterations.push_back(it);
+    if (stop) {
+      report.stop_reason = *stop;
+      break;
+    }
+    if (!changed && scheduler_->can_stop(iter)) {
+      report.stop_reason = StopReason::kSaturated;
+      break;
+    }
+    if (out_of_time()) {
+      report.stop_reason = StopReason::kTimeLimit;
+      break;
+    }
+  }
+  egraph.set_budget(saved_budget);
+  return report;
+}
+
+}  // namespace saturn

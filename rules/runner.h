@@ -1,0 +1,123 @@
+// The Runner: equality saturation in iterations (search every rule, apply
+// the matches, rebuild) under iteration, e-node, byte and time limits.
+//
+//   RunReport report = Runner()
+//       .with_iteration_limit(7)   // default 30
+//       .with_node_limit(50'000)   // default 10,000
+//       .run(egraph, rules);
+//   fmt::print("{}\n", to_string(report.stop_reason));
+//
+// Schedulers decide which rules run each iteration: `SimpleScheduler`
+// applies every rule every time; `BackoffScheduler` (the default, as in egg)
+// bans a rule that matches too much for a growing number of iterations.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "egraph/egraph.h"
+#include "rules/rule.h"
+
+namespace saturn {
+
+enum class StopReason { kSaturated, kIterationLimit, kNodeLimit, kByteLimit, kTimeLimit };
+const char* to_string(StopReason reason);
+
+struct IterationReport {
+  std::size_t matches = 0;  // matches found
+  std::size_t applied = 0;  // matches that changed the e-graph
+  std::size_t nodes = 0;    // e-nodes after the iteration
+  std::size_t classes = 0;
+  std::size_t bytes = 0;
+  std::size_t rules_searched = 0;
+  double search_seconds = 0;
+  double apply_seconds = 0;
+  double rebuild_seconds = 0;
+};
+
+struct RuleStats {
+  std::size_t matches = 0;
+  std::size_t applied = 0;
+};
+
+struct RunReport {
+  std::vector<IterationReport> iterations;
+  StopReason stop_reason = StopReason::kSaturated;
+  std::vector<RuleStats> rules;  // per rule of the rule set
+  std::size_t initial_nodes = 0;
+  double search_seconds = 0, apply_seconds = 0, rebuild_seconds = 0;
+
+  double total_seconds() const { return search_seconds + apply_seconds + rebuild_seconds; }
+  std::size_t final_nodes() const {
+    return iterations.empty() ? initial_nodes : iterations.back().nodes;
+  }
+};
+
+// Decides which rules are searched and whether their matches are used.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual void reset(std::size_t num_rules) = 0;
+  virtual bool should_search(std::size_t rule, std::size_t iteration) = 0;
+  // Whether `num_matches` matches of `rule` may be applied this iteration.
+  virtual bool accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) = 0;
+  // Called when an iteration changed nothing: may the run stop? (A scheduler
+  // with banned rules lifts the bans and says no.)
+  virtual bool can_stop(std::size_t iteration) = 0;
+};
+
+class SimpleScheduler final : public Scheduler {
+ public:
+  void reset(std::size_t) override {}
+  bool should_search(std::size_t, std::size_t) override { return true; }
+  bool accept(std::size_t, std::size_t, std::size_t) override { return true; }
+  bool can_stop(std::size_t) override { return true; }
+};
+
+class BackoffScheduler final : public Scheduler {
+ public:
+  // A rule with more than match_limit << times_banned matches is banned for
+  // ban_length << times_banned iterations.
+  BackoffScheduler(std::size_t match_limit = 1000, std::size_t ban_length = 5)
+      : match_limit_(match_limit), ban_length_(ban_length) {}
+  void reset(std::size_t num_rules) override;
+  bool should_search(std::size_t rule, std::size_t iteration) override;
+  bool accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) override;
+  bool can_stop(std::size_t iteration) override;
+
+ private:
+  struct State {
+    std::size_t times_banned = 0;
+    std::size_t banned_until = 0;
+  };
+  std::size_t match_limit_, ban_length_;
+  std::vector<State> state_;
+};
+
+class Runner {
+ public:
+  Runner();
+
+  Runner& with_iteration_limit(std::size_t n);  // default 30
+  Runner& with_node_limit(std::size_t n);       // default 10,000
+  Runner& with_byte_limit(std::size_t n);       // default unlimited
+  Runner& with_time_limit(std::chrono::duration<double> t);  // default 5 s
+  Runner& with_scheduler(std::unique_ptr<Scheduler> s);      // default BackoffScheduler
+
+  // Runs on `egraph` (rebuilt first). The node and byte limits become the
+  // e-graph's budget for the run, so they are never exceeded.
+  RunReport run(EGraph& egraph, const RuleSet& rules);
+
+ private:
+  std::size_t iteration_limit_ = 30;
+  std::size_t node_limit_ = 10'000;
+  std::size_t byte_limit_ = Budget::kUnlimited;
+  std::chrono::duration<double> time_limit_{5.0};
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+}  // namespace saturn
