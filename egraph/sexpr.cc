@@ -126,6 +126,12 @@ absl::StatusOr<SExpr> SExprReader::read() {
         advance();
         break;
       }
+      if (peek() == '=' || peek() == ',' || peek() == ':' || peek_word() == "<=>") {
+        std::string word = peek_word();
+        return error(loc_, fmt::format("expected ')' to close the list opened at {}:{} but found "
+                                       "'{}'",
+                                       start.line, start.column, word.empty() ? "=" : word));
+      }
       absl::StatusOr<SExpr> item = read();
       if (!item.ok()) return item.status();
       list.items.push_back(*std::move(item));

@@ -61,6 +61,8 @@ class SExprReader {
   bool accept(std::string_view word);
   SourceLoc location();
   const std::string& source_name() const { return source_; }
+  // The next token quoted, or "end of file", for error messages.
+  std::string describe_next();
   // "file:line:column: message".
   absl::Status error(SourceLoc loc, std::string_view message) const;
 
@@ -71,7 +73,6 @@ class SExprReader {
   void skip_blank();
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void advance();
-  std::string describe_next();
 
   std::string_view text_;
   std::string source_;

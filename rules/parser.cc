@@ -29,24 +29,23 @@ class RuleParser {
         absl::Status s = parse_rule(loc);
         if (!s.ok()) return s;
       } else {
-        return reader_.error(loc, fmt::format("expected 'rule' or 'group' but found {}",
-                                              describe(reader_.peek_word())));
+        return reader_.error(loc, fmt::format("expected 'rule' or 'group' but found {}", found()));
       }
     }
     return std::move(rules_);
   }
 
  private:
-  static std::string describe(const std::string& word) {
-    return word.empty() ? "a symbol that starts no rule" : fmt::format("'{}'", word);
+  std::string found() {
+    std::string word = reader_.peek_word();
+    return word.empty() ? reader_.describe_next() : fmt::format("'{}'", word);
   }
 
   absl::StatusOr<std::string> read_name(std::string_view what) {
     const SourceLoc loc = reader_.location();
     std::string word = reader_.peek_word();
     if (word.empty() || word == ":" || word == "," || word == "=>" || word == "<=>") {
-      return reader_.error(loc, fmt::format("expected {} but found {}", what,
-                                            reader_.at_end() ? "end of file" : describe(word)));
+      return reader_.error(loc, fmt::format("expected {} but found {}", what, found()));
     }
     reader_.accept(word);
     return word;
@@ -55,8 +54,7 @@ class RuleParser {
   absl::Status expect(std::string_view word, std::string_view context) {
     const SourceLoc loc = reader_.location();
     if (reader_.accept(word)) return absl::OkStatus();
-    std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
-    return reader_.error(loc, fmt::format("expected '{}' {} but found {}", word, context, found));
+    return reader_.error(loc, fmt::format("expected '{}' {} but found {}", word, context, found()));
   }
 
   // Converts an S-expression to a pattern; `bind` says whether new variables
@@ -110,8 +108,7 @@ class RuleParser {
       const SourceLoc loc = reader_.location();
       if (reader_.at_end() || reader_.peek_word() == "if" || reader_.peek_word() == "rule" ||
           reader_.peek_word() == "=>" || reader_.peek_word() == "<=>") {
-        std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
-        return reader_.error(loc, fmt::format("expected a pattern but found {}", found));
+        return reader_.error(loc, fmt::format("expected a pattern but found {}", found()));
       }
       absl::StatusOr<SExpr> e = reader_.read();
       if (!e.ok()) return e.status();
@@ -135,8 +132,7 @@ class RuleParser {
     if (reader_.accept("<=>")) {
       both = true;
     } else if (!reader_.accept("=>")) {
-      std::string found = reader_.at_end() ? "end of file" : describe(reader_.peek_word());
-      return reader_.error(arrow_loc, fmt::format("expected '=>' or '<=>' but found {}", found));
+      return reader_.error(arrow_loc, fmt::format("expected '=>' or '<=>' but found {}", found()));
     }
     auto rhs = read_side();
     if (!rhs.ok()) return rhs.status();

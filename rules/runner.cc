@@ -28,6 +28,8 @@ const char* to_string(StopReason reason) {
       return "byte limit";
     case StopReason::kTimeLimit:
       return "time limit";
+    case StopReason::kGoal:
+      return "goal reached";
   }
   return "unknown";
 }
@@ -74,6 +76,10 @@ Runner& Runner::with_byte_limit(std::size_t n) {
 }
 Runner& Runner::with_time_limit(std::chrono::duration<double> t) {
   time_limit_ = t;
+  return *this;
+}
+Runner& Runner::with_goal(std::function<bool(const EGraph&)> goal) {
+  goal_ = std::move(goal);
   return *this;
 }
 Runner& Runner::with_scheduler(std::unique_ptr<Scheduler> s) {
@@ -145,6 +151,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
     report.rebuild_seconds += it.rebuild_seconds;
     const bool changed = it.applied > 0 || it.nodes != nodes_before || it.classes != classes_before;
     report.iterations.push_back(it);
+    if (!stop && goal_ && goal_(egraph)) stop = StopReason::kGoal;
     if (stop) {
       report.stop_reason = *stop;
       break;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -24,7 +25,7 @@
 
 namespace saturn {
 
-enum class StopReason { kSaturated, kIterationLimit, kNodeLimit, kByteLimit, kTimeLimit };
+enum class StopReason { kSaturated, kIterationLimit, kNodeLimit, kByteLimit, kTimeLimit, kGoal };
 const char* to_string(StopReason reason);
 
 struct IterationReport {
@@ -107,6 +108,8 @@ class Runner {
   Runner& with_byte_limit(std::size_t n);       // default unlimited
   Runner& with_time_limit(std::chrono::duration<double> t);  // default 5 s
   Runner& with_scheduler(std::unique_ptr<Scheduler> s);      // default BackoffScheduler
+  // Stops (reason kGoal) once `goal` holds after an iteration. Default: none.
+  Runner& with_goal(std::function<bool(const EGraph&)> goal);
 
   // Runs on `egraph` (rebuilt first). The node and byte limits become the
   // e-graph's budget for the run, so they are never exceeded.
@@ -118,6 +121,7 @@ class Runner {
   std::size_t byte_limit_ = Budget::kUnlimited;
   std::chrono::duration<double> time_limit_{5.0};
   std::unique_ptr<Scheduler> scheduler_;
+  std::function<bool(const EGraph&)> goal_;
 };
 
 }  // namespace saturn

@@ -1,0 +1,304 @@
+// Engine tests: congruence closure, a randomized check against a naive
+// closure, rollback, budgets and serialization.
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "egraph/egraph.h"
+#include "egraph/serialize.h"
+#include "egraph/term.h"
+#include "gtest/gtest.h"
+#include "rules/math/math_language.h"
+#include "rules/parser.h"
+#include "rules/runner.h"
+
+namespace saturn {
+namespace {
+
+// Leaves a..e, unary f and binary g.
+class TinyLanguage : public Language {
+ public:
+  TinyLanguage() : Language("tiny") {
+    for (const char* leaf : {"a", "b", "c", "d", "e"}) leaves.push_back(add_operator(leaf, 0));
+    f = add_operator("f", 1);
+    g = add_operator("g", 2);
+  }
+  std::vector<Symbol> leaves;
+  Symbol f, g;
+};
+
+TEST(EGraph, CongruenceAfterMerge) {
+  TinyLanguage lang;
+  EGraph eg(lang);
+  Id a = *add_term(eg, "a");
+  Id b = *add_term(eg, "b");
+  Id fa = *add_term(eg, "(f a)");
+  Id fb = *add_term(eg, "(f b)");
+  Id gfa = *add_term(eg, "(g (f a) c)");
+  Id gfb = *add_term(eg, "(g (f b) c)");
+  EXPECT_NE(eg.find(fa), eg.find(fb));
+  eg.merge(a, b);
+  eg.rebuild();
+  EXPECT_EQ(eg.find(fa), eg.find(fb));
+  EXPECT_EQ(eg.find(gfa), eg.find(gfb));
+  EXPECT_TRUE(eg.check_invariants().ok());
+  EXPECT_EQ(eg.num_nodes(), 5u);  // a=b, f(a)=f(b), c, g(..)
+}
+
+TEST(EGraph, AttributesDistinguishNodes) {
+  TinyLanguage lang;
+  EGraph eg(lang);
+  Id a = *add_term(eg, "a");
+  AttrId s1 = eg.attrs().intern(Attributes{{"stride", std::int64_t{1}}});
+  AttrId s2 = eg.attrs().intern(Attributes{{"stride", std::int64_t{2}}});
+  Id x = eg.add(ENode(lang.f, s1, {a})).id;
+  Id y = eg.add(ENode(lang.f, s2, {a})).id;
+  EXPECT_NE(x, y);
+  EXPECT_EQ(eg.add(ENode(lang.f, s1, {a})).id, x);
+}
+
+// A naive congruence closure over a fixed set of terms, for comparison.
+struct NaiveClosure {
+  std::vector<ENode> terms;  // children index earlier terms
+  std::vector<std::size_t> parent;
+  std::size_t find(std::size_t x) {
+    while (parent[x] != x) x = parent[x];
+    return x;
+  }
+  void close() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (std::size_t i = 0; i < terms.size(); ++i) {
+        for (std::size_t j = i + 1; j < terms.size(); ++j) {
+          if (find(i) == find(j)) continue;
+          const ENode& x = terms[i];
+          const ENode& y = terms[j];
+          if (x.op != y.op || x.children.size() != y.children.size()) continue;
+          bool same = true;
+          for (std::size_t k = 0; k < x.children.size(); ++k) {
+            same &= find(x.children[k].index()) == find(y.children[k].index());
+          }
+          if (same) {
+            parent[find(i)] = find(j);
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+};
+
+TEST(EGraph, RandomAgainstNaiveClosure) {
+  TinyLanguage lang;
+  for (int seed = 0; seed < 20; ++seed) {
+    std::mt19937 rng(seed);
+    EGraph eg(lang);
+    NaiveClosure ref;
+    std::vector<Id> ids;  // e-graph id of each reference term
+    auto add_random = [&] {
+      ENode node;
+      std::uniform_int_distribution<int> kind(0, 2);
+      int k = ref.terms.size() < 3 ? 0 : kind(rng);
+      std::uniform_int_distribution<std::size_t> pick(0, ref.terms.empty() ? 0 : ref.terms.size() - 1);
+      if (k == 0) {
+        node = ENode(lang.leaves[rng() % lang.leaves.size()], kNoAttributes);
+      } else if (k == 1) {
+        node = ENode(lang.f, kNoAttributes, {Id(pick(rng))});
+      } else {
+        node = ENode(lang.g, kNoAttributes, {Id(pick(rng)), Id(pick(rng))});
+      }
+      ENode in_graph = node;
+      for (Id& c : in_graph.children) c = ids[c.index()];
+      ids.push_back(eg.add(in_graph).id);
+      ref.terms.push_back(node);
+      ref.parent.push_back(ref.parent.size());
+    };
+    for (int step = 0; step < 150; ++step) {
+      int action = rng() % 10;
+      if (action < 7 || ref.terms.size() < 2) {
+        add_random();
+      } else if (action < 9) {
+        std::size_t i = rng() % ref.terms.size(), j = rng() % ref.terms.size();
+        eg.merge(ids[i], ids[j]);
+        ref.parent[ref.find(i)] = ref.find(j);
+      } else {
+        eg.rebuild();
+      }
+    }
+    eg.rebuild();
+    ref.close();
+    ASSERT_TRUE(eg.check_invariants().ok()) << eg.check_invariants();
+    for (std::size_t i = 0; i < ref.terms.size(); ++i) {
+      for (std::size_t j = 0; j < ref.terms.size(); ++j) {
+        ASSERT_EQ(ref.find(i) == ref.find(j), eg.find(ids[i]) == eg.find(ids[j]))
+            << "seed " << seed << " terms " << i << " " << j;
+      }
+    }
+  }
+}
+
+// Grows a math e-graph with the math rules.
+class MathFixture : public ::testing::Test {
+ protected:
+  MathFixture() : folding(lang), eg(lang, &folding), conditions(math_conditions(lang)) {
+    auto loaded = load_rules(math_rules_path(), lang, conditions);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    rules = *std::move(loaded);
+  }
+  MathLanguage lang;
+  ConstantFolding folding;
+  EGraph eg;
+  ConditionRegistry conditions;
+  RuleSet rules;
+};
+
+TEST_F(MathFixture, RollbackRestoresIdenticalState) {
+  ASSERT_TRUE(add_term(eg, "(d x (+ 1 (* 2 x)))").ok());
+  ASSERT_TRUE(add_term(eg, "(+ (* y (+ x y)) (- (+ x 2) (+ x x)))").ok());
+  Runner().with_iteration_limit(2).run(eg, rules);
+  const std::string before = eg.dump();
+  const std::size_t nodes = eg.num_nodes(), bytes = eg.memory_bytes();
+
+  eg.mark();
+  Runner().with_iteration_limit(3).run(eg, rules);
+  const std::string middle = eg.dump();
+  ASSERT_NE(before, middle);
+  eg.mark();  // nested
+  Runner().with_iteration_limit(2).run(eg, rules);
+  eg.rollback();
+  EXPECT_EQ(eg.dump(), middle);
+  EXPECT_TRUE(eg.check_invariants().ok());
+  eg.rollback();
+  EXPECT_EQ(eg.dump(), before);
+  EXPECT_EQ(eg.num_nodes(), nodes);
+  EXPECT_EQ(eg.memory_bytes(), bytes);
+  EXPECT_EQ(eg.trail_size(), 0u);
+  EXPECT_TRUE(eg.check_invariants().ok());
+
+  // The e-graph keeps working after a rollback, and a second run from the
+  // same state gives the same result.
+  eg.mark();
+  Runner().with_iteration_limit(3).run(eg, rules);
+  EXPECT_EQ(eg.dump(), middle);
+  eg.release();
+  EXPECT_EQ(eg.dump(), middle);
+}
+
+TEST_F(MathFixture, RollbackCostFollowsChangeNotSize) {
+  ASSERT_TRUE(add_term(eg, "(i (* (cos x) x) x)").ok());
+  Runner().with_iteration_limit(5).run(eg, rules);
+  eg.mark();
+  ASSERT_TRUE(add_term(eg, "(+ q r)").ok());
+  eg.rebuild();
+  // Two new nodes and one parent link on each old child: a handful of entries.
+  EXPECT_LE(eg.trail_size(), 8u);
+  eg.rollback();
+}
+
+TEST_F(MathFixture, NodeBudgetNeverExceeded) {
+  for (std::size_t limit : {50u, 333u, 1000u, 2500u}) {
+    MathLanguage l;
+    ConstantFolding f(l);
+    EGraph g(l, &f);
+    ASSERT_TRUE(add_term(g, "(i (* (cos x) x) x)").ok());
+    RunReport r = Runner().with_iteration_limit(50).with_node_limit(limit).run(g, rules);
+    EXPECT_LE(g.num_nodes(), limit);
+    EXPECT_EQ(r.stop_reason, StopReason::kNodeLimit) << limit;
+    for (const auto& it : r.iterations) EXPECT_LE(it.nodes, limit);
+  }
+}
+
+TEST_F(MathFixture, ByteBudgetNeverExceeded) {
+  ASSERT_TRUE(add_term(eg, "(i (* (cos x) x) x)").ok());
+  const std::size_t limit = 200'000;
+  RunReport r = Runner().with_iteration_limit(50).with_byte_limit(limit).run(eg, rules);
+  EXPECT_LE(eg.memory_bytes(), limit);
+  EXPECT_EQ(r.stop_reason, StopReason::kByteLimit);
+  EXPECT_GT(eg.memory_bytes(), limit / 2);
+}
+
+TEST_F(MathFixture, MultiPatternBudgetNeverExceeded) {
+  auto multi = parse_rules("rule sin-cos: (sin ?x), (cos ?x) => (sin (+ ?x 0)), (cos (* ?x 1))\n",
+                           "multi.rules", lang, conditions);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  RuleSet all = *multi;
+  all.append(rules);
+  for (std::size_t limit : {60u, 777u, 3000u}) {
+    MathLanguage l;
+    ConstantFolding f(l);
+    EGraph g(l, &f);
+    ASSERT_TRUE(add_term(g, "(i (* (cos x) x) x)").ok());
+    ASSERT_TRUE(add_term(g, "(+ (sin x) (sin y))").ok());
+    RunReport r = Runner().with_iteration_limit(100).with_node_limit(limit).run(g, all);
+    EXPECT_LE(g.num_nodes(), limit);
+    EXPECT_EQ(r.stop_reason, StopReason::kNodeLimit);
+    EXPECT_GT(r.rules[0].applied, 0u) << limit;
+  }
+}
+
+TEST_F(MathFixture, SerializeRoundTrip) {
+  Id root = *add_term(eg, "(d x (+ 1 (* 2 x)))");
+  Runner().with_iteration_limit(3).run(eg, rules);
+  std::vector<Id> roots{root};
+  SerializedEGraph s = serialize(eg, roots, [](const ENode&) { return 1.0; });
+  auto parsed = parse_serialized(to_json(s), "roundtrip.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->nodes.size(), eg.num_nodes());
+  EXPECT_EQ(parsed->class_names.size(), eg.num_classes());
+
+  ConstantFolding f2(lang);
+  EGraph copy(lang, &f2);
+  auto copied_roots = add_serialized(copy, *parsed, "roundtrip.json");
+  ASSERT_TRUE(copied_roots.ok()) << copied_roots.status();
+  EXPECT_EQ(copy.num_classes(), eg.num_classes());
+  EXPECT_EQ(copy.num_nodes(), eg.num_nodes());
+  std::string dot = to_dot(copy, *copied_roots);
+  EXPECT_NE(dot.find("subgraph cluster_"), std::string::npos);
+}
+
+TEST(Serialize, ReadsEveryExtractionGymFile) {
+  const std::filesystem::path dir = std::filesystem::path(SATURN_SHARED_DATA) / "extraction-gym";
+  ASSERT_TRUE(std::filesystem::exists(dir)) << dir;
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    auto s = read_serialized(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_FALSE(s->nodes.empty());
+    EXPECT_FALSE(s->roots.empty()) << entry.path();
+    for (const auto& n : s->nodes) {
+      for (std::uint32_t c : n.children) ASSERT_LT(c, s->class_names.size());
+    }
+    ++files;
+  }
+  EXPECT_EQ(files, 33u);
+  auto bert = read_serialized((dir / "tensat/bert.json").string());
+  EXPECT_EQ(bert->nodes.size(), 20244u);
+  EXPECT_EQ(bert->class_names.size(), 7315u);
+}
+
+TEST(Serialize, ImportsEggMathEGraph) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  auto s = read_serialized(std::string(SATURN_SHARED_DATA) + "/extraction-gym/egg/math_powers.json");
+  ASSERT_TRUE(s.ok());
+  auto roots = add_serialized(eg, *s, "math_powers.json");
+  ASSERT_TRUE(roots.ok()) << roots.status();
+  EXPECT_EQ(eg.num_classes(), s->class_names.size());
+  EXPECT_TRUE(eg.check_invariants().ok());
+}
+
+TEST(Serialize, RejectsMalformedJson) {
+  auto bad = parse_serialized("{\"nodes\": {\"a\": {\"op\": 3}}}", "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("bad.json: node \"a\""), std::string::npos);
+  EXPECT_FALSE(parse_serialized("not json", "x.json").ok());
+  auto child = parse_serialized(
+      "{\"nodes\": {\"a\": {\"op\": \"f\", \"eclass\": \"1\", \"children\": [\"zz\"]}}}", "c.json");
+  ASSERT_FALSE(child.ok());
+  EXPECT_NE(std::string(child.status().message()).find("unknown child"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace saturn

@@ -1,0 +1,75 @@
+// Proof goals from egg's math test suite: after saturating with the math
+// rules, the two terms of each goal share an e-class.
+#include "egraph/term.h"
+#include "gtest/gtest.h"
+#include "rules/math/math_language.h"
+#include "rules/parser.h"
+#include "rules/runner.h"
+
+namespace saturn {
+namespace {
+
+struct Goal {
+  const char* name;
+  const char* start;
+  const char* goal;
+};
+
+const Goal kGoals[] = {
+    {"comm_assoc_add", "(+ a (+ b c))", "(+ c (+ b a))"},
+    {"comm_assoc_mul", "(* a (* b c))", "(* c (* b a))"},
+    {"associate_adds", "(+ 1 (+ 2 (+ 3 (+ 4 (+ 5 (+ 6 7))))))",
+     "(+ 7 (+ 6 (+ 5 (+ 4 (+ 3 (+ 2 1))))))"},
+    {"simplify_add", "(+ x (+ x (+ x x)))", "(* 4 x)"},
+    {"powers", "(* (pow 2 x) (pow 2 y))", "(pow 2 (+ x y))"},
+    {"simplify_const", "(+ 1 (- a (* (- 2 1) a)))", "1"},
+    {"simplify_root", "(/ 1 (- (/ (+ 1 (sqrt five)) 2) (/ (- 1 (sqrt five)) 2)))",
+     "(/ 1 (sqrt five))"},
+    {"simplify_factor", "(* (+ x 3) (+ x 1))", "(+ (+ (* x x) (* 4 x)) 3)"},
+    {"cancel_sub", "(- (* a b) (* a b))", "0"},
+    {"pow_square", "(pow x 2)", "(* x x)"},
+    {"diff_same", "(d x x)", "1"},
+    {"diff_different", "(d x y)", "0"},
+    {"diff_simple1", "(d x (+ 1 (* 2 x)))", "2"},
+    {"diff_simple2", "(d x (+ 1 (* y x)))", "y"},
+    {"diff_ln", "(d x (ln x))", "(/ 1 x)"},
+    {"diff_sin", "(d x (sin x))", "(cos x)"},
+    {"diff_cos", "(d x (cos x))", "(* -1 (sin x))"},
+    {"diff_power_simple", "(d x (pow x 3))", "(* 3 (pow x 2))"},
+    {"integ_one", "(i 1 x)", "x"},
+    {"integ_sin", "(i (cos x) x)", "(sin x)"},
+    {"integ_cos", "(i (sin x) x)", "(* -1 (cos x))"},
+    {"integ_x", "(i (pow x 1) x)", "(/ (pow x 2) 2)"},
+    {"integ_part1", "(i (* x (cos x)) x)", "(+ (* x (sin x)) (cos x))"},
+    {"integ_part3", "(i (ln x) x)", "(- (* x (ln x)) x)"},
+};
+
+class MathGoal : public ::testing::TestWithParam<Goal> {};
+
+TEST_P(MathGoal, Proves) {
+  const Goal& g = GetParam();
+  MathLanguage lang;
+  ConstantFolding folding(lang);
+  EGraph eg(lang, &folding);
+  ConditionRegistry conditions = math_conditions(lang);
+  auto rules = load_rules(math_rules_path(), lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  auto start = add_term(eg, g.start);
+  auto goal = add_term(eg, g.goal);
+  ASSERT_TRUE(start.ok() && goal.ok());
+  RunReport report = Runner()
+                         .with_iteration_limit(60)
+                         .with_node_limit(100'000)
+                         .with_time_limit(std::chrono::seconds(60))
+                         .with_goal([&](const EGraph& e) { return e.find(*start) == e.find(*goal); })
+                         .run(eg, *rules);
+  EXPECT_EQ(eg.find(*start), eg.find(*goal))
+      << g.start << " vs " << g.goal << " stopped: " << to_string(report.stop_reason)
+      << " nodes " << eg.num_nodes();
+}
+
+INSTANTIATE_TEST_SUITE_P(EggMath, MathGoal, ::testing::ValuesIn(kGoals),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace saturn

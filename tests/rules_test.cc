@@ -1,0 +1,165 @@
+// Rule language tests: parsing, error positions for malformed files,
+// e-matching and multi-pattern joins.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "egraph/term.h"
+#include "gtest/gtest.h"
+#include "rules/machine.h"
+#include "rules/math/math_language.h"
+#include "rules/parser.h"
+#include "rules/rewrite.h"
+#include "rules/runner.h"
+
+namespace saturn {
+namespace {
+
+TEST(RuleParser, ParsesTheMathRules) {
+  MathLanguage lang;
+  ConditionRegistry conditions = math_conditions(lang);
+  auto rules = load_rules(math_rules_path(), lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ(rules->size(), 36u);
+  const Rule* d = rules->find("d-constant");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->group, "calculus");
+  EXPECT_EQ(d->conditions.size(), 2u);
+  EXPECT_EQ(d->to_string(lang),
+            "rule d-constant: (d ?x ?c) => 0 if (is-sym ?x) (is-const-or-distinct-var ?c ?x)");
+}
+
+TEST(RuleParser, BothDirectionsAndMultiPatterns) {
+  MathLanguage lang;
+  ConditionRegistry conditions = math_conditions(lang);
+  auto rules = parse_rules(
+      "group g1\n"
+      "rule assoc: (+ ?a (+ ?b ?c)) <=> (+ (+ ?a ?b) ?c)\n"
+      "rule pair: (+ ?x ?y), (* ?x ?z)\n"
+      "        => (+ ?y ?x), (* ?z ?x)\n",
+      "inline.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 3u);
+  EXPECT_EQ((*rules)[1].name, "assoc-rev");
+  EXPECT_EQ((*rules)[1].to_string(lang), "rule assoc-rev: (+ (+ ?a ?b) ?c) => (+ ?a (+ ?b ?c))");
+  EXPECT_TRUE((*rules)[2].is_multi());
+  EXPECT_EQ((*rules)[2].group, "g1");
+}
+
+// Each file in tests/data/bad_rules starts with "# expect: LINE:COL: MESSAGE".
+TEST(RuleParser, MalformedFilesGiveTheirErrors) {
+  MathLanguage lang;
+  ConditionRegistry conditions = math_conditions(lang);
+  const std::filesystem::path dir = std::filesystem::path(SATURN_TEST_DATA) / "bad_rules";
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::string first;
+    std::getline(in, first);
+    const std::string prefix = "# expect: ";
+    ASSERT_EQ(first.rfind(prefix, 0), 0u) << entry.path();
+    const std::string expected = entry.path().string() + ":" + first.substr(prefix.size());
+    auto rules = load_rules(entry.path().string(), lang, conditions);
+    ASSERT_FALSE(rules.ok()) << entry.path() << " parsed";
+    EXPECT_EQ(std::string(rules.status().message()), expected);
+    ++checked;
+  }
+  EXPECT_GE(checked, 10u);
+}
+
+TEST(RuleParser, MissingFileIsAnError) {
+  MathLanguage lang;
+  ConditionRegistry conditions;
+  auto rules = load_rules("/nonexistent/x.rules", lang, conditions);
+  ASSERT_FALSE(rules.ok());
+  EXPECT_NE(std::string(rules.status().message()).find("/nonexistent/x.rules"), std::string::npos);
+}
+
+TEST(Matching, FindsEveryMatchWithRepeatedVariables) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  ASSERT_TRUE(add_term(eg, "(+ a a)").ok());
+  ASSERT_TRUE(add_term(eg, "(+ a b)").ok());
+  ASSERT_TRUE(add_term(eg, "(* (+ b b) c)").ok());
+  eg.rebuild();
+  auto rules = parse_rules("rule r: (+ ?x ?x) => ?x\nrule s: (+ ?x ?y) => ?x\n", "t.rules", lang,
+                           conditions);
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(search_rule(eg, (*rules)[0]).size(), 2u);  // (+ a a), (+ b b)
+  EXPECT_EQ(search_rule(eg, (*rules)[1]).size(), 3u);
+}
+
+TEST(Matching, MultiPatternJoinsOnSharedVariables) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  Id a = *add_term(eg, "(sin x)");
+  Id b = *add_term(eg, "(cos x)");
+  Id c = *add_term(eg, "(cos y)");
+  eg.rebuild();
+  auto rules = parse_rules("rule m: (sin ?v), (cos ?v) => (cos ?v), (sin ?v)\n", "m.rules", lang,
+                           conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  RuleMatches m = search_rule(eg, (*rules)[0]);
+  ASSERT_EQ(m.size(), 1u);  // only x appears under both
+  EXPECT_EQ(m.roots_of(0)[0], eg.find(a));
+  EXPECT_EQ(m.roots_of(0)[1], eg.find(b));
+  apply_rule(eg, (*rules)[0], m);
+  eg.rebuild();
+  EXPECT_EQ(eg.find(a), eg.find(b));
+  EXPECT_NE(eg.find(c), eg.find(a));
+}
+
+TEST(Rewrite, ConditionsGateApplication) {
+  MathLanguage lang;
+  ConstantFolding folding(lang);
+  EGraph eg(lang, &folding);
+  ConditionRegistry conditions = math_conditions(lang);
+  Id zero = *add_term(eg, "(/ 0 0)");
+  Id two = *add_term(eg, "(/ 2 2)");
+  auto rules = parse_rules("rule cancel: (/ ?a ?a) => 1 if (not-zero ?a)\n", "c.rules", lang,
+                           conditions);
+  ASSERT_TRUE(rules.ok());
+  Runner().with_iteration_limit(3).run(eg, *rules);
+  Id one = *add_term(eg, "1");
+  eg.rebuild();
+  EXPECT_EQ(eg.find(two), eg.find(one));
+  EXPECT_NE(eg.find(zero), eg.find(one));
+}
+
+TEST(Runner, ReportsIterationsAndSaturation) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  ASSERT_TRUE(add_term(eg, "(+ a (+ b c))").ok());
+  auto rules = parse_rules("rule comm: (+ ?a ?b) => (+ ?b ?a)\n", "c.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok());
+  RunReport r = Runner().with_scheduler(std::make_unique<SimpleScheduler>()).run(eg, *rules);
+  EXPECT_EQ(r.stop_reason, StopReason::kSaturated);
+  ASSERT_GE(r.iterations.size(), 2u);
+  EXPECT_EQ(r.iterations.back().applied, 0u);
+  EXPECT_EQ(eg.num_nodes(), 7u);  // a b c, (+ b c) (+ c b), (+ a _) (+ _ a)
+  EXPECT_GT(r.rules[0].applied, 0u);
+}
+
+TEST(Runner, BackoffBansRulesThatMatchTooMuch) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  ASSERT_TRUE(add_term(eg, "(+ p (+ q (+ r (+ s t))))").ok());
+  auto rules = parse_rules("rule comm: (+ ?a ?b) => (+ ?b ?a)\nrule assoc: (+ ?a (+ ?b ?c)) => "
+                           "(+ (+ ?a ?b) ?c)\n",
+                           "c.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok());
+  RunReport r = Runner()
+                    .with_iteration_limit(12)
+                    .with_scheduler(std::make_unique<BackoffScheduler>(3, 2))
+                    .run(eg, *rules);
+  bool some_skipped = false;
+  for (const auto& it : r.iterations) some_skipped |= it.rules_searched < 2;
+  EXPECT_TRUE(some_skipped);
+}
+
+}  // namespace
+}  // namespace saturn
