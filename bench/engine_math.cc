@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
                                  .run(egraph, *rules);
 
   fmt::print("engine_math: {} rules, {} start terms\n", rules->size(), std::size(kTerms));
-  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches",
-             "applied", "e-nodes", "e-classes", "search s", "apply s", "rebuild s");
+  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches", "applied",
+             "e-nodes", "e-classes", "search s", "apply s", "rebuild s");
   for (std::size_t i = 0; i < report.iterations.size(); ++i) {
     const auto& it = report.iterations[i];
     fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i, it.matches,

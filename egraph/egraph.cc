@@ -385,14 +385,15 @@ absl::Status EGraph::check_invariants() const {
       }
       auto it = memo_.find(n);
       if (it == memo_.end() || find(it->second) != id) {
-        return absl::InternalError(fmt::format("class {} holds a node missing from the hash-cons", i));
+        return absl::InternalError(
+            fmt::format("class {} holds a node missing from the hash-cons", i));
       }
       for (Id c : n.children) {
         const auto& ps = classes_[c.index()].parents;
         bool found = std::any_of(ps.begin(), ps.end(), [&](Id p) { return find(p) == id; });
         if (!found) {
-          return absl::InternalError(fmt::format("class {} is not a parent of its child {}", i,
-                                                 c.value));
+          return absl::InternalError(
+              fmt::format("class {} is not a parent of its child {}", i, c.value));
         }
       }
     }
@@ -403,8 +404,8 @@ absl::Status EGraph::check_invariants() const {
         fmt::format("hash-cons has {} nodes but classes hold {}", memo_.size(), entries));
   }
   if (canonical != counters_.num_classes) {
-    return absl::InternalError(fmt::format("class count {} but {} canonical classes",
-                                           counters_.num_classes, canonical));
+    return absl::InternalError(
+        fmt::format("class count {} but {} canonical classes", counters_.num_classes, canonical));
   }
   return absl::OkStatus();
 }

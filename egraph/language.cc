@@ -19,9 +19,7 @@ bool Language::accepts_arity(Symbol op, std::size_t arity) const {
   return expected == kVariadic || static_cast<std::size_t>(expected) == arity;
 }
 
-std::optional<Language::Leaf> Language::parse_leaf(std::string_view) const {
-  return std::nullopt;
-}
+std::optional<Language::Leaf> Language::parse_leaf(std::string_view) const { return std::nullopt; }
 
 std::string Language::node_label(Symbol op, const Attributes& attributes) const {
   return std::string(op_name(op)) + attributes.to_string();

@@ -170,9 +170,8 @@ absl::StatusOr<std::vector<Id>> add_serialized(EGraph& egraph, const SerializedE
       if (!ready) continue;
       AddResult r = egraph.add(std::move(node));
       if (!r.ok()) {
-        return absl::ResourceExhaustedError(
-            fmt::format("{}: node \"{}\" could not be added (budget full or rejected)",
-                        source_name, n.name));
+        return absl::ResourceExhaustedError(fmt::format(
+            "{}: node \"{}\" could not be added (budget full or rejected)", source_name, n.name));
       }
       Id& cls = class_id[n.eclass];
       cls = cls.valid() ? egraph.merge(cls, r.id) : r.id;

@@ -199,7 +199,8 @@ absl::Status SExprReader::read_attrs(SExpr& atom) {
       advance();
     }
     if (key.empty()) {
-      return error(key_loc, fmt::format("expected an attribute name but found {}", describe_next()));
+      return error(key_loc,
+                   fmt::format("expected an attribute name but found {}", describe_next()));
     }
     skip_blank();
     if (peek() != '=') {

@@ -13,8 +13,7 @@ absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExp
   ResolvedOp out;
   for (const auto& [key, value] : head.attrs) {
     if (value.is_variable()) {
-      return reader.error(value.loc,
-                          fmt::format("attribute '{}' must be a literal here", key));
+      return reader.error(value.loc, fmt::format("attribute '{}' must be a literal here", key));
     }
     absl::StatusOr<AttrValue> v = to_attr_value(value, reader);
     if (!v.ok()) return v.status();

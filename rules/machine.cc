@@ -73,7 +73,8 @@ class Machine {
     if (full()) return;
     if (pc == prog_.code.size()) {
       out_.roots.push_back(regs_[0]);
-      for (std::uint32_t r : prog_.var_reg) out_.substs.push_back(r == Program::kNone ? Id() : regs_[r]);
+      for (std::uint32_t r : prog_.var_reg)
+        out_.substs.push_back(r == Program::kNone ? Id() : regs_[r]);
       return;
     }
     const Instruction& in = prog_.code[pc];

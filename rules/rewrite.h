@@ -40,8 +40,8 @@ RuleMatches search_rule(const EGraph& egraph, const Rule& rule,
                         std::size_t limit = std::numeric_limits<std::size_t>::max());
 
 struct ApplyResult {
-  std::size_t applied = 0;    // matches whose results changed the e-graph
-  std::size_t skipped = 0;    // matches whose conditions failed or did not type-check
+  std::size_t applied = 0;           // matches whose results changed the e-graph
+  std::size_t skipped = 0;           // matches whose conditions failed or did not type-check
   std::optional<AddStatus> stopped;  // set when the budget stopped the application
 };
 

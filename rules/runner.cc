@@ -131,8 +131,8 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       report.rules[r].applied += a.applied;
       it.applied += a.applied;
       if (a.stopped) {
-        stop = *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit
-                                                   : StopReason::kNodeLimit;
+        stop =
+            *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit : StopReason::kNodeLimit;
       } else if (out_of_time()) {
         stop = StopReason::kTimeLimit;
       }

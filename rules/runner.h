@@ -13,8 +13,8 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,9 +103,9 @@ class Runner {
  public:
   Runner();
 
-  Runner& with_iteration_limit(std::size_t n);  // default 30
-  Runner& with_node_limit(std::size_t n);       // default 10,000
-  Runner& with_byte_limit(std::size_t n);       // default unlimited
+  Runner& with_iteration_limit(std::size_t n);               // default 30
+  Runner& with_node_limit(std::size_t n);                    // default 10,000
+  Runner& with_byte_limit(std::size_t n);                    // default unlimited
   Runner& with_time_limit(std::chrono::duration<double> t);  // default 5 s
   Runner& with_scheduler(std::unique_ptr<Scheduler> s);      // default BackoffScheduler
   // Stops (reason kGoal) once `goal` holds after an iteration. Default: none.

@@ -100,7 +100,8 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
       ENode node;
       std::uniform_int_distribution<int> kind(0, 2);
       int k = ref.terms.size() < 3 ? 0 : kind(rng);
-      std::uniform_int_distribution<std::size_t> pick(0, ref.terms.empty() ? 0 : ref.terms.size() - 1);
+      std::uniform_int_distribution<std::size_t> pick(0,
+                                                      ref.terms.empty() ? 0 : ref.terms.size() - 1);
       if (k == 0) {
         node = ENode(lang.leaves[rng() % lang.leaves.size()], kNoAttributes);
       } else if (k == 1) {
@@ -281,7 +282,8 @@ TEST(Serialize, ReadsEveryExtractionGymFile) {
 TEST(Serialize, ImportsEggMathEGraph) {
   MathLanguage lang;
   EGraph eg(lang);
-  auto s = read_serialized(std::string(SATURN_SHARED_DATA) + "/extraction-gym/egg/math_powers.json");
+  auto s =
+      read_serialized(std::string(SATURN_SHARED_DATA) + "/extraction-gym/egg/math_powers.json");
   ASSERT_TRUE(s.ok());
   auto roots = add_serialized(eg, *s, "math_powers.json");
   ASSERT_TRUE(roots.ok()) << roots.status();

@@ -57,15 +57,16 @@ TEST_P(MathGoal, Proves) {
   auto start = add_term(eg, g.start);
   auto goal = add_term(eg, g.goal);
   ASSERT_TRUE(start.ok() && goal.ok());
-  RunReport report = Runner()
-                         .with_iteration_limit(60)
-                         .with_node_limit(100'000)
-                         .with_time_limit(std::chrono::seconds(60))
-                         .with_goal([&](const EGraph& e) { return e.find(*start) == e.find(*goal); })
-                         .run(eg, *rules);
+  RunReport report =
+      Runner()
+          .with_iteration_limit(60)
+          .with_node_limit(100'000)
+          .with_time_limit(std::chrono::seconds(60))
+          .with_goal([&](const EGraph& e) { return e.find(*start) == e.find(*goal); })
+          .run(eg, *rules);
   EXPECT_EQ(eg.find(*start), eg.find(*goal))
-      << g.start << " vs " << g.goal << " stopped: " << to_string(report.stop_reason)
-      << " nodes " << eg.num_nodes();
+      << g.start << " vs " << g.goal << " stopped: " << to_string(report.stop_reason) << " nodes "
+      << eg.num_nodes();
 }
 
 INSTANTIATE_TEST_SUITE_P(EggMath, MathGoal, ::testing::ValuesIn(kGoals),

@@ -118,8 +118,8 @@ TEST(Rewrite, ConditionsGateApplication) {
   ConditionRegistry conditions = math_conditions(lang);
   Id zero = *add_term(eg, "(/ 0 0)");
   Id two = *add_term(eg, "(/ 2 2)");
-  auto rules = parse_rules("rule cancel: (/ ?a ?a) => 1 if (not-zero ?a)\n", "c.rules", lang,
-                           conditions);
+  auto rules =
+      parse_rules("rule cancel: (/ ?a ?a) => 1 if (not-zero ?a)\n", "c.rules", lang, conditions);
   ASSERT_TRUE(rules.ok());
   Runner().with_iteration_limit(3).run(eg, *rules);
   Id one = *add_term(eg, "1");
@@ -148,9 +148,10 @@ TEST(Runner, BackoffBansRulesThatMatchTooMuch) {
   EGraph eg(lang);
   ConditionRegistry conditions;
   ASSERT_TRUE(add_term(eg, "(+ p (+ q (+ r (+ s t))))").ok());
-  auto rules = parse_rules("rule comm: (+ ?a ?b) => (+ ?b ?a)\nrule assoc: (+ ?a (+ ?b ?c)) => "
-                           "(+ (+ ?a ?b) ?c)\n",
-                           "c.rules", lang, conditions);
+  auto rules = parse_rules(
+      "rule comm: (+ ?a ?b) => (+ ?b ?a)\nrule assoc: (+ ?a (+ ?b ?c)) => "
+      "(+ (+ ?a ?b) ?c)\n",
+      "c.rules", lang, conditions);
   ASSERT_TRUE(rules.ok());
   RunReport r = Runner()
                     .with_iteration_limit(12)
