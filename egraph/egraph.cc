@@ -179,43 +179,39 @@ Id EGraph::merge(Id a, Id b) {
 void EGraph::rebuild() {
   std::vector<Id> todo;
   while (!is_clean()) {
-    while (!dirty_.empty()) {
-      todo.swap(dirty_);
-      dirty_.clear();
-      ++stamp_;
-      seen_stamp_.resize(classes_.size(), 0);
-      for (Id id : todo) {
-        id = find(id);
-        if (seen_stamp_[id.index()] == stamp_) continue;
-        seen_stamp_[id.index()] = stamp_;
-        repair(id);
-      }
-      todo.clear();
-    }
-    if (dirty_.empty() && !analysis_pending_.empty()) {
-      todo.swap(analysis_pending_);
-      analysis_pending_.clear();
-      ++stamp_;
-      seen_stamp_.resize(classes_.size(), 0);
-      for (Id id : todo) {
-        id = find(id);
-        if (seen_stamp_[id.index()] == stamp_) continue;
-        seen_stamp_[id.index()] = stamp_;
-        refine(id);
-      }
-      todo.clear();
-      continue;
-    }
-    while (dirty_.empty() && analysis_pending_.empty() && !modify_pending_.empty()) {
-      Id id = modify_pending_.back();
-      modify_pending_.pop_back();
-      analysis_->modify(*this, find(id));
+    if (!dirty_.empty()) {
+      take_canonical(dirty_, todo);
+      for (Id id : todo) repair(find(id));
+    } else if (!analysis_pending_.empty()) {
+      take_canonical(analysis_pending_, todo);
+      for (Id id : todo) refine(find(id));
+    } else {
+      // All at once: their merges are then repaired together.
+      take_canonical(modify_pending_, todo);
+      for (Id id : todo) analysis_->modify(*this, find(id));
     }
   }
 #ifndef NDEBUG
   absl::Status s = check_invariants();
   assert(s.ok() && "e-graph invariants broken after rebuild");
 #endif
+}
+
+void EGraph::append_canonical(std::span<const Id> ids, std::vector<Id>& out) const {
+  ++stamp_;
+  seen_stamp_.resize(classes_.size(), 0);
+  for (Id id : ids) {
+    id = find(id);
+    if (seen_stamp_[id.index()] == stamp_) continue;
+    seen_stamp_[id.index()] = stamp_;
+    out.push_back(id);
+  }
+}
+
+void EGraph::take_canonical(std::vector<Id>& queue, std::vector<Id>& out) const {
+  out.clear();
+  append_canonical(queue, out);
+  queue.clear();
 }
 
 // Re-canonicalizes a class's nodes. A node that becomes equal to a node of
@@ -296,14 +292,7 @@ std::span<const Id> EGraph::classes_with_op(Symbol op) const {
   if (cache.version != version_) {
     cache.version = version_;
     cache.classes.clear();
-    ++stamp_;
-    seen_stamp_.resize(classes_.size(), 0);
-    for (Id id : by_op_[op.index()]) {
-      id = find(id);
-      if (seen_stamp_[id.index()] == stamp_) continue;
-      seen_stamp_[id.index()] = stamp_;
-      cache.classes.push_back(id);
-    }
+    append_canonical(by_op_[op.index()], cache.classes);
   }
   return cache.classes;
 }

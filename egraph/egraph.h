@@ -170,6 +170,10 @@ class EGraph {
   void push_parent(Id child, Id parent);
   void repair(Id id);
   void refine(Id id);
+  // Appends the canonical ids of `ids`, each once.
+  void append_canonical(std::span<const Id> ids, std::vector<Id>& out) const;
+  // Moves the canonical ids of `queue`, each once, into `out`; empties `queue`.
+  void take_canonical(std::vector<Id>& queue, std::vector<Id>& out) const;
   void log(UndoEntry entry);
   void undo(UndoEntry& entry);
   bool recording() const { return !marks_.empty(); }
