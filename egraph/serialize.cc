@@ -1,9 +1,7 @@
 #include "egraph/serialize.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/container/flat_hash_map.h"
+#include "egraph/file.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -84,11 +82,9 @@ absl::StatusOr<SerializedEGraph> parse_serialized(std::string_view json,
 }
 
 absl::StatusOr<SerializedEGraph> read_serialized(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_serialized(text.str(), path);
+  absl::StatusOr<std::string> text = read_text_file(path);
+  if (!text.ok()) return text.status();
+  return parse_serialized(*text, path);
 }
 
 std::string to_json(const SerializedEGraph& s) {

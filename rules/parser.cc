@@ -1,10 +1,9 @@
 #include "rules/parser.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/container/flat_hash_map.h"
+#include "egraph/file.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 
@@ -279,11 +278,9 @@ absl::StatusOr<RuleSet> parse_rules(std::string_view text, std::string_view file
 
 absl::StatusOr<RuleSet> load_rules(const std::string& path, const Language& language,
                                    const ConditionRegistry& conditions) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open rule file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_rules(text.str(), path, language, conditions);
+  absl::StatusOr<std::string> text = read_text_file(path);
+  if (!text.ok()) return text.status();
+  return parse_rules(*text, path, language, conditions);
 }
 
 }  // namespace saturn

@@ -1,0 +1,55 @@
+// Shapes as an e-class analysis: every e-class of tensor operators carries
+// its value type, and whether it depends on weights only (then it can be
+// computed once at load time and costs nothing at run time).
+//
+//   TensorLanguage lang;
+//   TensorAnalysis shapes;
+//   EGraph egraph(lang, &shapes);
+//   std::vector<Id> ids = add_graph(egraph, graph);   // one id per graph node
+//   shapes.info(egraph.find(ids.back())).type;
+//
+// A node whose inputs' types do not fit is refused by `make`, so a rewrite
+// whose result would not type-check is simply not applied.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "egraph/analysis.h"
+#include "egraph/egraph.h"
+#include "tensor/graph.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor {
+
+struct TensorInfo {
+  ValueType type;
+  bool weight_only = false;
+};
+
+class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
+ public:
+  const TensorInfo& info(Id canonical) const { return data(canonical); }
+  // Merges of classes whose types differ (an unsound rewrite); the first
+  // class's type is kept.
+  std::size_t type_conflicts() const { return type_conflicts_; }
+  // Nodes refused because they did not type-check.
+  std::size_t refused() const { return refused_; }
+
+ protected:
+  std::optional<TensorInfo> make_data(const EGraph& egraph, const ENode& node) override;
+  JoinResult join(TensorInfo& into, const TensorInfo& from) override;
+  bool is_top(const TensorInfo& info) const override { return info.weight_only; }
+  std::size_t data_bytes(const TensorInfo& info) const override;
+
+ private:
+  std::size_t type_conflicts_ = 0;
+  std::size_t refused_ = 0;
+};
+
+// Adds every node of `graph` to `egraph` (whose language must be a
+// TensorLanguage) and returns each node's class. Fails if a node does not
+// fit the e-graph's budget or is refused by its analysis.
+absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph);
+
+}  // namespace saturn::tensor

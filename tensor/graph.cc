@@ -1,0 +1,104 @@
+#include "tensor/graph.h"
+
+#include "egraph/status.h"
+#include "fmt/format.h"
+#include "tensor/infer.h"
+
+namespace saturn::tensor {
+
+std::string node_label(const Graph& graph, int index) {
+  const Node& n = graph.nodes[index];
+  return n.name.empty() ? fmt::format("%{}", index) : n.name;
+}
+
+absl::StatusOr<std::vector<ValueType>> infer_types(const Graph& graph) {
+  std::vector<ValueType> types;
+  types.reserve(graph.nodes.size());
+  std::vector<ValueType> inputs;
+  for (int i = 0; i < graph.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    inputs.clear();
+    for (int in : n.inputs) {
+      if (in < 0 || in >= i) {
+        return absl::InvalidArgumentError(
+            fmt::format("node {} ({}): input {} is not an earlier node", node_label(graph, i),
+                        op_name(n.op), in));
+      }
+      inputs.push_back(types[in]);
+    }
+    absl::StatusOr<ValueType> t = infer_type(n.op, n.attributes, inputs);
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("node {}: {}", node_label(graph, i), message(t.status())));
+    }
+    types.push_back(std::move(*t));
+  }
+  for (const GraphOutput& o : graph.outputs) {
+    if (o.node < 0 || o.node >= graph.size()) {
+      return absl::InvalidArgumentError(fmt::format("output '{}' refers to no node", o.name));
+    }
+  }
+  return types;
+}
+
+std::vector<bool> weight_only_nodes(const Graph& graph) {
+  std::vector<bool> w(graph.nodes.size(), false);
+  for (int i = 0; i < graph.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (n.op == Op::kWeight || n.op == Op::kConstant) {
+      w[i] = true;
+    } else if (n.op != Op::kInput && n.op != Op::kOpaque) {
+      bool all = true;
+      for (int in : n.inputs) all = all && w[in];
+      w[i] = all;
+    }
+  }
+  return w;
+}
+
+absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight) {
+  const std::string& name = *weight.attributes.get_string("name");
+  TensorType type{parse_dtype(*weight.attributes.get_string("dtype")).value_or(DType::kFloat32),
+                  *weight.attributes.get_ints("shape")};
+  auto it = graph.weights.find(name);
+  if (it == graph.weights.end()) {
+    return Tensor(random_tensor(type, stable_hash(name), -0.1f, 0.1f));
+  }
+  const WeightInit& init = it->second;
+  if (init.data) {
+    if (init.data->type() != type) {
+      return absl::InvalidArgumentError(fmt::format("weight '{}' is declared {} but its data is {}",
+                                                    name, to_string(type),
+                                                    to_string(init.data->type())));
+    }
+    return *init.data;
+  }
+  return random_tensor(type, init.seed, init.low, init.high);
+}
+
+std::map<Op, int> op_counts(const Graph& graph) {
+  std::map<Op, int> counts;
+  for (const Node& n : graph.nodes) {
+    switch (n.op) {
+      case Op::kInput:
+      case Op::kWeight:
+      case Op::kConstant:
+      case Op::kTuple:
+      case Op::kTupleGet:
+      case Op::kIdentity:
+      case Op::kDropout:
+        break;
+      default:
+        ++counts[n.op];
+    }
+  }
+  return counts;
+}
+
+int total_ops(const Graph& graph) {
+  int total = 0;
+  for (const auto& [op, count] : op_counts(graph)) total += count;
+  return total;
+}
+
+}  // namespace saturn::tensor

@@ -1,0 +1,74 @@
+// A tensor program as a flat list of nodes in topological order (a node's
+// inputs come before it), with named graph outputs and weight contents.
+// Every node yields one value: a tensor, or a tuple read with TupleGet.
+//
+//   Graph g = *GraphBuilder("mlp")...build();   // see builder.h
+//   absl::StatusOr<std::vector<ValueType>> types = infer_types(g);
+//   op_counts(g);   // {{Op::kMatMul, 2}, {Op::kRelu, 1}, ...}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor {
+
+struct Node {
+  Op op = Op::kIdentity;
+  Attributes attributes;    // normalized (see normalize_attributes)
+  std::vector<int> inputs;  // indices of earlier nodes
+  std::string name;         // optional; names the node's value in files
+};
+
+struct GraphOutput {
+  int node = 0;
+  std::string name;
+};
+
+// How a weight's values are obtained: explicit data, or seeded uniform
+// random values in [low, high) (so large models need not store weights).
+struct WeightInit {
+  std::shared_ptr<const Tensor> data;
+  std::uint64_t seed = 0;
+  float low = -0.1f, high = 0.1f;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<GraphOutput> outputs;
+  // Keyed by the weight node's `name` attribute.
+  absl::flat_hash_map<std::string, WeightInit> weights;
+
+  int size() const { return static_cast<int>(nodes.size()); }
+};
+
+// Types every node; the error names the first node that does not type-check
+// (or an input that is not earlier in the list).
+absl::StatusOr<std::vector<ValueType>> infer_types(const Graph& graph);
+
+// Whether each node depends only on weights and constants, so it can be
+// computed once when the model loads.
+std::vector<bool> weight_only_nodes(const Graph& graph);
+
+// The values of a weight node's tensor.
+absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight);
+
+// Counts of the operators that do work: every node but inputs, weights,
+// constants, tuple plumbing and identities.
+std::map<Op, int> op_counts(const Graph& graph);
+int total_ops(const Graph& graph);
+
+// A node's display name: its own name, or "%<index>".
+std::string node_label(const Graph& graph, int index);
+
+}  // namespace saturn::tensor

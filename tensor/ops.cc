@@ -1,0 +1,242 @@
+#include "tensor/ops.h"
+
+#include <array>
+#include <cassert>
+#include <cfloat>
+#include <vector>
+
+#include "fmt/format.h"
+
+namespace saturn::tensor {
+
+namespace {
+
+struct OpRow {
+  std::string_view name;
+  int arity;
+};
+
+constexpr std::array<OpRow, kNumOps> kOps = {{
+#define SATURN_OP_ROW(e, name, arity) {name, arity},
+    SATURN_TENSOR_OPS(SATURN_OP_ROW)
+#undef SATURN_OP_ROW
+}};
+
+enum class Kind { kInt, kFloat, kString, kInts };
+
+struct AttrSpec {
+  std::string_view key;
+  Kind kind;
+  // Absent: the attribute is required.
+  std::optional<AttrValue> fallback;
+};
+
+using Ints = std::vector<std::int64_t>;
+
+std::vector<AttrSpec> schema(Op op) {
+  const AttrValue one_one = Ints{1, 1};
+  const AttrValue no_pads = Ints{0, 0, 0, 0};
+  switch (op) {
+    case Op::kInput:
+    case Op::kWeight:
+      return {{"name", Kind::kString, {}},
+              {"shape", Kind::kInts, {}},
+              {"dtype", Kind::kString, std::string("float32")}};
+    case Op::kConstant:
+      return {{"value", Kind::kFloat, {}},
+              {"shape", Kind::kInts, Ints{}},
+              {"dtype", Kind::kString, std::string("float32")}};
+    case Op::kGemm:
+      return {{"alpha", Kind::kFloat, 1.0},
+              {"beta", Kind::kFloat, 1.0},
+              {"transA", Kind::kInt, std::int64_t{0}},
+              {"transB", Kind::kInt, std::int64_t{0}}};
+    case Op::kConv:
+      return {{"strides", Kind::kInts, one_one},
+              {"pads", Kind::kInts, no_pads},
+              {"dilations", Kind::kInts, one_one},
+              {"group", Kind::kInt, std::int64_t{1}},
+              {"activation", Kind::kString, std::string("none")}};
+    case Op::kClip:
+      return {{"min", Kind::kFloat, static_cast<double>(-FLT_MAX)},
+              {"max", Kind::kFloat, static_cast<double>(FLT_MAX)}};
+    case Op::kSoftmax:
+      return {{"axis", Kind::kInt, std::int64_t{-1}}};
+    case Op::kLayerNorm:
+      return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
+    case Op::kBatchNorm:
+      return {{"epsilon", Kind::kFloat, 1e-5}};
+    case Op::kReduceMean:
+      return {{"axes", Kind::kInts, Ints{}}, {"keepdims", Kind::kInt, std::int64_t{1}}};
+    case Op::kTranspose:
+      return {{"perm", Kind::kInts, Ints{}}};
+    case Op::kReshape:
+      return {{"shape", Kind::kInts, {}}};
+    case Op::kFlatten:
+      return {{"axis", Kind::kInt, std::int64_t{1}}};
+    case Op::kConcat:
+      return {{"axis", Kind::kInt, {}}};
+    case Op::kSplit:
+      return {{"axis", Kind::kInt, std::int64_t{0}}, {"split", Kind::kInts, {}}};
+    case Op::kSlice:
+      return {{"starts", Kind::kInts, {}},
+              {"ends", Kind::kInts, {}},
+              {"axes", Kind::kInts, Ints{}},
+              {"steps", Kind::kInts, Ints{}}};
+    case Op::kGather:
+      return {{"axis", Kind::kInt, std::int64_t{0}}};
+    case Op::kPad:
+      return {{"pads", Kind::kInts, {}}, {"value", Kind::kFloat, 0.0}};
+    case Op::kMaxPool:
+      return {{"kernel_shape", Kind::kInts, {}},
+              {"strides", Kind::kInts, one_one},
+              {"pads", Kind::kInts, no_pads}};
+    case Op::kAveragePool:
+      return {{"kernel_shape", Kind::kInts, {}},
+              {"strides", Kind::kInts, one_one},
+              {"pads", Kind::kInts, no_pads},
+              {"count_include_pad", Kind::kInt, std::int64_t{0}}};
+    case Op::kEnlarge:
+      return {{"kernel_shape", Kind::kInts, {}}};
+    case Op::kMergeGroups:
+      return {{"group", Kind::kInt, {}}, {"count", Kind::kInt, {}}};
+    case Op::kTupleGet:
+      return {{"index", Kind::kInt, {}}};
+    case Op::kOpaque:
+      return {{"op_type", Kind::kString, {}},
+              {"domain", Kind::kString, std::string()},
+              {"out_shapes", Kind::kInts, {}},
+              {"out_dtypes", Kind::kInts, {}}};
+    default:
+      return {};
+  }
+}
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::kInt:
+      return "an integer";
+    case Kind::kFloat:
+      return "a number";
+    case Kind::kString:
+      return "a string";
+    case Kind::kInts:
+      return "a list of integers";
+  }
+  return "?";
+}
+
+// Converts `value` to `kind` where that loses nothing; false otherwise.
+bool coerce(AttrValue& value, Kind kind) {
+  switch (kind) {
+    case Kind::kInt:
+      return std::holds_alternative<std::int64_t>(value);
+    case Kind::kFloat:
+      if (const auto* i = std::get_if<std::int64_t>(&value)) value = static_cast<double>(*i);
+      return std::holds_alternative<double>(value);
+    case Kind::kString:
+      return std::holds_alternative<std::string>(value);
+    case Kind::kInts:
+      return std::holds_alternative<Ints>(value);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view op_name(Op op) { return kOps[static_cast<std::size_t>(op)].name; }
+
+std::optional<Op> find_op(std::string_view name) {
+  for (std::size_t i = 0; i < kNumOps; ++i) {
+    if (kOps[i].name == name) return static_cast<Op>(i);
+  }
+  return std::nullopt;
+}
+
+std::span<const Op> all_ops() {
+  static const std::array<Op, kNumOps> ops = [] {
+    std::array<Op, kNumOps> a{};
+    for (std::size_t i = 0; i < kNumOps; ++i) a[i] = static_cast<Op>(i);
+    return a;
+  }();
+  return ops;
+}
+
+bool is_unary_elementwise(Op op) {
+  switch (op) {
+    case Op::kSqrt:
+    case Op::kErf:
+    case Op::kRelu:
+    case Op::kSigmoid:
+    case Op::kTanh:
+    case Op::kGelu:
+    case Op::kClip:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_binary_elementwise(Op op) {
+  return op == Op::kAdd || op == Op::kSub || op == Op::kMul || op == Op::kDiv || op == Op::kPow;
+}
+
+std::pair<int, int> input_count(Op op) {
+  switch (op) {
+    case Op::kGemm:
+      return {2, 3};
+    case Op::kConv:
+      return {2, 3};
+    case Op::kConcat:
+      return {1, 1 << 20};
+    case Op::kTuple:
+      return {1, 1 << 20};
+    case Op::kOpaque:
+      return {0, 1 << 20};
+    default: {
+      int a = kOps[static_cast<std::size_t>(op)].arity;
+      return {a, a};
+    }
+  }
+}
+
+absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes) {
+  const std::vector<AttrSpec> specs = schema(op);
+  for (const Attribute& a : attributes.entries()) {
+    bool known = false;
+    for (const AttrSpec& s : specs) known = known || s.key == a.key;
+    if (!known && op != Op::kOpaque) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} has no attribute '{}'", op_name(op), a.key));
+    }
+  }
+  for (const AttrSpec& s : specs) {
+    const AttrValue* v = attributes.find(s.key);
+    if (v == nullptr) {
+      if (!s.fallback) {
+        return absl::InvalidArgumentError(
+            fmt::format("{} needs attribute '{}'", op_name(op), s.key));
+      }
+      attributes.set(s.key, *s.fallback);
+      continue;
+    }
+    AttrValue value = *v;
+    if (!coerce(value, s.kind)) {
+      return absl::InvalidArgumentError(fmt::format("{} attribute '{}' must be {}, not {}",
+                                                    op_name(op), s.key, kind_name(s.kind),
+                                                    format_attr_value(*v)));
+    }
+    attributes.set(s.key, std::move(value));
+  }
+  return attributes;
+}
+
+TensorLanguage::TensorLanguage() : Language("tensor") {
+  for (Op op : all_ops()) {
+    [[maybe_unused]] Symbol s =
+        add_operator(tensor::op_name(op), kOps[static_cast<std::size_t>(op)].arity);
+    assert(s == symbol(op));
+  }
+}
+
+}  // namespace saturn::tensor

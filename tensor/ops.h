@@ -1,0 +1,104 @@
+// The tensor operators saturn optimizes: their names, arities and attribute
+// schemas, and the e-graph language that holds them.
+//
+//   TensorLanguage lang;
+//   Symbol conv = lang.symbol(Op::kConv);
+//   absl::StatusOr<Attributes> a = normalize_attributes(Op::kConv, {{"group", 2}});
+//   // a->get_ints("strides") == {1, 1}: defaults are filled in, so two
+//   // spellings of the same convolution are the same e-node.
+//
+// Conventions (close to ONNX, with static shapes): 2-D convolution and
+// pooling on NCHW tensors; pads are [top, left, bottom, right]; a Split or an
+// opaque operator with several outputs yields a tuple, read with TupleGet.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "egraph/language.h"
+
+namespace saturn::tensor {
+
+// X(enumerator, name, arity) — arity Language::kVariadic (-1) for n inputs.
+#define SATURN_TENSOR_OPS(X)                    \
+  X(kInput, "Input", 0)                         \
+  X(kWeight, "Weight", 0)                       \
+  X(kConstant, "Constant", 0)                   \
+  X(kMatMul, "MatMul", 2)                       \
+  X(kGemm, "Gemm", -1)                          \
+  X(kConv, "Conv", -1)                          \
+  X(kAdd, "Add", 2)                             \
+  X(kSub, "Sub", 2)                             \
+  X(kMul, "Mul", 2)                             \
+  X(kDiv, "Div", 2)                             \
+  X(kPow, "Pow", 2)                             \
+  X(kSqrt, "Sqrt", 1)                           \
+  X(kErf, "Erf", 1)                             \
+  X(kRelu, "Relu", 1)                           \
+  X(kSigmoid, "Sigmoid", 1)                     \
+  X(kTanh, "Tanh", 1)                           \
+  X(kGelu, "Gelu", 1)                           \
+  X(kClip, "Clip", 1)                           \
+  X(kSoftmax, "Softmax", 1)                     \
+  X(kLayerNorm, "LayerNormalization", 3)        \
+  X(kBatchNorm, "BatchNormalization", 5)        \
+  X(kReduceMean, "ReduceMean", 1)               \
+  X(kTranspose, "Transpose", 1)                 \
+  X(kReshape, "Reshape", 1)                     \
+  X(kFlatten, "Flatten", 1)                     \
+  X(kConcat, "Concat", -1)                      \
+  X(kSplit, "Split", 1)                         \
+  X(kSlice, "Slice", 1)                         \
+  X(kGather, "Gather", 2)                       \
+  X(kPad, "Pad", 1)                             \
+  X(kMaxPool, "MaxPool", 1)                     \
+  X(kAveragePool, "AveragePool", 1)             \
+  X(kGlobalAveragePool, "GlobalAveragePool", 1) \
+  X(kIdentity, "Identity", 1)                   \
+  X(kDropout, "Dropout", 1)                     \
+  X(kEnlarge, "Enlarge", 1)                     \
+  X(kMergeGroups, "MergeGroups", 1)             \
+  X(kTuple, "Tuple", -1)                        \
+  X(kTupleGet, "TupleGet", 1)                   \
+  X(kOpaque, "Opaque", -1)
+
+enum class Op : std::uint32_t {
+#define SATURN_OP_ENUM(e, name, arity) e,
+  SATURN_TENSOR_OPS(SATURN_OP_ENUM)
+#undef SATURN_OP_ENUM
+};
+
+inline constexpr std::size_t kNumOps = static_cast<std::size_t>(Op::kOpaque) + 1;
+
+std::string_view op_name(Op op);
+std::optional<Op> find_op(std::string_view name);
+// The operators in declaration order.
+std::span<const Op> all_ops();
+
+// Whether an operator works elementwise on one input (Relu, Sigmoid, ...).
+bool is_unary_elementwise(Op op);
+// Whether an operator is a broadcasting binary (Add, Sub, Mul, Div, Pow).
+bool is_binary_elementwise(Op op);
+
+// Checks `attributes` against `op`'s schema (known keys, value kinds,
+// required keys) and fills in defaults. Integers given for float attributes
+// become floats. Opaque nodes accept any extra keys.
+absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes);
+
+// Number of inputs `op` accepts: [min, max].
+std::pair<int, int> input_count(Op op);
+
+// The e-graph language of tensor operators. Symbol i is Op i.
+class TensorLanguage final : public Language {
+ public:
+  TensorLanguage();
+  static Symbol symbol(Op op) { return Symbol{static_cast<std::uint32_t>(op)}; }
+  static Op op(Symbol s) { return static_cast<Op>(s.value); }
+};
+
+}  // namespace saturn::tensor

@@ -1,0 +1,112 @@
+#include "tensor/tensor.h"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace saturn::tensor {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Tensor::Tensor(TensorType type) : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
+  if (type_.dtype == DType::kFloat32) {
+    buffer_->f.assign(static_cast<std::size_t>(type_.num_elements()), 0.0f);
+  } else {
+    buffer_->i.assign(static_cast<std::size_t>(type_.num_elements()), 0);
+  }
+}
+
+Tensor::Tensor(TensorType type, std::vector<float> values)
+    : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
+  assert(type_.dtype == DType::kFloat32 &&
+         static_cast<std::int64_t>(values.size()) == type_.num_elements());
+  buffer_->f = std::move(values);
+}
+
+Tensor::Tensor(TensorType type, std::vector<std::int64_t> values)
+    : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
+  assert(type_.dtype == DType::kInt64 &&
+         static_cast<std::int64_t>(values.size()) == type_.num_elements());
+  buffer_->i = std::move(values);
+}
+
+std::span<const float> Tensor::floats() const {
+  assert(type_.dtype == DType::kFloat32 && buffer_);
+  return buffer_->f;
+}
+std::span<const std::int64_t> Tensor::ints() const {
+  assert(type_.dtype == DType::kInt64 && buffer_);
+  return buffer_->i;
+}
+std::span<float> Tensor::mutable_floats() {
+  assert(type_.dtype == DType::kFloat32 && buffer_.use_count() == 1);
+  return buffer_->f;
+}
+std::span<std::int64_t> Tensor::mutable_ints() {
+  assert(type_.dtype == DType::kInt64 && buffer_.use_count() == 1);
+  return buffer_->i;
+}
+
+Tensor Tensor::reshaped(Dims dims) const {
+  Tensor out = *this;
+  out.type_.dims = std::move(dims);
+  assert(out.type_.num_elements() == type_.num_elements());
+  return out;
+}
+
+Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, float high) {
+  Tensor t(type);
+  std::uint64_t state = seed;
+  if (type.dtype == DType::kFloat32) {
+    for (float& x : t.mutable_floats()) {
+      double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+      x = static_cast<float>(low + (high - low) * u);
+    }
+  } else {
+    std::int64_t lo = static_cast<std::int64_t>(std::ceil(low));
+    std::int64_t span = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(high)) - lo);
+    for (std::int64_t& x : t.mutable_ints())
+      x = lo + static_cast<std::int64_t>(splitmix64(state) % span);
+  }
+  return t;
+}
+
+std::uint64_t stable_hash(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  if (a.type() != b.type()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  if (a.dtype() == DType::kInt64) {
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      if (a.ints()[i] != b.ints()[i]) return std::numeric_limits<double>::infinity();
+    }
+    return 0;
+  }
+  std::span<const float> x = a.floats(), y = b.floats();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) != std::isnan(y[i])) return std::numeric_limits<double>::infinity();
+    if (std::isnan(x[i])) continue;
+    double r = std::abs(static_cast<double>(x[i]) - y[i]) /
+               (atol + rtol * std::abs(static_cast<double>(y[i])));
+    worst = std::max(worst, r);
+  }
+  return worst;
+}
+
+}  // namespace saturn::tensor

@@ -1,0 +1,65 @@
+// Tensor values for the reference interpreter and for weights: a type and a
+// shared, immutable buffer. Copying a Tensor shares its buffer; kernels write
+// only into tensors they just created.
+//
+//   Tensor t(TensorType{DType::kFloat32, {2, 3}});   // zeros
+//   t.mutable_floats()[0] = 1.5f;
+//   Tensor r = random_tensor(t.type(), /*seed=*/7, -1.0f, 1.0f);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensor/types.h"
+
+namespace saturn::tensor {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A zero-filled tensor.
+  explicit Tensor(TensorType type);
+  Tensor(TensorType type, std::vector<float> values);
+  Tensor(TensorType type, std::vector<std::int64_t> values);
+  static Tensor scalar(float value) {
+    return Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{value});
+  }
+
+  const TensorType& type() const { return type_; }
+  const Dims& dims() const { return type_.dims; }
+  DType dtype() const { return type_.dtype; }
+  std::int64_t size() const { return type_.num_elements(); }
+
+  std::span<const float> floats() const;
+  std::span<const std::int64_t> ints() const;
+  // Writable views; only for a tensor whose buffer is not shared yet.
+  std::span<float> mutable_floats();
+  std::span<std::int64_t> mutable_ints();
+
+  // The same data seen with another shape of the same element count.
+  Tensor reshaped(Dims dims) const;
+
+ private:
+  struct Buffer {
+    std::vector<float> f;
+    std::vector<std::int64_t> i;
+  };
+  TensorType type_;
+  std::shared_ptr<Buffer> buffer_;
+};
+
+// Deterministic uniform values in [low, high) (integers in [low, high) for
+// int64), the same on every platform for a given seed.
+Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, float high);
+
+// A 64-bit hash of a string, stable across runs (weight seeds from names).
+std::uint64_t stable_hash(std::string_view text);
+
+// Largest |a-b| / (atol + rtol*|b|) over elements; <= 1 means "close".
+// Shapes must agree (otherwise +infinity).
+double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol);
+
+}  // namespace saturn::tensor

@@ -1,0 +1,55 @@
+// BERT encoder (Devlin et al., 2019) at TENSAT's size: 8 layers, sequence 64,
+// hidden 1024, 16 heads of 64, FFN 4096; a 2-D [64, 1024] input as in TASO.
+#include <string>
+
+#include "fmt/format.h"
+#include "tensor/builder.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn::tensor {
+
+namespace {
+
+constexpr std::int64_t kLayers = 8;
+constexpr std::int64_t kSeq = 64;
+constexpr std::int64_t kHidden = 1024;
+constexpr std::int64_t kHeads = 16;
+constexpr std::int64_t kHeadDim = kHidden / kHeads;  // 64
+constexpr std::int64_t kFfn = 4096;
+
+// Projects x and splits it into heads: [64,1024] -> [64,16,64] -> permuted.
+Value project_heads(GraphBuilder& b, const std::string& name, Value x, Dims perm) {
+  Value y = b.linear(name, x, kHidden);
+  return b.transpose(b.reshape(y, {kSeq, kHeads, kHeadDim}), std::move(perm));
+}
+
+Value self_attention(GraphBuilder& b, const std::string& prefix, Value x) {
+  Value q = project_heads(b, prefix + ".query", x, {1, 0, 2});  // [16,64,64]
+  Value kt = project_heads(b, prefix + ".key", x, {1, 2, 0});   // [16,64,64] (K^T)
+  Value v = project_heads(b, prefix + ".value", x, {1, 0, 2});  // [16,64,64]
+  Value scores = b.matmul(q, kt);
+  scores = b.mul(scores, b.constant(0.125f));          // 1/sqrt(64)
+  Value context = b.matmul(b.softmax(scores, -1), v);  // [16,64,64]
+  context = b.reshape(b.transpose(context, {1, 0, 2}), {kSeq, kHidden});
+  return b.linear(prefix + ".output", context, kHidden);
+}
+
+Value encoder_layer(GraphBuilder& b, const std::string& prefix, Value x) {
+  x = b.layer_norm(prefix + ".attention_norm",
+                   b.add(x, self_attention(b, prefix + ".attention", x)));
+  Value h = b.gelu(b.linear(prefix + ".ffn.intermediate", x, kFfn));
+  h = b.linear(prefix + ".ffn.output", h, kHidden);
+  return b.layer_norm(prefix + ".ffn_norm", b.add(x, h));
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> build_bert() {
+  GraphBuilder b("bert");
+  Value x = b.input("x", {kSeq, kHidden});
+  for (std::int64_t i = 0; i < kLayers; ++i) x = encoder_layer(b, fmt::format("layer{}", i), x);
+  b.output(x, "output");
+  return b.build();
+}
+
+}  // namespace saturn::tensor

@@ -1,0 +1,40 @@
+// The model zoo: C++ builders for the benchmark models, at the sizes of
+// TENSAT's benchmarks (BERT, NasRNN, ResNeXt-50, NasNet-A, Inception-v3,
+// VGG-19, SqueezeNet 1.1, ResNet-50, MobileNet-v2, GPT-2 small) so that
+// results compare. Weights are seeded random values.
+//
+//   for (const ZooModel& m : zoo_models()) fmt::print("{}\n", m.name);
+//   absl::StatusOr<Graph> g = build_zoo_model("resnet50");
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "tensor/graph.h"
+
+namespace saturn::tensor {
+
+struct ZooModel {
+  std::string_view name;         // e.g. "resnet50"
+  std::string_view description;  // one line: architecture and sizes
+  absl::StatusOr<Graph> (*build)();
+};
+
+std::span<const ZooModel> zoo_models();
+// The named model, or NotFound listing the known names.
+absl::StatusOr<Graph> build_zoo_model(std::string_view name);
+
+// The builders (one file each in tensor/zoo/).
+absl::StatusOr<Graph> build_bert();
+absl::StatusOr<Graph> build_nasrnn();
+absl::StatusOr<Graph> build_resnext50();
+absl::StatusOr<Graph> build_nasnet_a();
+absl::StatusOr<Graph> build_inception_v3();
+absl::StatusOr<Graph> build_vgg19();
+absl::StatusOr<Graph> build_squeezenet();
+absl::StatusOr<Graph> build_resnet50();
+absl::StatusOr<Graph> build_mobilenet_v2();
+absl::StatusOr<Graph> build_gpt2();
+
+}  // namespace saturn::tensor

@@ -1,0 +1,215 @@
+// Graphs: the builder, whole-graph evaluation, the JSON model format (round
+// trip and errors that name the place) and the shape analysis in an e-graph.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "egraph/egraph.h"
+#include "egraph/status.h"
+#include "tensor/analysis.h"
+#include "tensor/builder.h"
+#include "tensor/interpreter.h"
+#include "tensor/json_model.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn::tensor {
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+// x -> (x @ w1 + b1) split in two -> relu(a) * sigmoid(b) -> transpose
+Graph small_model() {
+  GraphBuilder b("small");
+  Value x = b.input("x", {2, 4});
+  Value h = b.linear("fc", x, 6);
+  std::vector<Value> parts = b.split(h, 1, {3, 3});
+  Value g = b.mul(b.relu(parts[0]), b.sigmoid(parts[1]));
+  Value scale =
+      b.weight("scale", Tensor(TensorType{DType::kFloat32, {3}}, std::vector<float>{1, 2, 3}));
+  b.output(b.transpose(b.mul(g, scale), {1, 0}), "y");
+  b.output(parts[0], "first");
+  absl::StatusOr<Graph> graph = b.build();
+  EXPECT_TRUE(graph.ok()) << message(graph.status());
+  return *graph;
+}
+
+void expect_same_outputs(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_LE(max_error_ratio(a[i], b[i], 1e-6, 1e-6), 1.0) << "output " << i;
+}
+
+TEST(TensorGraph, BuilderReportsTheFirstError) {
+  GraphBuilder b("broken");
+  Value x = b.input("x", {2, 3});
+  Value y = b.matmul(x, b.weight("w", {4, 5}));
+  Value z = b.relu(y);  // placeholder after the error
+  b.output(z, "z");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(message(g.status()).find("broken node MatMul: MatMul: inner dimensions differ"),
+            std::string_view::npos)
+      << message(g.status());
+  GraphBuilder dup("dup");
+  dup.input("x", {1});
+  dup.input("x", {1});
+  EXPECT_NE(message(dup.status()).find("used twice"), std::string_view::npos);
+}
+
+TEST(TensorGraph, EvaluatesWithTuplesAndWeights) {
+  Graph g = small_model();
+  EXPECT_EQ(total_ops(g), 8);  // MatMul Add Split Relu Sigmoid Mul Mul Transpose
+  Inputs in = random_inputs(g, 3);
+  absl::StatusOr<std::vector<Tensor>> out = evaluate(g, in);
+  ASSERT_TRUE(out.ok()) << message(out.status());
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ((*out)[0].dims(), (Dims{3, 2}));
+  EXPECT_EQ((*out)[1].dims(), (Dims{2, 3}));
+  // The same inputs give the same outputs; another seed gives others.
+  expect_same_outputs(*out, *evaluate(g, in));
+  EXPECT_GT(max_error_ratio((*out)[0], (*evaluate(g, random_inputs(g, 4)))[0], 1e-6, 1e-6), 1.0);
+  // Missing and mistyped inputs are errors.
+  EXPECT_FALSE(evaluate(g, {}).ok());
+  Inputs wrong{{"x", Tensor(TensorType{DType::kFloat32, {4, 2}})}};
+  EXPECT_NE(message(evaluate(g, wrong).status()).find("input 'x' must be float32[2,4]"),
+            std::string_view::npos);
+}
+
+TEST(TensorGraph, WeightOnlyNodes) {
+  GraphBuilder b("w");
+  Value x = b.input("x", {2, 3});
+  Value w = b.weight("w", {3, 3});
+  Value wt = b.transpose(w, {1, 0});
+  Value y = b.matmul(x, wt);
+  b.output(y, "y");
+  Graph g = *b.build();
+  std::vector<bool> flags = weight_only_nodes(g);
+  EXPECT_FALSE(flags[x.node]);
+  EXPECT_TRUE(flags[w.node]);
+  EXPECT_TRUE(flags[wt.node]);
+  EXPECT_FALSE(flags[y.node]);
+}
+
+TEST(TensorGraph, JsonRoundTrip) {
+  Graph g = small_model();
+  std::string text = to_json_model(g);
+  absl::StatusOr<Graph> back = parse_json_model(text, "small.json");
+  ASSERT_TRUE(back.ok()) << message(back.status());
+  EXPECT_EQ(op_counts(*back), op_counts(g));
+  EXPECT_EQ(back->outputs.size(), g.outputs.size());
+  EXPECT_EQ(back->outputs[1].name, "first");
+  Inputs in = random_inputs(g, 9);
+  expect_same_outputs(*evaluate(g, in), *evaluate(*back, in));
+  // Saving again gives the same text.
+  EXPECT_EQ(to_json_model(*back), text);
+}
+
+TEST(TensorGraph, JsonRoundTripOfAZooModel) {
+  Graph g = *build_zoo_model("squeezenet");
+  std::string path = (std::filesystem::temp_directory_path() / "saturn_squeezenet.json").string();
+  ASSERT_TRUE(save_json_model(g, path).ok());
+  absl::StatusOr<Graph> back = load_json_model(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(back.ok()) << message(back.status());
+  EXPECT_EQ(op_counts(*back), op_counts(g));
+  Inputs in = random_inputs(g, 1);
+  expect_same_outputs(*evaluate(g, in), *evaluate(*back, in));
+}
+
+struct BadModel {
+  std::string text;
+  std::string error;
+};
+
+TEST(TensorGraph, MalformedJsonNamesThePlace) {
+  const std::string in = R"("inputs": [{"name": "x", "shape": [2, 3]}])";
+  const std::vector<BadModel> cases = {
+      {"{\"nodes\": [}", "bad.json:1:12: not valid JSON"},
+      {"[]", "bad.json: the top level must be an object"},
+      {R"({"format": "onnx", "nodes": [], "outputs": ["x"]})",
+       "bad.json: format: must be \"saturn-model\""},
+      {R"({"version": 2, "nodes": [], "outputs": ["x"]})", "bad.json: version: must be 1"},
+      {R"({"nodez": []})", "bad.json: nodez: unknown field"},
+      {R"({"inputs": [{"name": "x", "shape": [2, "3"]}], "nodes": [], "outputs": ["x"]})",
+       "bad.json: inputs[0] (x): shape: must be a list of integers"},
+      {R"({"inputs": [{"name": "x", "shape": [2], "dtype": "half"}], "nodes": [], "outputs": ["x"]})",
+       "bad.json: inputs[0] (x): unknown dtype 'half'"},
+      {R"({"weights": [{"name": "w", "shape": [2], "data": [1]}], "nodes": [], "outputs": ["w"]})",
+       "bad.json: weights[0] (w): data must be a list of 2 numbers"},
+      {R"({"weights": [{"name": "w", "shape": [2], "low": 1, "high": 0}], "nodes": [], "outputs": ["w"]})",
+       "bad.json: weights[0] (w): low must be below high"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}, {"op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})",
+       "bad.json: nodes[1]: the value 'y' is defined twice"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Rellu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: unknown operator 'Rellu'"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Relu", "inputs": ["q"], "outputs": ["y"]}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: unknown input value 'q'"},
+      {"{" + in +
+           R"(, "nodes": [{"name": "mm", "op": "MatMul", "inputs": ["x", "x"], "outputs": ["y"]}], "outputs": ["y"]})",
+       "bad.json: nodes[0] (mm): MatMul: inner dimensions differ"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Transpose", "inputs": ["x"], "outputs": ["y"], "attributes": {"perm": "10"}}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: Transpose attribute 'perm' must be a list of integers"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Softmax", "inputs": ["x"], "outputs": ["y"], "attributes": {"axis": {}}}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: attribute 'axis': must be a number, a string or a list of integers"},
+      {"{" + in +
+           R"(, "nodes": [{"op": "Split", "inputs": ["x"], "outputs": ["a"], "attributes": {"axis": 1, "split": [1, 2]}}], "outputs": ["a"]})",
+       "bad.json: nodes[0]: Split yields 2 value(s), 1 output name(s) given"},
+      {"{" + in + R"(, "nodes": [{"op": "Relu", "inputs": ["x"]}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: needs \"outputs\""},
+      {"{" + in + R"(, "nodes": [], "outputs": ["z"]})", "bad.json: outputs[0]: unknown value 'z'"},
+      {"{" + in + R"(, "nodes": []})", "bad.json: outputs: must be a non-empty list"},
+  };
+  for (const BadModel& c : cases) {
+    absl::StatusOr<Graph> g = parse_json_model(c.text, "bad.json");
+    ASSERT_FALSE(g.ok()) << c.text;
+    EXPECT_NE(message(g.status()).find(c.error), std::string_view::npos)
+        << "got: " << message(g.status()) << "\nwanted: " << c.error;
+  }
+  EXPECT_NE(message(load_json_model("/nonexistent/model.json").status())
+                .find("/nonexistent/model.json: cannot open"),
+            std::string_view::npos);
+}
+
+TEST(TensorGraph, ShapeAnalysisInAnEGraph) {
+  Graph g = small_model();
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  absl::StatusOr<std::vector<Id>> ids = add_graph(egraph, g);
+  ASSERT_TRUE(ids.ok()) << message(ids.status());
+  std::vector<ValueType> types = *infer_types(g);
+  std::vector<bool> weight_only = weight_only_nodes(g);
+  for (int i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(shapes.info((*ids)[i]).type, types[i]) << node_label(g, i);
+    EXPECT_EQ(shapes.info((*ids)[i]).weight_only, weight_only[i]) << node_label(g, i);
+  }
+  // A node whose shapes do not fit is refused and leaves the e-graph as it was.
+  std::size_t before = egraph.num_nodes();
+  Id x = (*ids)[0];
+  AddResult r = egraph.add(ENode(TensorLanguage::symbol(Op::kMatMul), kNoAttributes, {x, x}));
+  EXPECT_EQ(r.status, AddStatus::kRejected);
+  EXPECT_EQ(egraph.num_nodes(), before);
+  EXPECT_EQ(shapes.refused(), 1u);
+  // Merging a class with a weight-only one makes it weight-only.
+  AttrId attrs = egraph.attrs().intern(
+      *normalize_attributes(Op::kWeight, {{"name", "x2"}, {"shape", Ints{2, 4}}}));
+  AddResult w = egraph.add(ENode(TensorLanguage::symbol(Op::kWeight), attrs));
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(shapes.info(x).weight_only);
+  egraph.merge(x, w.id);
+  egraph.rebuild();
+  EXPECT_TRUE(shapes.info(egraph.find(x)).weight_only);
+  EXPECT_EQ(shapes.type_conflicts(), 0u);
+  // The budget is respected.
+  EGraph tiny(lang, nullptr);
+  tiny.set_budget(Budget{3, std::numeric_limits<std::size_t>::max()});
+  EXPECT_EQ(add_graph(tiny, g).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace saturn::tensor

@@ -1,0 +1,245 @@
+// The reference interpreter's kernels against hand-computed small cases, and
+// the rewrite helpers (Enlarge, MergeGroups) against the identities the rule
+// set relies on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "egraph/status.h"
+#include "tensor/kernels.h"
+
+namespace saturn::tensor {
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+Tensor T(Dims dims, std::vector<float> values) {
+  return Tensor(TensorType{DType::kFloat32, std::move(dims)}, std::move(values));
+}
+Tensor L(Dims dims, std::vector<std::int64_t> values) {
+  return Tensor(TensorType{DType::kInt64, std::move(dims)}, std::move(values));
+}
+
+std::vector<Tensor> run_all(Op op, std::vector<Tensor> in, Attributes attrs = {}) {
+  absl::StatusOr<Attributes> a = normalize_attributes(op, std::move(attrs));
+  EXPECT_TRUE(a.ok()) << message(a.status());
+  absl::StatusOr<std::vector<Tensor>> out = evaluate_op(op, *a, in);
+  EXPECT_TRUE(out.ok()) << message(out.status());
+  return out.ok() ? *out : std::vector<Tensor>{};
+}
+
+Tensor run(Op op, std::vector<Tensor> in, Attributes attrs = {}) {
+  std::vector<Tensor> out = run_all(op, std::move(in), std::move(attrs));
+  return out.empty() ? Tensor() : out[0];
+}
+
+void expect_tensor(const Tensor& t, const Dims& dims, const std::vector<float>& values,
+                   float tol = 1e-5f) {
+  ASSERT_EQ(t.dims(), dims);
+  ASSERT_EQ(t.floats().size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    EXPECT_NEAR(t.floats()[i], values[i], tol) << "element " << i;
+}
+
+TEST(TensorKernels, MatMul) {
+  expect_tensor(run(Op::kMatMul, {T({2, 2}, {1, 2, 3, 4}), T({2, 2}, {5, 6, 7, 8})}), {2, 2},
+                {19, 22, 43, 50});
+  // A batch of two left operands against one shared right operand.
+  expect_tensor(run(Op::kMatMul, {T({2, 1, 2}, {1, 2, 3, 4}), T({2, 3}, {1, 0, 1, 0, 1, 1})}),
+                {2, 1, 3}, {1, 2, 3, 3, 4, 7});
+  // Sizes past the kernel's block sizes, against a naive sum.
+  const std::int64_t m = 7, k = 300, n = 600;
+  std::vector<float> a(m * k), b(k * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 13) - 6.0f;
+  Tensor c = run(Op::kMatMul, {T({m, k}, a), T({k, n}, b)});
+  for (std::int64_t i = 0; i < m; i += 3) {
+    for (std::int64_t j = 0; j < n; j += 97) {
+      double want = 0;
+      for (std::int64_t p = 0; p < k; ++p) want += a[i * k + p] * b[p * n + j];
+      EXPECT_NEAR(c.floats()[i * n + j], want, 1e-3);
+    }
+  }
+}
+
+TEST(TensorKernels, Gemm) {
+  // alpha * A * B^T + beta * C with a broadcast bias row.
+  Tensor out = run(Op::kGemm, {T({2, 2}, {1, 2, 3, 4}), T({2, 2}, {1, 0, 1, 1}), T({2}, {10, 20})},
+                   {{"transB", std::int64_t{1}}, {"alpha", 2.0}, {"beta", 0.5}});
+  expect_tensor(out, {2, 2}, {2 + 5, 6 + 10, 6 + 5, 14 + 10});
+  expect_tensor(
+      run(Op::kGemm, {T({2, 1}, {1, 2}), T({2, 2}, {1, 2, 3, 4})}, {{"transA", std::int64_t{1}}}),
+      {1, 2}, {7, 10});
+}
+
+TEST(TensorKernels, Conv) {
+  Tensor x = T({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expect_tensor(run(Op::kConv, {x, T({1, 1, 2, 2}, {1, 1, 1, 1})}), {1, 1, 2, 2}, {12, 16, 24, 28});
+  // Padding 1, stride 2: windows centered on the corners and the middle.
+  expect_tensor(run(Op::kConv, {x, T({1, 1, 3, 3}, std::vector<float>(9, 1.0f))},
+                    {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}),
+                {1, 1, 2, 2}, {12, 16, 24, 28});
+  // Bias and a fused relu.
+  expect_tensor(
+      run(Op::kConv, {x, T({2, 1, 1, 1}, {1, -1}), T({2}, {0, 1})}, {{"activation", "relu"}}),
+      {1, 2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  // Dilation 2 on a 4x4 input.
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  expect_tensor(run(Op::kConv, {T({1, 1, 4, 4}, v), T({1, 1, 2, 2}, {1, 1, 1, 1})},
+                    {{"dilations", Ints{2, 2}}}),
+                {1, 1, 2, 2}, {24, 28, 40, 44});
+  // Two groups: each output channel sees only its own input channel.
+  expect_tensor(run(Op::kConv, {T({1, 2, 1, 2}, {1, 2, 3, 4}), T({2, 1, 1, 1}, {2, 3})},
+                    {{"group", std::int64_t{2}}}),
+                {1, 2, 1, 2}, {2, 4, 9, 12});
+  // Asymmetric padding.
+  expect_tensor(run(Op::kConv, {T({1, 1, 1, 2}, {1, 2}), T({1, 1, 1, 2}, {1, 10})},
+                    {{"pads", Ints{0, 1, 0, 0}}}),
+                {1, 1, 1, 2}, {10, 21});
+}
+
+TEST(TensorKernels, Elementwise) {
+  Tensor a = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_tensor(run(Op::kAdd, {a, T({3}, {10, 20, 30})}), {2, 3}, {11, 22, 33, 14, 25, 36});
+  expect_tensor(run(Op::kSub, {a, T({2, 1}, {1, 2})}), {2, 3}, {0, 1, 2, 2, 3, 4});
+  expect_tensor(run(Op::kMul, {T({2, 1}, {2, 3}), T({1, 2}, {5, 7})}), {2, 2}, {10, 14, 15, 21});
+  expect_tensor(run(Op::kDiv, {a, T({}, {2})}), {2, 3}, {0.5, 1, 1.5, 2, 2.5, 3});
+  expect_tensor(run(Op::kPow, {T({3}, {2, 3, 4}), T({}, {2})}), {3}, {4, 9, 16});
+  Tensor x = T({4}, {-1, 0, 0.5, 4});
+  expect_tensor(run(Op::kRelu, {x}), {4}, {0, 0, 0.5, 4});
+  expect_tensor(run(Op::kSqrt, {T({2}, {4, 9})}), {2}, {2, 3});
+  expect_tensor(run(Op::kSigmoid, {T({2}, {0, 2})}), {2}, {0.5f, 0.8807971f});
+  expect_tensor(run(Op::kTanh, {T({2}, {0, 1})}), {2}, {0, 0.7615942f});
+  expect_tensor(run(Op::kErf, {T({2}, {0, 0.5})}), {2}, {0, 0.5204999f});
+  expect_tensor(run(Op::kGelu, {T({3}, {-1, 0, 1})}), {3}, {-0.1586553f, 0, 0.8413447f});
+  expect_tensor(run(Op::kClip, {x}, {{"min", 0.0}, {"max", 1.0}}), {4}, {0, 0, 0.5, 1});
+  expect_tensor(run(Op::kConstant, {}, {{"value", 2.5}, {"shape", Ints{2}}}), {2}, {2.5, 2.5});
+  expect_tensor(run(Op::kIdentity, {x}), {4}, {-1, 0, 0.5, 4});
+  expect_tensor(run(Op::kDropout, {x}), {4}, {-1, 0, 0.5, 4});
+}
+
+TEST(TensorKernels, Normalizations) {
+  expect_tensor(run(Op::kSoftmax, {T({1, 3}, {1, 2, 3})}), {1, 3},
+                {0.09003057f, 0.24472847f, 0.66524096f});
+  // Softmax over axis 0 of a 2x2: columns sum to one.
+  expect_tensor(run(Op::kSoftmax, {T({2, 2}, {0, 1, 0, 1})}, {{"axis", std::int64_t{0}}}), {2, 2},
+                {0.5, 0.5, 0.5, 0.5});
+  expect_tensor(
+      run(Op::kLayerNorm, {T({1, 4}, {1, 2, 3, 4}), T({4}, {1, 1, 1, 2}), T({4}, {0, 0, 0, 1})},
+          {{"epsilon", 0.0}}),
+      {1, 4}, {-1.3416408f, -0.4472136f, 0.4472136f, 1 + 2 * 1.3416408f}, 1e-4f);
+  expect_tensor(
+      run(Op::kBatchNorm,
+          {T({1, 2, 1, 1}, {1, 2}), T({2}, {2, 1}), T({2}, {0, 1}), T({2}, {1, 0}), T({2}, {1, 4})},
+          {{"epsilon", 0.0}}),
+      {1, 2, 1, 1}, {0, 2});
+  expect_tensor(run(Op::kReduceMean, {T({2, 2}, {1, 2, 3, 4})},
+                    {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}),
+                {2}, {1.5, 3.5});
+  expect_tensor(run(Op::kReduceMean, {T({2, 2}, {1, 2, 3, 4})}, {{"axes", Ints{0}}}), {1, 2},
+                {2, 3});
+  expect_tensor(run(Op::kReduceMean, {T({2, 2}, {1, 2, 3, 4})}), {1, 1}, {2.5});
+}
+
+TEST(TensorKernels, Layout) {
+  Tensor a = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_tensor(run(Op::kTranspose, {a}), {3, 2}, {1, 4, 2, 5, 3, 6});
+  expect_tensor(run(Op::kTranspose, {T({1, 2, 2}, {1, 2, 3, 4})}, {{"perm", Ints{2, 0, 1}}}),
+                {2, 1, 2}, {1, 3, 2, 4});
+  expect_tensor(run(Op::kReshape, {a}, {{"shape", Ints{3, -1}}}), {3, 2}, {1, 2, 3, 4, 5, 6});
+  expect_tensor(run(Op::kFlatten, {T({1, 2, 1, 2}, {1, 2, 3, 4})}), {1, 4}, {1, 2, 3, 4});
+  expect_tensor(
+      run(Op::kConcat, {T({2, 1}, {1, 2}), T({2, 2}, {3, 4, 5, 6})}, {{"axis", std::int64_t{1}}}),
+      {2, 3}, {1, 3, 4, 2, 5, 6});
+  expect_tensor(
+      run(Op::kConcat, {T({1, 2}, {1, 2}), T({1, 2}, {3, 4})}, {{"axis", std::int64_t{0}}}), {2, 2},
+      {1, 2, 3, 4});
+  std::vector<Tensor> parts =
+      run_all(Op::kSplit, {a}, {{"axis", std::int64_t{1}}, {"split", Ints{1, 2}}});
+  ASSERT_EQ(parts.size(), 2u);
+  expect_tensor(parts[0], {2, 1}, {1, 4});
+  expect_tensor(parts[1], {2, 2}, {2, 3, 5, 6});
+  Tensor r = T({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expect_tensor(run(Op::kSlice, {r}, {{"starts", Ints{1}}, {"ends", Ints{8}}, {"steps", Ints{3}}}),
+                {3}, {1, 4, 7});
+  expect_tensor(
+      run(Op::kSlice, {r}, {{"starts", Ints{-1}}, {"ends", Ints{-100}}, {"steps", Ints{-1}}}), {10},
+      {9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+  expect_tensor(run(Op::kSlice, {r}, {{"starts", Ints{8}}, {"ends", Ints{1}}, {"steps", Ints{-2}}}),
+                {4}, {8, 6, 4, 2});
+  expect_tensor(run(Op::kSlice, {a}, {{"starts", Ints{1}}, {"ends", Ints{3}}, {"axes", Ints{-1}}}),
+                {2, 2}, {2, 3, 5, 6});
+  Tensor table = T({3, 2}, {1, 2, 3, 4, 5, 6});
+  expect_tensor(run(Op::kGather, {table, L({2}, {2, 0})}), {2, 2}, {5, 6, 1, 2});
+  expect_tensor(run(Op::kGather, {table, L({1}, {-1})}, {{"axis", std::int64_t{1}}}), {3, 1},
+                {2, 4, 6});
+  expect_tensor(run(Op::kGather, {table, L({2, 1}, {1, 1})}), {2, 1, 2}, {3, 4, 3, 4});
+  absl::StatusOr<std::vector<Tensor>> bad = evaluate_op(
+      Op::kGather, *normalize_attributes(Op::kGather, {}), std::vector<Tensor>{table, L({1}, {3})});
+  EXPECT_FALSE(bad.ok());
+  expect_tensor(run(Op::kPad, {T({1, 2}, {1, 2})}, {{"pads", Ints{0, 1, 0, 2}}, {"value", 9.0}}),
+                {1, 5}, {9, 1, 2, 9, 9});
+}
+
+TEST(TensorKernels, Pooling) {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  Tensor x = T({1, 1, 4, 4}, v);
+  Attributes p{{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}};
+  expect_tensor(run(Op::kMaxPool, {x}, p), {1, 1, 2, 2}, {6, 8, 14, 16});
+  expect_tensor(run(Op::kAveragePool, {x}, p), {1, 1, 2, 2}, {3.5, 5.5, 11.5, 13.5});
+  Tensor small = T({1, 1, 2, 2}, {1, 2, 3, 4});
+  Attributes padded{{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+  expect_tensor(run(Op::kAveragePool, {small}, padded), {1, 1, 2, 2}, {2.5, 2.5, 2.5, 2.5});
+  padded.set("count_include_pad", std::int64_t{1});
+  expect_tensor(run(Op::kAveragePool, {small}, padded), {1, 1, 2, 2},
+                {10.0f / 9, 10.0f / 9, 10.0f / 9, 10.0f / 9});
+  expect_tensor(run(Op::kMaxPool, {T({1, 1, 2, 2}, {-1, -2, -3, -4})},
+                    {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}),
+                {1, 1, 2, 2}, {-1, -1, -1, -1});
+  expect_tensor(run(Op::kGlobalAveragePool, {T({1, 2, 1, 2}, {1, 3, 5, 7})}), {1, 2, 1, 1}, {2, 6});
+}
+
+TEST(TensorKernels, EnlargeKeepsConvolution) {
+  expect_tensor(run(Op::kEnlarge, {T({1, 1, 1, 1}, {5})}, {{"kernel_shape", Ints{3, 3}}}),
+                {1, 1, 3, 3}, {0, 0, 0, 0, 5, 0, 0, 0, 0});
+  // conv(x, w 1x1) == conv(x, enlarge(w) 3x3, pads 1).
+  std::vector<float> xv(2 * 5 * 5), wv(3 * 2);
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(static_cast<float>(i));
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(static_cast<float>(i));
+  Tensor x = T({1, 2, 5, 5}, xv), w = T({3, 2, 1, 1}, wv);
+  Tensor direct = run(Op::kConv, {x, w});
+  Tensor big = run(Op::kEnlarge, {w}, {{"kernel_shape", Ints{3, 3}}});
+  Tensor enlarged = run(Op::kConv, {x, big}, {{"pads", Ints{1, 1, 1, 1}}});
+  expect_tensor(enlarged, direct.dims(),
+                std::vector<float>(direct.floats().begin(), direct.floats().end()));
+}
+
+TEST(TensorKernels, MergeGroupsKeepsConvolution) {
+  expect_tensor(run(Op::kMergeGroups, {T({4, 1, 1, 1}, {1, 2, 3, 4})},
+                    {{"group", std::int64_t{4}}, {"count", std::int64_t{2}}}),
+                {4, 2, 1, 1}, {1, 0, 0, 2, 3, 0, 0, 4});
+  // conv(x, w, group 4) == conv(x, merge_groups(w), group 2).
+  std::vector<float> xv(4 * 3 * 3), wv(8 * 1 * 3 * 3);
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.3f * static_cast<float>(i));
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(0.7f * static_cast<float>(i));
+  Tensor x = T({1, 4, 3, 3}, xv), w = T({8, 1, 3, 3}, wv);
+  Tensor grouped = run(Op::kConv, {x, w}, {{"group", std::int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}});
+  Tensor merged_w =
+      run(Op::kMergeGroups, {w}, {{"group", std::int64_t{4}}, {"count", std::int64_t{2}}});
+  Tensor merged =
+      run(Op::kConv, {x, merged_w}, {{"group", std::int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}});
+  expect_tensor(merged, grouped.dims(),
+                std::vector<float>(grouped.floats().begin(), grouped.floats().end()), 1e-4f);
+}
+
+TEST(TensorKernels, OpaqueCannotBeEvaluated) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      evaluate_op(Op::kOpaque, Attributes{{"op_type", "TopK"}}, std::vector<Tensor>{});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(message(out.status()).find("TopK"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace saturn::tensor

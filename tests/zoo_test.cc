@@ -1,0 +1,55 @@
+// Every zoo model builds, type-checks and evaluates on random inputs to
+// finite values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "egraph/status.h"
+#include "tensor/interpreter.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn::tensor {
+namespace {
+
+class ZooTest : public testing::TestWithParam<std::string_view> {};
+
+TEST_P(ZooTest, BuildsTypeChecksAndEvaluates) {
+  absl::StatusOr<Graph> graph = build_zoo_model(GetParam());
+  ASSERT_TRUE(graph.ok()) << message(graph.status());
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(*graph);
+  ASSERT_TRUE(types.ok()) << message(types.status());
+  EXPECT_GT(total_ops(*graph), 40);
+  absl::StatusOr<std::vector<Tensor>> out = evaluate(*graph, random_inputs(*graph, 1));
+  ASSERT_TRUE(out.ok()) << message(out.status());
+  ASSERT_EQ(out->size(), graph->outputs.size());
+  for (const Tensor& t : *out) {
+    EXPECT_EQ(t.type(), (*types)[graph->outputs[0].node].tensor());
+    bool finite = true, nonzero = false;
+    for (float v : t.floats()) {
+      finite = finite && std::isfinite(v);
+      nonzero = nonzero || v != 0.0f;
+    }
+    EXPECT_TRUE(finite);
+    EXPECT_TRUE(nonzero);
+  }
+}
+
+std::vector<std::string_view> model_names() {
+  std::vector<std::string_view> names;
+  for (const ZooModel& m : zoo_models()) names.push_back(m.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooTest, testing::ValuesIn(model_names()),
+                         [](const testing::TestParamInfo<std::string_view>& info) {
+                           return std::string(info.param);
+                         });
+
+TEST(Zoo, UnknownModelNamesTheKnownOnes) {
+  absl::StatusOr<Graph> g = build_zoo_model("resnet51");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(message(g.status()).find("resnet50"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace saturn::tensor
