@@ -1,5 +1,5 @@
 // saturn's JSON model format: load and save a Graph. The format is
-// documented in docs/json-model-format.md; in short:
+// documented in tensor/json-model-format.md; in short:
 //
 //   {"format": "saturn-model", "version": 1, "name": "mlp",
 //    "inputs":  [{"name": "x", "shape": [8, 256], "dtype": "float32"}],

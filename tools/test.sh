@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite: the
-# Release build's tests, then the engine tests under ASan + UBSan (a Debug
-# build, so the e-graph's invariant checks run after every rebuild).
+# Release build's tests, then the engine and tensor tests under ASan + UBSan
+# (a Debug build, so the e-graph's invariant checks run after every rebuild).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -9,8 +9,8 @@ tools/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSATURN_SANITIZE=ON \
-  -DSATURN_ENGINE_ONLY=ON >/dev/null
-cmake --build build-asan -j "$(nproc)" --target engine_tests
+  -DSATURN_ENGINE_ONLY=OFF >/dev/null
+cmake --build build-asan -j "$(nproc)" --target engine_tests tensor_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure
+  ctest --test-dir build-asan --output-on-failure -R '^(engine|tensor)_tests$'
 echo "saturn: all tests passed"
