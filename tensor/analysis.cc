@@ -1,5 +1,6 @@
 #include "tensor/analysis.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "tensor/infer.h"
 #include "tensor/ops.h"
@@ -62,6 +63,49 @@ absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
   egraph.rebuild();
   for (Id& id : ids) id = egraph.find(id);
   return ids;
+}
+
+absl::StatusOr<Graph> graph_from_egraph(const EGraph& egraph, const Graph& source,
+                                        std::span<const ClassOutput> outputs,
+                                        const std::function<const ENode*(Id)>& chosen) {
+  Graph out;
+  out.name = source.name;
+  out.weights = source.weights;
+  absl::flat_hash_map<Id, int> index;  // class -> node in `out`
+  absl::flat_hash_set<Id> open;
+  // Depth-first, children before parents; `open` detects cycles.
+  std::vector<std::pair<Id, std::size_t>> stack;
+  for (const ClassOutput& o : outputs) {
+    Id root = egraph.find(o.eclass);
+    if (!index.contains(root)) {
+      stack.push_back({root, 0});
+      open.insert(root);
+    }
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const ENode* node = chosen(id);
+      if (node == nullptr)
+        return absl::InvalidArgumentError(fmt::format("class {} has no chosen node", id.value));
+      if (next < node->children.size()) {
+        Id child = egraph.find(node->children[next++]);
+        if (index.contains(child)) continue;
+        if (!open.insert(child).second)
+          return absl::InvalidArgumentError(
+              fmt::format("the choice has a cycle through class {}", child.value));
+        stack.push_back({child, 0});
+        continue;
+      }
+      Node n{TensorLanguage::op(node->op), egraph.attrs().get(node->attrs), {}, {}};
+      if (n.op == Op::kInput || n.op == Op::kWeight) n.name = *n.attributes.get_string("name");
+      for (Id child : node->children) n.inputs.push_back(index.at(egraph.find(child)));
+      index.emplace(id, out.size());
+      out.nodes.push_back(std::move(n));
+      open.erase(id);
+      stack.pop_back();
+    }
+    out.outputs.push_back(GraphOutput{index.at(root), o.name});
+  }
+  return out;
 }
 
 }  // namespace saturn::tensor

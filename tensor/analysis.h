@@ -12,6 +12,8 @@
 // whose result would not type-check is simply not applied.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,5 +53,19 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
 // TensorLanguage) and returns each node's class. Fails if a node does not
 // fit the e-graph's budget or is refused by its analysis.
 absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph);
+
+// A graph output as an e-class.
+struct ClassOutput {
+  Id eclass;
+  std::string name;
+};
+
+// The graph an extraction picked: starting from `outputs` (class, name),
+// each class becomes the node `chosen(class)` returns (one of its e-nodes).
+// Weights keep their contents from `source` (the graph the e-graph was
+// built from). Fails on a missing choice or a cycle.
+absl::StatusOr<Graph> graph_from_egraph(const EGraph& egraph, const Graph& source,
+                                        std::span<const ClassOutput> outputs,
+                                        const std::function<const ENode*(Id)>& chosen);
 
 }  // namespace saturn::tensor

@@ -1,0 +1,189 @@
+// The tree and sharing-aware DAG greedy extractors.
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+
+#include "extract/extractor.h"
+
+namespace saturn {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// For each class, the nodes that have it as a child (CSR).
+struct Parents {
+  std::vector<std::uint32_t> start, nodes;
+  explicit Parents(const ExtractionProblem& p) : start(p.num_classes() + 1, 0) {
+    for (std::uint32_t k : p.child_class) ++start[k + 1];
+    for (std::size_t c = 0; c < p.num_classes(); ++c) start[c + 1] += start[c];
+    nodes.resize(p.child_class.size());
+    std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+    for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+      for (std::uint32_t k : p.children(n)) nodes[fill[k]++] = n;
+    }
+  }
+  std::span<const std::uint32_t> of(std::uint32_t c) const {
+    return {nodes.data() + start[c], start[c + 1] - start[c]};
+  }
+};
+
+// A FIFO of nodes to (re)consider, each at most once at a time.
+class NodeQueue {
+ public:
+  explicit NodeQueue(std::size_t n) : queued_(n, false) {}
+  void push(std::uint32_t n) {
+    if (!queued_[n]) {
+      queued_[n] = true;
+      queue_.push_back(n);
+    }
+  }
+  bool empty() const { return queue_.empty(); }
+  std::uint32_t pop() {
+    std::uint32_t n = queue_.front();
+    queue_.pop_front();
+    queued_[n] = false;
+    return n;
+  }
+
+ private:
+  std::vector<bool> queued_;
+  std::deque<std::uint32_t> queue_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+ExtractionResult finish(const ExtractionProblem& p, Selection selection,
+                        std::chrono::steady_clock::time_point start) {
+  ExtractionResult r;
+  r.selection = prune_to_roots(p, selection);
+  absl::StatusOr<double> cost = check_selection(p, r.selection);
+  r.status = cost.ok() ? ExtractionStatus::kHeuristic : ExtractionStatus::kNoSolution;
+  r.dag_cost = cost.ok() ? *cost : kInfinity;
+  r.tree_cost = tree_cost(p, r.selection);
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+Selection tree_selection(const ExtractionProblem& p, const Parents& parents) {
+  std::vector<double> best(p.num_classes(), kInfinity);
+  Selection s{std::vector<std::int32_t>(p.num_classes(), -1)};
+  NodeQueue queue(p.num_nodes());
+  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+    if (p.children(n).empty()) queue.push(n);
+  }
+  while (!queue.empty()) {
+    std::uint32_t n = queue.pop();
+    double cost = p.node_cost[n];
+    for (std::uint32_t k : p.children(n)) cost += best[k];
+    std::uint32_t c = p.node_class[n];
+    if (!(cost < best[c])) continue;
+    best[c] = cost;
+    s.choice[c] = static_cast<std::int32_t>(n);
+    for (std::uint32_t parent : parents.of(c)) queue.push(parent);
+  }
+  return s;
+}
+
+// A sub-DAG: the classes it contains, sorted, each with the cost of the node
+// chosen for it.
+struct CostSet {
+  std::vector<std::pair<std::uint32_t, double>> items;
+  double total = kInfinity;
+};
+
+// out = a ∪ b (by class; a's cost wins on a tie).
+void merge_into(const std::vector<std::pair<std::uint32_t, double>>& a,
+                const std::vector<std::pair<std::uint32_t, double>>& b,
+                std::vector<std::pair<std::uint32_t, double>>& out) {
+  out.clear();
+  out.reserve(a.size() + b.size());
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i].first < b[j].first)
+      out.push_back(a[i++]);
+    else if (b[j].first < a[i].first)
+      out.push_back(b[j++]);
+    else {
+      out.push_back(a[i++]);
+      ++j;
+    }
+  }
+  out.insert(out.end(), a.begin() + i, a.end());
+  out.insert(out.end(), b.begin() + j, b.end());
+}
+
+Selection dag_selection(const ExtractionProblem& p, const Parents& parents) {
+  std::vector<CostSet> sets(p.num_classes());
+  Selection s{std::vector<std::int32_t>(p.num_classes(), -1)};
+  NodeQueue queue(p.num_nodes());
+  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+    if (p.children(n).empty()) queue.push(n);
+  }
+  std::vector<std::pair<std::uint32_t, double>> acc, scratch;
+  while (!queue.empty()) {
+    std::uint32_t n = queue.pop();
+    std::uint32_t c = p.node_class[n];
+    std::span<const std::uint32_t> kids = p.children(n);
+    // A union costs at least its largest part: skip hopeless candidates.
+    double bound = p.node_cost[n];
+    double largest = 0;
+    for (std::uint32_t k : kids) largest = std::max(largest, sets[k].total);
+    if (!(bound + largest < sets[c].total)) continue;
+    acc.clear();
+    for (std::uint32_t k : kids) {
+      merge_into(acc, sets[k].items, scratch);
+      std::swap(acc, scratch);
+    }
+    auto at =
+        std::lower_bound(acc.begin(), acc.end(), std::pair<std::uint32_t, double>{c, -kInfinity});
+    if (at != acc.end() && at->first == c) continue;  // would make a cycle
+    acc.insert(at, {c, p.node_cost[n]});
+    double total = 0;
+    for (const auto& item : acc) total += item.second;
+    if (!(total < sets[c].total)) continue;
+    sets[c].items = acc;
+    sets[c].total = total;
+    s.choice[c] = static_cast<std::int32_t>(n);
+    for (std::uint32_t parent : parents.of(c)) queue.push(parent);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(ExtractionStatus status) {
+  switch (status) {
+    case ExtractionStatus::kHeuristic:
+      return "heuristic";
+    case ExtractionStatus::kOptimal:
+      return "optimal";
+    case ExtractionStatus::kFeasible:
+      return "feasible";
+    case ExtractionStatus::kTimedOut:
+      return "timed-out";
+    case ExtractionStatus::kNoSolution:
+      return "no-solution";
+  }
+  return "?";
+}
+
+ExtractionResult TreeExtractor::extract(const ExtractionProblem& p) const {
+  auto start = std::chrono::steady_clock::now();
+  return finish(p, tree_selection(p, Parents(p)), start);
+}
+
+ExtractionResult DagGreedyExtractor::extract(const ExtractionProblem& p) const {
+  auto start = std::chrono::steady_clock::now();
+  Parents parents(p);
+  ExtractionResult dag = finish(p, dag_selection(p, parents), start);
+  ExtractionResult tree = finish(p, tree_selection(p, parents), start);
+  ExtractionResult& best = dag.dag_cost <= tree.dag_cost ? dag : tree;
+  best.seconds = seconds_since(start);
+  return best;
+}
+
+}  // namespace saturn

@@ -1,0 +1,122 @@
+#include "extract/problem.h"
+
+#include <limits>
+
+#include "fmt/format.h"
+
+namespace saturn {
+
+ExtractionProblem problem_from_egraph(const EGraph& egraph, std::span<const Id> roots,
+                                      const std::function<double(Id, const ENode&)>& cost) {
+  ExtractionProblem p;
+  absl::flat_hash_map<Id, std::uint32_t> index;
+  for (Id id : egraph.class_ids()) {
+    index.emplace(id, static_cast<std::uint32_t>(p.class_ids.size()));
+    p.class_ids.push_back(id);
+  }
+  for (std::uint32_t c = 0; c < p.class_ids.size(); ++c) {
+    for (const ENode& node : egraph.nodes(p.class_ids[c])) {
+      p.node_class.push_back(c);
+      p.node_cost.push_back(cost(p.class_ids[c], node));
+      for (Id child : node.children) p.child_class.push_back(index.at(egraph.find(child)));
+      p.child_start.push_back(static_cast<std::uint32_t>(p.child_class.size()));
+    }
+    p.class_start.push_back(static_cast<std::uint32_t>(p.node_class.size()));
+  }
+  for (Id r : roots) p.roots.push_back(index.at(egraph.find(r)));
+  return p;
+}
+
+ExtractionProblem problem_from_serialized(const SerializedEGraph& s) {
+  ExtractionProblem p;
+  for (std::uint32_t c = 0; c < s.class_nodes.size(); ++c) {
+    for (std::uint32_t n : s.class_nodes[c]) {
+      p.node_class.push_back(c);
+      p.node_cost.push_back(s.nodes[n].cost);
+      p.child_class.insert(p.child_class.end(), s.nodes[n].children.begin(),
+                           s.nodes[n].children.end());
+      p.child_start.push_back(static_cast<std::uint32_t>(p.child_class.size()));
+    }
+    p.class_start.push_back(static_cast<std::uint32_t>(p.node_class.size()));
+  }
+  p.roots = s.roots;
+  return p;
+}
+
+namespace {
+
+// Depth-first walk over the chosen graph from the roots. Calls visit(class)
+// in post-order; returns an error on a missing choice or a cycle.
+template <typename Visit>
+absl::Status walk_chosen(const ExtractionProblem& p, const Selection& s, Visit&& visit) {
+  enum : std::uint8_t { kNew, kOpen, kDone };
+  std::vector<std::uint8_t> state(p.num_classes(), kNew);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // class, next child
+  for (std::uint32_t root : p.roots) {
+    if (state[root] == kDone) continue;
+    stack.push_back({root, 0});
+    state[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [c, next] = stack.back();
+      std::int32_t n = s.choice[c];
+      if (n < 0)
+        return absl::InvalidArgumentError(
+            fmt::format("class {} is needed but has no chosen node", c));
+      if (p.node_class[n] != c)
+        return absl::InvalidArgumentError(
+            fmt::format("class {} chose node {} of another class", c, n));
+      std::span<const std::uint32_t> kids = p.children(static_cast<std::uint32_t>(n));
+      if (next < kids.size()) {
+        std::uint32_t k = kids[next++];
+        if (state[k] == kOpen)
+          return absl::InvalidArgumentError(
+              fmt::format("the selection has a cycle through class {}", k));
+        if (state[k] == kNew) {
+          state[k] = kOpen;
+          stack.push_back({k, 0});
+        }
+        continue;
+      }
+      state[c] = kDone;
+      visit(c);
+      stack.pop_back();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<double> check_selection(const ExtractionProblem& p, const Selection& s) {
+  if (s.choice.size() != p.num_classes()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the selection covers {} classes, the problem has {}", s.choice.size(), p.num_classes()));
+  }
+  double cost = 0;
+  absl::Status status =
+      walk_chosen(p, s, [&](std::uint32_t c) { cost += p.node_cost[s.choice[c]]; });
+  if (!status.ok()) return status;
+  return cost;
+}
+
+double tree_cost(const ExtractionProblem& p, const Selection& s) {
+  std::vector<double> tree(p.num_classes(), 0);
+  absl::Status status = walk_chosen(p, s, [&](std::uint32_t c) {
+    std::uint32_t n = static_cast<std::uint32_t>(s.choice[c]);
+    double t = p.node_cost[n];
+    for (std::uint32_t k : p.children(n)) t += tree[k];
+    tree[c] = t;
+  });
+  if (!status.ok()) return std::numeric_limits<double>::infinity();
+  double total = 0;
+  for (std::uint32_t r : p.roots) total += tree[r];
+  return total;
+}
+
+Selection prune_to_roots(const ExtractionProblem& p, const Selection& s) {
+  Selection out{std::vector<std::int32_t>(p.num_classes(), -1)};
+  (void)walk_chosen(p, s, [&](std::uint32_t c) { out.choice[c] = s.choice[c]; });
+  return out;
+}
+
+}  // namespace saturn
