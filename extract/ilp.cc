@@ -191,6 +191,54 @@ std::vector<int> components(std::size_t num_classes,
   return comp;
 }
 
+// A 0-1 program built row by row, then loaded into CBC in column form.
+class SparseModel {
+ public:
+  int add_column(double cost, double upper, bool integer) {
+    cost_.push_back(cost);
+    upper_.push_back(upper);
+    integer_.push_back(integer);
+    return static_cast<int>(cost_.size()) - 1;
+  }
+  void add_term(int column, double value) { terms_.push_back({column, value}); }
+  void end_row(double lower, double upper) {
+    row_start_.push_back(terms_.size());
+    row_lower_.push_back(lower);
+    row_upper_.push_back(upper);
+  }
+  void load(Cbc_Model* m) const {
+    const int cols = static_cast<int>(cost_.size());
+    std::vector<CoinBigIndex> start(cols + 1, 0);
+    for (const auto& t : terms_) ++start[t.first + 1];
+    for (int c = 0; c < cols; ++c) start[c + 1] += start[c];
+    std::vector<int> rows(terms_.size());
+    std::vector<double> values(terms_.size());
+    std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
+    for (std::size_t r = 0; r + 1 < row_start_.size(); ++r) {
+      for (std::size_t i = row_start_[r]; i < row_start_[r + 1]; ++i) {
+        CoinBigIndex at = fill[terms_[i].first]++;
+        rows[at] = static_cast<int>(r);
+        values[at] = terms_[i].second;
+      }
+    }
+    std::vector<double> lower(cols, 0.0);
+    Cbc_loadProblem(m, cols, static_cast<int>(row_lower_.size()), start.data(), rows.data(),
+                    values.data(), lower.data(), upper_.data(), cost_.data(), row_lower_.data(),
+                    row_upper_.data());
+    for (int c = 0; c < cols; ++c) {
+      Cbc_setColName(m, c, fmt::format("c{}", c).c_str());  // MIP starts match columns by name
+      if (integer_[c]) Cbc_setInteger(m, c);
+    }
+  }
+
+ private:
+  std::vector<double> cost_, upper_;
+  std::vector<bool> integer_;
+  std::vector<std::pair<int, double>> terms_;
+  std::vector<std::size_t> row_start_{0};
+  std::vector<double> row_lower_, row_upper_;
+};
+
 }  // namespace
 
 ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
@@ -250,40 +298,26 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   }
 
   // ---- Build ----------------------------------------------------------
-  CbcModel cbc;
-  Cbc_Model* m = cbc.get();
-  Cbc_setLogLevel(m, 0);
-  // Named columns: CBC matches a MIP start to columns by name.
-  for (std::size_t col = 0; col < node_of.size(); ++col) {
-    Cbc_addCol(m, fmt::format("x{}", col).c_str(), 0.0, 1.0, p.node_cost[node_of[col]], 1, 0,
-               nullptr, nullptr);
-  }
-  std::vector<int> idx;
-  std::vector<double> coef;
+  // Rows are collected first and loaded at once (adding them one by one is
+  // quadratic in CBC).
+  SparseModel model;
+  for (std::uint32_t n : node_of) model.add_column(p.node_cost[n], 1.0, true);
   auto add_class_sum = [&](std::uint32_t cls) {
     for (std::uint32_t n = p.class_start[cls]; n < p.class_start[cls + 1]; ++n) {
-      if (column_of[n] >= 0) {
-        idx.push_back(column_of[n]);
-        coef.push_back(1.0);
-      }
+      if (column_of[n] >= 0) model.add_term(column_of[n], 1.0);
     }
   };
   for (std::uint32_t r : p.roots) {
     if (free[r] >= 0) continue;
-    idx.clear();
-    coef.clear();
     add_class_sum(r);
-    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'G', 1.0);
+    model.end_row(1.0, kInfinity);
   }
   std::vector<std::vector<std::uint32_t>> edges(p.num_classes());
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     for (std::uint32_t k : kids_of[col]) {
-      idx.clear();
-      coef.clear();
       add_class_sum(k);
-      idx.push_back(static_cast<int>(col));
-      coef.push_back(-1.0);
-      Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'G', 0.0);
+      model.add_term(static_cast<int>(col), -1.0);
+      model.end_row(0.0, kInfinity);
       edges[p.node_class[node_of[col]]].push_back(k);
     }
   }
@@ -292,23 +326,26 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   std::vector<int> comp_size(p.num_classes() + 1, 0);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) ++comp_size[comp[c]];
   std::vector<int> order_col(p.num_classes(), -1);
-  int next_col = static_cast<int>(node_of.size());
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     std::uint32_t a = p.node_class[node_of[col]];
     for (std::uint32_t b : kids_of[col]) {
       if (comp[a] != comp[b]) continue;
       const double big = comp_size[comp[a]];
       for (std::uint32_t c : {a, b}) {
-        if (order_col[c] < 0) {
-          Cbc_addCol(m, fmt::format("t{}", c).c_str(), 0.0, big - 1, 0.0, 0, 0, nullptr, nullptr);
-          order_col[c] = next_col++;
-        }
+        if (order_col[c] < 0) order_col[c] = model.add_column(0.0, big - 1, false);
       }
-      int cols[3] = {order_col[a], order_col[b], static_cast<int>(col)};
-      double vals[3] = {1.0, -1.0, -big};
-      Cbc_addRow(m, "", 3, cols, vals, 'G', 1.0 - big);
+      model.add_term(order_col[a], 1.0);
+      model.add_term(order_col[b], -1.0);
+      model.add_term(static_cast<int>(col), -big);
+      model.end_row(1.0 - big, kInfinity);
     }
   }
+  CbcModel cbc;
+  Cbc_Model* m = cbc.get();
+  Cbc_setLogLevel(m, 0);
+  model.load(m);
+  std::vector<int> idx;
+  std::vector<double> coef;
 
   // ---- Solve ----------------------------------------------------------
   // The warm start: the greedy answer, with order values from a topological
