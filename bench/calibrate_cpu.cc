@@ -1,0 +1,88 @@
+// bench/calibrate_cpu: measures this machine's roofline figures and prints
+// a device profile (costmodel/profiles/cpu-2core.json was made with it):
+//
+//   peak_gflops         a 1024^3 MatMul in the reference interpreter's
+//                       blocked, TBB-parallel kernel (best of 3)
+//   bandwidth_gbs       a parallel triad a = b + s * c over 3 x 64 MiB
+//                       arrays (best of 5; 12 bytes moved per element)
+//   launch_overhead_us  median time of a one-element Relu through the
+//                       kernel dispatch (10,000 runs)
+//
+//   build/bench/calibrate_cpu [-o PROFILE.json]
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "egraph/file.h"
+#include "egraph/status.h"
+#include "fmt/format.h"
+#include "oneapi/tbb/parallel_for.h"
+#include "tensor/kernels.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace saturn::tensor;
+  std::string out_path;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "-o" && i + 1 < argc) out_path = argv[++i];
+  }
+  const std::int64_t n = 1024;
+  Tensor a = random_tensor(TensorType{DType::kFloat32, {n, n}}, 1, -1, 1);
+  Tensor b = random_tensor(TensorType{DType::kFloat32, {n, n}}, 2, -1, 1);
+  double best_matmul = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t = Clock::now();
+    (void)evaluate_op(Op::kMatMul, {}, std::vector<Tensor>{a, b});
+    best_matmul = std::min(best_matmul, since(t));
+  }
+  const double gflops = 2.0 * n * n * n / best_matmul / 1e9;
+
+  const std::size_t len = 16u << 20;  // 64 MiB of floats per array
+  std::vector<float> x(len, 1.0f), y(len, 2.0f), z(len, 0.0f);
+  double best_triad = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t = Clock::now();
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, len, 1 << 16),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                        for (std::size_t i = r.begin(); i < r.end(); ++i) z[i] = x[i] + 0.5f * y[i];
+                      });
+    best_triad = std::min(best_triad, since(t));
+  }
+  const double gbs = 12.0 * static_cast<double>(len) / best_triad / 1e9;
+
+  Tensor one = Tensor::scalar(1.0f);
+  std::vector<double> times;
+  for (int rep = 0; rep < 10000; ++rep) {
+    auto t = Clock::now();
+    (void)evaluate_op(Op::kRelu, {}, std::vector<Tensor>{one});
+    times.push_back(since(t));
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  const double launch_us = times[times.size() / 2] * 1e6;
+
+  std::string json = fmt::format(
+      "{{\n  \"name\": \"cpu-2core\",\n  \"peak_gflops\": {:.2f},\n  \"bandwidth_gbs\": {:.2f},\n"
+      "  \"launch_overhead_us\": {:.3f},\n  \"source\": \"measured by bench/calibrate_cpu on this "
+      "machine: "
+      "1024^3 MatMul in saturn's kernel, parallel triad over 3 x 64 MiB, median one-element "
+      "Relu\"\n}}\n",
+      gflops, gbs, launch_us);
+  fmt::print("{}", json);
+  if (!out_path.empty()) {
+    absl::Status s = saturn::write_text_file(out_path, json);
+    if (!s.ok()) {
+      fmt::print(stderr, "calibrate_cpu: {}\n", saturn::message(s));
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,229 @@
+#include "costmodel/cost_model.h"
+
+#include <algorithm>
+
+#include "egraph/file.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace saturn {
+
+using tensor::Op;
+using tensor::ValueType;
+
+namespace {
+
+double elements(const ValueType& v) {
+  double n = 0;
+  for (const tensor::TensorType& t : v.parts) n += static_cast<double>(t.num_elements());
+  return n;
+}
+
+double bytes_of(const ValueType& v) {
+  double n = 0;
+  for (const tensor::TensorType& t : v.parts) n += static_cast<double>(t.num_bytes());
+  return n;
+}
+
+// Floating-point operations per output element of elementwise operators
+// (transcendentals count as several).
+double flops_per_element(Op op) {
+  switch (op) {
+    case Op::kSigmoid:
+    case Op::kTanh:
+    case Op::kErf:
+    case Op::kPow:
+      return 4;
+    case Op::kGelu:
+      return 8;
+    case Op::kSoftmax:
+      return 5;
+    case Op::kLayerNorm:
+      return 8;
+    case Op::kBatchNorm:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+bool is_free_operator(Op op) {
+  switch (op) {
+    case Op::kInput:
+    case Op::kWeight:
+    case Op::kConstant:
+    case Op::kIdentity:
+    case Op::kDropout:
+    case Op::kReshape:
+    case Op::kFlatten:
+    case Op::kTuple:
+    case Op::kTupleGet:
+      return true;
+    default:
+      return false;
+  }
+}
+
+OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
+               const ValueType& output) {
+  OpWork w;
+  if (is_free_operator(op)) return w;
+  for (const ValueType& in : inputs) w.bytes += bytes_of(in);
+  w.bytes += bytes_of(output);
+  const double out = elements(output);
+  switch (op) {
+    case Op::kMatMul:
+      w.flops = 2 * out * static_cast<double>(inputs[0].tensor().dims.back());
+      break;
+    case Op::kGemm: {
+      const tensor::Dims& d = inputs[0].tensor().dims;
+      double k = static_cast<double>(a.get_int("transA").value_or(0) != 0 ? d[0] : d[1]);
+      w.flops = 2 * out * k + (inputs.size() == 3 ? out : 0);
+      break;
+    }
+    case Op::kConv: {
+      const tensor::Dims& wd = inputs[1].tensor().dims;
+      w.flops =
+          2 * out * static_cast<double>(wd[1] * wd[2] * wd[3]) + (inputs.size() == 3 ? out : 0);
+      break;
+    }
+    case Op::kMaxPool:
+    case Op::kAveragePool: {
+      const std::vector<std::int64_t>* k = a.get_ints("kernel_shape");
+      w.flops = out * static_cast<double>(k ? (*k)[0] * (*k)[1] : 1);
+      break;
+    }
+    case Op::kGlobalAveragePool:
+    case Op::kReduceMean:
+      w.flops = elements(inputs[0]);
+      break;
+    case Op::kTranspose:
+    case Op::kConcat:
+    case Op::kSplit:
+    case Op::kSlice:
+    case Op::kGather:
+    case Op::kPad:
+    case Op::kEnlarge:
+    case Op::kMergeGroups:
+      break;  // data movement only
+    default:
+      w.flops = out * flops_per_element(op);
+  }
+  return w;
+}
+
+double RooflineCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
+                                    const ValueType& output) const {
+  if (is_free_operator(op)) return 0;
+  OpWork w = op_work(op, a, inputs, output);
+  double compute_us = w.flops / (profile_.peak_gflops * 1e3);
+  double memory_us = w.bytes / (profile_.bandwidth_gbs * 1e3);
+  return profile_.launch_overhead_us + std::max(compute_us, memory_us);
+}
+
+std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> inputs) {
+  std::string s(tensor::op_name(op));
+  s += a.to_string();
+  s.push_back('(');
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i > 0) s.push_back(',');
+    s += tensor::to_string(inputs[i]);
+  }
+  s.push_back(')');
+  return s;
+}
+
+double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
+                                    const ValueType& output) const {
+  if (is_free_operator(op)) return 0;
+  auto it = table_.find(op_signature(op, a, inputs));
+  if (it != table_.end()) return it->second;
+  fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  return fallback_.node_cost(op, a, inputs, output);
+}
+
+namespace {
+
+absl::StatusOr<nlohmann::json> parse_json_file_text(std::string_view text, std::string_view file) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: not valid JSON (byte {})", file, e.byte));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view text, std::string_view file) {
+  absl::StatusOr<nlohmann::json> j = parse_json_file_text(text, file);
+  if (!j.ok()) return j.status();
+  if (!j->is_object())
+    return absl::InvalidArgumentError(fmt::format("{}: a device profile is a JSON object", file));
+  DeviceProfile p;
+  p.name = j->value("name", std::string("device"));
+  p.source = j->value("source", std::string());
+  for (auto [key, field] :
+       {std::pair{"peak_gflops", &p.peak_gflops}, std::pair{"bandwidth_gbs", &p.bandwidth_gbs},
+        std::pair{"launch_overhead_us", &p.launch_overhead_us}}) {
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_number() || it->get<double>() < 0 ||
+        (it->get<double>() == 0 && std::string_view(key) != "launch_overhead_us")) {
+      return absl::InvalidArgumentError(fmt::format("{}: {} must be a positive number", file, key));
+    }
+    *field = it->get<double>();
+  }
+  return p;
+}
+
+absl::StatusOr<DeviceProfile> load_device_profile(const std::string& path) {
+  absl::StatusOr<std::string> text = read_text_file(path);
+  if (!text.ok()) return text.status();
+  return parse_device_profile(*text, path);
+}
+
+std::string device_profile_path(std::string_view name) {
+  return fmt::format("{}/costmodel/profiles/{}.json", SATURN_SOURCE_DIR, name);
+}
+
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
+    const std::string& path, RooflineCostModel fallback) {
+  absl::StatusOr<std::string> text = read_text_file(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<nlohmann::json> j = parse_json_file_text(*text, path);
+  if (!j.ok()) return j.status();
+  if (!j->is_object() || !j->contains("entries") || !(*j)["entries"].is_array()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: needs \"entries\", a list of {{\"signature\", \"us\"}}", path));
+  }
+  absl::flat_hash_map<std::string, double> table;
+  const nlohmann::json& entries = (*j)["entries"];
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const nlohmann::json& e = entries[i];
+    if (!e.is_object() || !e.contains("signature") || !e["signature"].is_string() ||
+        !e.contains("us") || !e["us"].is_number() || e["us"].get<double>() < 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: entries[{}]: needs a \"signature\" string and a non-negative \"us\"", path, i));
+    }
+    table[e["signature"].get<std::string>()] = e["us"].get<double>();
+  }
+  return std::make_unique<MeasuredCostModel>(std::move(table), std::move(fallback));
+}
+
+std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,
+                                                             const EGraph& egraph,
+                                                             const tensor::TensorAnalysis& analysis,
+                                                             EGraphCostOptions options) {
+  return [&model, &egraph, &analysis, options](Id eclass, const ENode& node) {
+    const tensor::TensorInfo& info = analysis.info(egraph.find(eclass));
+    if (options.weight_only_free && info.weight_only) return 0.0;
+    std::vector<ValueType> inputs;
+    inputs.reserve(node.children.size());
+    for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
+    return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
+                           inputs, info.type);
+  };
+}
+
+}  // namespace saturn

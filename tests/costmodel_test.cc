@@ -1,0 +1,134 @@
+// Cost models: op count, the roofline formula, measured tables with their
+// fallback, device profile errors, and e-graph cost functions where
+// weight-only classes are free.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "costmodel/cost_model.h"
+#include "egraph/file.h"
+#include "egraph/status.h"
+#include "extract/extractor.h"
+#include "fmt/format.h"
+#include "tensor/builder.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn {
+namespace {
+
+using namespace tensor;
+
+ValueType F(Dims d) { return ValueType::of(TensorType{DType::kFloat32, std::move(d)}); }
+
+DeviceProfile toy_profile() {
+  return DeviceProfile{"toy", 1.0, 1.0, 2.0, "test"};
+}  // 1 GFLOP/s, 1 GB/s, 2 us
+
+TEST(CostModel, OpCount) {
+  OpCountCostModel m;
+  EXPECT_EQ(m.node_cost(Op::kConv, {}, {}, F({1})), 1.0);
+  EXPECT_EQ(m.node_cost(Op::kWeight, {}, {}, F({1})), 0.0);
+  EXPECT_EQ(m.node_cost(Op::kReshape, {}, {}, F({1})), 0.0);
+}
+
+TEST(CostModel, RooflineWork) {
+  std::vector<ValueType> mm{F({64, 128}), F({128, 32})};
+  OpWork w = op_work(Op::kMatMul, {}, mm, F({64, 32}));
+  EXPECT_DOUBLE_EQ(w.flops, 2.0 * 64 * 32 * 128);
+  EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (64 * 128 + 128 * 32 + 64 * 32));
+  RooflineCostModel roofline(toy_profile());
+  // Compute-bound here: 524,288 flops at 1 GFLOP/s = 524.288 us, plus 2 us launch.
+  EXPECT_NEAR(roofline.node_cost(Op::kMatMul, {}, mm, F({64, 32})), 2 + 524.288, 1e-9);
+  // A Relu is memory-bound: 2 x 4,096 bytes at 1 GB/s = 8.192 us.
+  EXPECT_NEAR(roofline.node_cost(Op::kRelu, {}, std::vector<ValueType>{F({1024})}, F({1024})),
+              2 + 8.192, 1e-9);
+  Attributes conv = *normalize_attributes(Op::kConv, {});
+  EXPECT_DOUBLE_EQ(
+      op_work(Op::kConv, conv, std::vector<ValueType>{F({1, 3, 8, 8}), F({4, 3, 3, 3})},
+              F({1, 4, 6, 6}))
+          .flops,
+      2.0 * 4 * 36 * 27);
+}
+
+TEST(CostModel, ShippedProfilesLoad) {
+  for (std::string_view name : {"cpu-2core", "gpu-a100"}) {
+    absl::StatusOr<DeviceProfile> p = load_device_profile(device_profile_path(name));
+    ASSERT_TRUE(p.ok()) << message(p.status());
+    EXPECT_GT(p->peak_gflops, 0);
+    EXPECT_FALSE(p->source.empty());
+  }
+  EXPECT_NE(
+      message(parse_device_profile(
+                  R"({"peak_gflops": 1, "bandwidth_gbs": -2, "launch_overhead_us": 1})", "p.json")
+                  .status())
+          .find("p.json: bandwidth_gbs must be a positive number"),
+      std::string_view::npos);
+  EXPECT_NE(message(parse_device_profile("{", "p.json").status()).find("p.json: not valid JSON"),
+            std::string_view::npos);
+}
+
+TEST(CostModel, MeasuredTableWithFallback) {
+  std::vector<ValueType> in{F({2, 3}), F({3, 4})};
+  std::string path = (std::filesystem::temp_directory_path() / "saturn_costs.json").string();
+  std::string table =
+      fmt::format(R"({{"device": "test", "entries": [{{"signature": "{}", "us": 42.5}}]}})",
+                  op_signature(Op::kMatMul, {}, in));
+  ASSERT_TRUE(write_text_file(path, table).ok());
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m =
+      load_measured_cost_model(path, RooflineCostModel(toy_profile()));
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  EXPECT_EQ((*m)->node_cost(Op::kMatMul, {}, in, F({2, 4})), 42.5);
+  EXPECT_EQ((*m)->fallbacks(), 0u);
+  std::vector<ValueType> other{F({2, 3}), F({3, 5})};
+  EXPECT_DOUBLE_EQ((*m)->node_cost(Op::kMatMul, {}, other, F({2, 5})),
+                   RooflineCostModel(toy_profile()).node_cost(Op::kMatMul, {}, other, F({2, 5})));
+  EXPECT_EQ((*m)->fallbacks(), 1u);
+  ASSERT_TRUE(write_text_file(path, R"({"entries": [{"signature": "x"}]})").ok());
+  EXPECT_NE(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status())
+                .find("entries[0]"),
+            std::string_view::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(CostModel, WeightOnlyClassesAreFree) {
+  GraphBuilder b("w");
+  Value x = b.input("x", {4, 8});
+  Value wt = b.transpose(b.weight("w", {16, 8}), {1, 0});  // weight-only: computed at load time
+  b.output(b.matmul(x, wt), "y");
+  Graph g = *b.build();
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  RooflineCostModel roofline(toy_profile());
+  auto free_weights = egraph_cost_function(roofline, egraph, shapes);
+  auto paid_weights = egraph_cost_function(roofline, egraph, shapes, {.weight_only_free = false});
+  Id t = ids[wt.node];
+  EXPECT_EQ(free_weights(t, egraph.nodes(t)[0]), 0.0);
+  EXPECT_GT(paid_weights(t, egraph.nodes(t)[0]), 2.0);
+  Id y = ids[g.outputs[0].node];
+  EXPECT_GT(free_weights(y, egraph.nodes(y)[0]), 2.0);
+}
+
+TEST(CostModel, ZooModelsExtractUnderEveryModel) {
+  Graph g = *build_zoo_model("squeezenet");
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  Id root = ids[g.outputs[0].node];
+  OpCountCostModel opcount;
+  RooflineCostModel roofline(*load_device_profile(device_profile_path("cpu-2core")));
+  ExtractionProblem p1 = problem_from_egraph(egraph, std::span<const Id>(&root, 1),
+                                             egraph_cost_function(opcount, egraph, shapes));
+  EXPECT_DOUBLE_EQ(*check_selection(p1, DagGreedyExtractor().extract(p1).selection),
+                   total_ops(g) - 1);  // Flatten is free
+  ExtractionProblem p2 = problem_from_egraph(egraph, std::span<const Id>(&root, 1),
+                                             egraph_cost_function(roofline, egraph, shapes));
+  double us = DagGreedyExtractor().extract(p2).dag_cost;
+  EXPECT_GT(us, 100.0);  // squeezenet is about 0.7 GFLOP: milliseconds on two cores
+  EXPECT_LT(us, 1e6);
+}
+
+}  // namespace
+}  // namespace saturn
