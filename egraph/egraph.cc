@@ -216,6 +216,37 @@ void EGraph::take_canonical(std::vector<Id>& queue, std::vector<Id>& out) const 
 
 // Re-canonicalizes a class's nodes. A node that becomes equal to a node of
 // another class is a congruence: the two classes merge.
+namespace {
+
+// Sorts a list that is usually two sorted runs (a merge appends one sorted
+// class to another) or nearly sorted: merging the runs is linear where a
+// full sort is not.
+template <typename T>
+void sort_mostly_sorted(std::vector<T>& v) {
+  auto mid = std::is_sorted_until(v.begin(), v.end());
+  if (mid == v.end()) return;
+  if (std::is_sorted(mid, v.end())) {
+    std::inplace_merge(v.begin(), mid, v.end());
+  } else {
+    std::sort(v.begin(), v.end());
+  }
+}
+
+// Sorts `v` (whose elements kept their relative order) and merges the
+// elements of `extra` into it; `extra` is left empty.
+template <typename T>
+void merge_sorted(std::vector<T>& v, std::vector<T>& extra) {
+  sort_mostly_sorted(v);
+  if (extra.empty()) return;
+  std::sort(extra.begin(), extra.end());
+  const std::size_t mid = v.size();
+  v.insert(v.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
+  std::inplace_merge(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  extra.clear();
+}
+
+}  // namespace
+
 void EGraph::repair(Id id) {
   snapshot_class(id);
   std::vector<std::pair<Id, Id>> congruent;
@@ -237,8 +268,7 @@ void EGraph::repair(Id id) {
       auto [it, inserted] = memo_.try_emplace(node, id);
       if (inserted) {
         if (recording()) log({UndoEntry::MemoInserted{node}});
-        if (out != i) cls.nodes[out] = std::move(node);
-        ++out;
+        rekeyed_nodes_.push_back(std::move(node));
       } else {
         // Already present: drop this copy (one e-node fewer).
         counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
@@ -247,10 +277,20 @@ void EGraph::repair(Id id) {
       }
     }
     cls.nodes.resize(out);
-    std::sort(cls.nodes.begin(), cls.nodes.end());
+    merge_sorted(cls.nodes, rekeyed_nodes_);
 
-    for (Id& p : cls.parents) p = find(p);
-    std::sort(cls.parents.begin(), cls.parents.end());
+    out = 0;
+    for (std::size_t i = 0; i < cls.parents.size(); ++i) {
+      Id p = cls.parents[i];
+      Id canonical = find(p);
+      if (canonical == p) {
+        cls.parents[out++] = p;
+      } else {
+        moved_parents_.push_back(canonical);
+      }
+    }
+    cls.parents.resize(out);
+    merge_sorted(cls.parents, moved_parents_);
     const std::size_t before = cls.parents.size();
     cls.parents.erase(std::unique(cls.parents.begin(), cls.parents.end()), cls.parents.end());
     counters_.engine_bytes -= (before - cls.parents.size()) * sizeof(Id);

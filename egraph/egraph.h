@@ -207,6 +207,9 @@ class EGraph {
   mutable std::vector<OpCache> op_cache_;
   mutable std::vector<std::uint32_t> seen_stamp_;
   mutable std::uint32_t stamp_ = 0;
+  // Scratch space of repair(): nodes and parents whose keys changed.
+  std::vector<ENode> rekeyed_nodes_;
+  std::vector<Id> moved_parents_;
 };
 
 }  // namespace saturn

@@ -65,58 +65,88 @@ RuleMatches search_rule(const EGraph& egraph, const Rule& rule, std::size_t limi
   return out;
 }
 
-std::optional<Id> instantiate(EGraph& egraph, const Pattern& pattern, std::span<const Id> subst,
-                              AddStatus* status) {
-  // First pass: look nodes up, counting those missing (a node with a missing
-  // child is missing too).
-  std::vector<Id> ids(pattern.nodes.size());
-  std::vector<AttrId> attrs(pattern.nodes.size());
-  std::size_t missing = 0;
-  for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
-    const PatternNode& n = pattern.nodes[i];
-    if (n.is_var()) {
-      ids[i] = subst[n.var];
-      continue;
-    }
-    attrs[i] = egraph.attrs().intern(n.attributes);
-    ENode node(n.op, attrs[i]);
-    bool complete = true;
-    for (std::uint32_t c : n.children) {
-      complete &= ids[c].valid();
-      node.children.push_back(ids[c]);
-    }
-    std::optional<Id> found = complete ? egraph.lookup(std::move(node)) : std::nullopt;
-    if (found) {
-      ids[i] = *found;
-    } else {
-      ids[i] = Id();
-      ++missing;
+namespace {
+
+// Instantiates one pattern many times: its attributes are interned once and
+// its scratch buffers reused.
+class Instantiator {
+ public:
+  Instantiator(EGraph& egraph, const Pattern& pattern)
+      : egraph_(egraph),
+        pattern_(pattern),
+        attrs_(pattern.nodes.size()),
+        ids_(pattern.nodes.size()) {
+    for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
+      if (!pattern.nodes[i].is_var())
+        attrs_[i] = egraph.attrs().intern(pattern.nodes[i].attributes);
     }
   }
-  if (!egraph.has_room_for(missing)) {
-    if (status) *status = AddStatus::kNodeLimit;
-    return std::nullopt;
-  }
-  for (std::size_t i = 0; i < pattern.nodes.size() && missing > 0; ++i) {
-    const PatternNode& n = pattern.nodes[i];
-    if (n.is_var() || ids[i].valid()) continue;
-    ENode node(n.op, attrs[i]);
-    for (std::uint32_t c : n.children) node.children.push_back(ids[c]);
-    AddResult r = egraph.add(std::move(node));
-    if (!r.ok()) {
-      if (status) *status = r.status;
+
+  std::optional<Id> run(std::span<const Id> subst, AddStatus* status) {
+    // First pass: look nodes up, counting those missing (a node with a
+    // missing child is missing too).
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
+      const PatternNode& n = pattern_.nodes[i];
+      if (n.is_var()) {
+        ids_[i] = subst[n.var];
+        continue;
+      }
+      bool complete = true;
+      for (std::uint32_t c : n.children) complete &= ids_[c].valid();
+      std::optional<Id> found = complete ? egraph_.lookup(node_at(i)) : std::nullopt;
+      if (found) {
+        ids_[i] = *found;
+      } else {
+        ids_[i] = Id();
+        ++missing;
+      }
+    }
+    if (!egraph_.has_room_for(missing)) {
+      if (status) *status = AddStatus::kNodeLimit;
       return std::nullopt;
     }
-    ids[i] = r.id;
+    for (std::size_t i = 0; i < pattern_.nodes.size() && missing > 0; ++i) {
+      if (pattern_.nodes[i].is_var() || ids_[i].valid()) continue;
+      AddResult r = egraph_.add(node_at(i));
+      if (!r.ok()) {
+        if (status) *status = r.status;
+        return std::nullopt;
+      }
+      ids_[i] = r.id;
+    }
+    if (status) *status = AddStatus::kExisting;
+    return ids_.back();
   }
-  if (status) *status = AddStatus::kExisting;
-  return ids.back();
+
+ private:
+  ENode node_at(std::size_t i) const {
+    const PatternNode& n = pattern_.nodes[i];
+    ENode node(n.op, attrs_[i]);
+    for (std::uint32_t c : n.children) node.children.push_back(ids_[c]);
+    return node;
+  }
+
+  EGraph& egraph_;
+  const Pattern& pattern_;
+  std::vector<AttrId> attrs_;
+  std::vector<Id> ids_;
+};
+
+}  // namespace
+
+std::optional<Id> instantiate(EGraph& egraph, const Pattern& pattern, std::span<const Id> subst,
+                              AddStatus* status) {
+  return Instantiator(egraph, pattern).run(subst, status);
 }
 
 ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matches,
                        std::span<const std::size_t> which) {
   ApplyResult result;
   std::vector<Id> args;
+  std::vector<Instantiator> rhs;
+  rhs.reserve(rule.rhs.size());
+  for (const Pattern& p : rule.rhs) rhs.emplace_back(egraph, p);
   auto apply_one = [&](std::size_t m) -> bool {
     std::span<const Id> subst = matches.subst(m);
     for (const RuleCondition& c : rule.conditions) {
@@ -131,7 +161,7 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
     for (std::size_t p = 0; p < rule.rhs.size(); ++p) {
       AddStatus status = AddStatus::kExisting;
       const std::size_t before = egraph.num_nodes();
-      std::optional<Id> id = instantiate(egraph, rule.rhs[p], subst, &status);
+      std::optional<Id> id = rhs[p].run(subst, &status);
       if (!id) {
         if (status == AddStatus::kRejected) {
           ++result.skipped;
