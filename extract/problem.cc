@@ -1,6 +1,7 @@
 #include "extract/problem.h"
 
 #include <limits>
+#include <memory>
 
 #include "fmt/format.h"
 
@@ -117,6 +118,22 @@ Selection prune_to_roots(const ExtractionProblem& p, const Selection& s) {
   Selection out{std::vector<std::int32_t>(p.num_classes(), -1)};
   (void)walk_chosen(p, s, [&](std::uint32_t c) { out.choice[c] = s.choice[c]; });
   return out;
+}
+
+std::function<const ENode*(Id)> chosen_enodes(const EGraph& egraph,
+                                              const ExtractionProblem& problem,
+                                              const Selection& selection) {
+  auto chosen = std::make_shared<absl::flat_hash_map<Id, const ENode*>>();
+  for (std::uint32_t c = 0; c < problem.num_classes() && c < problem.class_ids.size(); ++c) {
+    std::int32_t n = selection.choice[c];
+    if (n >= 0)
+      (*chosen)[problem.class_ids[c]] =
+          &egraph.nodes(problem.class_ids[c])[n - problem.class_start[c]];
+  }
+  return [&egraph, chosen](Id id) -> const ENode* {
+    auto it = chosen->find(egraph.find(id));
+    return it == chosen->end() ? nullptr : it->second;
+  };
 }
 
 }  // namespace saturn

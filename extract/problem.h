@@ -61,4 +61,11 @@ double tree_cost(const ExtractionProblem& problem, const Selection& selection);
 // Keeps only the choices reachable from the roots (others become -1).
 Selection prune_to_roots(const ExtractionProblem& problem, const Selection& selection);
 
+// For a problem built by problem_from_egraph: the chosen e-node of each
+// e-graph class (null where nothing is chosen). The e-graph must not change
+// while the function is in use.
+std::function<const ENode*(Id)> chosen_enodes(const EGraph& egraph,
+                                              const ExtractionProblem& problem,
+                                              const Selection& selection);
+
 }  // namespace saturn

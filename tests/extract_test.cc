@@ -161,18 +161,9 @@ TEST(Extract, ExtractedTensorGraphRuns) {
                                             [](Id, const ENode&) { return 1.0; });
   ExtractionResult r = DagGreedyExtractor().extract(p);
   ASSERT_TRUE(check_selection(p, r.selection).ok());
-  absl::flat_hash_map<Id, const ENode*> chosen;
-  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
-    if (r.selection.choice[c] >= 0) {
-      chosen[p.class_ids[c]] =
-          &egraph.nodes(p.class_ids[c])[r.selection.choice[c] - p.class_start[c]];
-    }
-  }
   std::vector<ClassOutput> outputs{{root, "y"}};
-  absl::StatusOr<Graph> back = graph_from_egraph(egraph, g, outputs, [&](Id id) {
-    auto it = chosen.find(id);
-    return it == chosen.end() ? nullptr : it->second;
-  });
+  absl::StatusOr<Graph> back =
+      graph_from_egraph(egraph, g, outputs, chosen_enodes(egraph, p, r.selection));
   ASSERT_TRUE(back.ok()) << message(back.status());
   EXPECT_EQ(op_counts(*back), op_counts(g));
   Inputs in = random_inputs(g, 5);
