@@ -73,6 +73,14 @@ class EGraph {
   Analysis* analysis() const { return analysis_; }
   AttrTable& attrs() { return attrs_; }
   const AttrTable& attrs() const { return attrs_; }
+  // One attribute value as a handle, so that pattern variables bound to
+  // attribute values can sit in a substitution beside class ids: the value
+  // is interned as the set {"" = value}. Equal values give equal handles.
+  // Const because e-matching binds them; the table only grows.
+  AttrId intern_value(const AttrValue& value) const {
+    return attrs_.intern(Attributes{{std::string(), value}});
+  }
+  const AttrValue& attr_value(AttrId id) const { return attrs_.get(id).entries().front().value; }
 
   // ---- Building -------------------------------------------------------
 
@@ -181,7 +189,8 @@ class EGraph {
 
   const Language* language_;
   Analysis* analysis_;
-  AttrTable attrs_;
+  // Mutable for intern_value (append-only; rollback truncates it).
+  mutable AttrTable attrs_;
   Budget budget_;
 
   std::vector<Id> parent_;               // union-find

@@ -25,4 +25,11 @@ std::string Language::node_label(Symbol op, const Attributes& attributes) const 
   return std::string(op_name(op)) + attributes.to_string();
 }
 
+absl::StatusOr<Attributes> Language::normalize(Symbol op, Attributes attributes,
+                                               std::span<const std::string> open_keys) const {
+  (void)op;
+  (void)open_keys;
+  return attributes;
+}
+
 }  // namespace saturn

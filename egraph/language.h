@@ -10,11 +10,13 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "egraph/attributes.h"
 #include "egraph/id.h"
 
@@ -55,6 +57,14 @@ class Language {
   // How a node is written: the operator name followed by its attributes;
   // languages print literal leaves as their token.
   virtual std::string node_label(Symbol op, const Attributes& attributes) const;
+  // The canonical form of `op`'s attributes (defaults filled in, kinds
+  // checked), or an error saying what is wrong. Keys in `open_keys` are
+  // bound later (pattern variables): they are neither required nor
+  // defaulted. Two spellings of one node must normalize to the same set, as
+  // nodes are compared by their interned attributes. The default keeps the
+  // attributes as written.
+  virtual absl::StatusOr<Attributes> normalize(Symbol op, Attributes attributes,
+                                               std::span<const std::string> open_keys) const;
 
  private:
   std::string name_;

@@ -1,17 +1,25 @@
 #include "egraph/term.h"
 
+#include "egraph/status.h"
 #include "fmt/format.h"
 
 namespace saturn {
 
 absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExpr& head,
                                             std::size_t arity, bool is_list,
-                                            const SExprReader& reader) {
+                                            const SExprReader& reader,
+                                            std::vector<AttrVariable>* variables) {
   if (head.kind != SExpr::Kind::kAtom) {
     return reader.error(head.loc, "expected an operator name");
   }
   ResolvedOp out;
+  std::vector<std::string> open_keys;
   for (const auto& [key, value] : head.attrs) {
+    if (value.is_variable() && variables != nullptr) {
+      variables->push_back(AttrVariable{key, &value});
+      open_keys.push_back(key);
+      continue;
+    }
     if (value.is_variable()) {
       return reader.error(value.loc, fmt::format("attribute '{}' must be a literal here", key));
     }
@@ -36,6 +44,10 @@ absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExp
                                               head.text, language.info(*op).arity, arity));
   }
   out.op = *op;
+  absl::StatusOr<Attributes> normalized =
+      language.normalize(*op, std::move(out.attributes), open_keys);
+  if (!normalized.ok()) return reader.error(head.loc, std::string(message(normalized.status())));
+  out.attributes = *std::move(normalized);
   return out;
 }
 

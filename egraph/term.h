@@ -15,14 +15,21 @@
 namespace saturn {
 
 // The operator and attributes an atom or list head names, for a node with
-// `arity` children. Attribute values must be literals.
+// `arity` children; the attributes are normalized by the language.
+// Attribute values must be literals, unless `variables` is given: then
+// `key=?v` entries are collected there (and left out of `attributes`).
 struct ResolvedOp {
   Symbol op;
   Attributes attributes;
 };
+struct AttrVariable {
+  std::string key;
+  const SExpr* variable;
+};
 absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExpr& head,
                                             std::size_t arity, bool is_list,
-                                            const SExprReader& reader);
+                                            const SExprReader& reader,
+                                            std::vector<AttrVariable>* variables = nullptr);
 
 // Adds the term `expr` (read by `reader`) and returns its class.
 absl::StatusOr<Id> add_sexpr(EGraph& egraph, const SExpr& expr, const SExprReader& reader);

@@ -6,6 +6,14 @@ namespace saturn {
 
 namespace {
 
+// An attribute variable at a bind: read `key` of the matched node, then
+// store it in register `reg` (the first use) or compare it with `reg`.
+struct AttrStep {
+  std::string key;
+  std::uint32_t reg;
+  bool binds;
+};
+
 struct Instruction {
   enum class Kind : std::uint8_t { kBind, kCompare };
   Kind kind;
@@ -14,10 +22,15 @@ struct Instruction {
   Symbol op;
   AttrId attrs;
   std::uint32_t arity;
+  // Bind with attribute variables: the pattern node (its literal attributes
+  // are compared one by one) and its steps [first_step, last_step).
+  const PatternNode* partial = nullptr;
+  std::uint32_t first_step = 0, last_step = 0;
 };
 
 struct Program {
   std::vector<Instruction> code;
+  std::vector<AttrStep> steps;
   std::vector<std::uint32_t> var_reg;  // register of each variable, or kNone
   std::uint32_t num_regs = 1;
   static constexpr std::uint32_t kNone = 0xffffffff;
@@ -44,12 +57,30 @@ bool compile(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars,
       }
       continue;
     }
-    std::optional<AttrId> attrs = egraph.attrs().find(n.attributes);
-    if (!attrs) return false;
     const std::uint32_t out = prog.num_regs;
     prog.num_regs += n.children.size();
-    prog.code.push_back({Instruction::Kind::kBind, it.reg, out, n.op, *attrs,
-                         static_cast<std::uint32_t>(n.children.size())});
+    Instruction bind{Instruction::Kind::kBind,
+                     it.reg,
+                     out,
+                     n.op,
+                     kNoAttributes,
+                     static_cast<std::uint32_t>(n.children.size())};
+    if (n.attr_vars.empty()) {
+      std::optional<AttrId> attrs = egraph.attrs().find(n.attributes);
+      if (!attrs) return false;
+      bind.attrs = *attrs;
+    } else {
+      bind.partial = &n;
+      bind.first_step = static_cast<std::uint32_t>(prog.steps.size());
+      for (const AttrVar& a : n.attr_vars) {
+        std::uint32_t& r = prog.var_reg[a.var];
+        const bool binds = r == Program::kNone;
+        if (binds) r = prog.num_regs++;
+        prog.steps.push_back(AttrStep{a.key, r, binds});
+      }
+      bind.last_step = static_cast<std::uint32_t>(prog.steps.size());
+    }
+    prog.code.push_back(bind);
     for (std::size_t k = n.children.size(); k-- > 0;) {
       stack.push_back({n.children[k], out + static_cast<std::uint32_t>(k)});
     }
@@ -87,11 +118,36 @@ class Machine {
     auto first = std::partition_point(nodes.begin(), nodes.end(),
                                       [&](const ENode& n) { return n.op < in.op; });
     for (auto it = first; it != nodes.end() && it->op == in.op; ++it) {
-      if (it->attrs != in.attrs || it->children.size() != in.arity) continue;
+      if (it->children.size() != in.arity) continue;
+      if (in.partial == nullptr ? it->attrs != in.attrs : !match_attributes(in, *it)) continue;
       std::copy(it->children.begin(), it->children.end(), regs_.begin() + in.other);
       run(pc + 1);
       if (full()) return;
     }
+  }
+
+  // Literal attributes equal, the node has no others, and the variable ones
+  // bind or agree.
+  bool match_attributes(const Instruction& in, const ENode& node) {
+    const Attributes& have = egraph_.attrs().get(node.attrs);
+    const Attributes& want = in.partial->attributes;
+    if (have.entries().size() != want.entries().size() + in.partial->attr_vars.size()) return false;
+    for (const Attribute& a : want.entries()) {
+      const AttrValue* v = have.find(a.key);
+      if (v == nullptr || !(*v == a.value)) return false;
+    }
+    for (std::uint32_t s = in.first_step; s < in.last_step; ++s) {
+      const AttrStep& step = prog_.steps[s];
+      const AttrValue* v = have.find(step.key);
+      if (v == nullptr) return false;
+      const Id handle(egraph_.intern_value(*v).value);
+      if (step.binds) {
+        regs_[step.reg] = handle;
+      } else if (regs_[step.reg] != handle) {
+        return false;
+      }
+    }
+    return true;
   }
 
   const EGraph& egraph_;

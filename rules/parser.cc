@@ -56,22 +56,35 @@ class RuleParser {
     return reader_.error(loc, fmt::format("expected '{}' {} but found {}", word, context, found()));
   }
 
+  // The index of variable `e`; `bind` says whether it may be new (left side).
+  // A variable is either a class or an attribute value, never both.
+  absl::StatusOr<int> variable(const SExpr& e, bool bind, bool attribute) {
+    auto it = vars_.find(e.text);
+    if (it == vars_.end()) {
+      if (!bind) {
+        return reader_.error(
+            e.loc,
+            fmt::format("variable '{}' on the right side is not bound by the left side", e.text));
+      }
+      it = vars_.emplace(e.text, static_cast<int>(var_names_.size())).first;
+      var_names_.push_back(e.text);
+      attr_vars_.push_back(attribute);
+    }
+    if (attr_vars_[it->second] != attribute) {
+      return reader_.error(e.loc, fmt::format("variable '{}' stands for {} elsewhere", e.text,
+                                              attribute ? "an e-class" : "an attribute value"));
+    }
+    return it->second;
+  }
+
   // Converts an S-expression to a pattern; `bind` says whether new variables
   // may appear (left side) or must already be bound (right side).
   absl::Status to_pattern(const SExpr& e, Pattern& out, bool bind) {
     if (e.is_variable()) {
       if (e.has_attrs) return reader_.error(e.loc, "a variable cannot have attributes");
-      auto it = vars_.find(e.text);
-      if (it == vars_.end()) {
-        if (!bind) {
-          return reader_.error(e.loc, fmt::format("variable '{}' on the right side is not bound "
-                                                  "by the left side",
-                                                  e.text));
-        }
-        it = vars_.emplace(e.text, static_cast<int>(var_names_.size())).first;
-        var_names_.push_back(e.text);
-      }
-      out.nodes.push_back(PatternNode{it->second, Symbol(), {}, {}});
+      absl::StatusOr<int> var = variable(e, bind, /*attribute=*/false);
+      if (!var.ok()) return var.status();
+      out.nodes.push_back(PatternNode{*var, Symbol(), {}, {}, {}});
       return absl::OkStatus();
     }
     if (e.kind == SExpr::Kind::kString || e.kind == SExpr::Kind::kVector) {
@@ -79,18 +92,16 @@ class RuleParser {
     }
     const bool is_list = e.is_list();
     const SExpr& head = e.head();
-    for (const auto& [key, value] : head.attrs) {
-      if (value.is_variable()) {
-        return reader_.error(value.loc,
-                             fmt::format("attribute '{}': attribute variables are not supported; "
-                                         "write a literal value",
-                                         key));
-      }
-    }
-    absl::StatusOr<ResolvedOp> op =
-        resolve_operator(language_, head, is_list ? e.items.size() - 1 : 0, is_list, reader_);
+    std::vector<AttrVariable> attr_vars;
+    absl::StatusOr<ResolvedOp> op = resolve_operator(
+        language_, head, is_list ? e.items.size() - 1 : 0, is_list, reader_, &attr_vars);
     if (!op.ok()) return op.status();
-    PatternNode node{-1, op->op, std::move(op->attributes), {}};
+    PatternNode node{-1, op->op, std::move(op->attributes), {}, {}};
+    for (const AttrVariable& a : attr_vars) {
+      absl::StatusOr<int> var = variable(*a.variable, bind, /*attribute=*/true);
+      if (!var.ok()) return var.status();
+      node.attr_vars.push_back(AttrVar{a.key, *var});
+    }
     for (std::size_t i = 1; is_list && i < e.items.size(); ++i) {
       absl::Status s = to_pattern(e.items[i], out, bind);
       if (!s.ok()) return s;
@@ -124,6 +135,7 @@ class RuleParser {
 
     vars_.clear();
     var_names_.clear();
+    attr_vars_.clear();
     auto lhs = read_side();
     if (!lhs.ok()) return lhs.status();
     const SourceLoc arrow_loc = reader_.location();
@@ -192,6 +204,7 @@ class RuleParser {
     }
     if (absl::Status s = parse_conditions(rule); !s.ok()) return s;
     rule.var_names = var_names_;
+    rule.attr_vars = attr_vars_;
 
     std::vector<Rule> made;
     if (both) {
@@ -266,6 +279,7 @@ class RuleParser {
   std::string group_;
   absl::flat_hash_map<std::string, int> vars_;
   std::vector<std::string> var_names_;
+  std::vector<bool> attr_vars_;
   absl::flat_hash_map<std::string, SourceLoc> defined_at_;
 };
 

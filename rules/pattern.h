@@ -4,7 +4,9 @@
 //
 // A pattern is a flat list of nodes in post-order (children first, root
 // last). Variables are numbered per rule, so the patterns of one rule share
-// them.
+// them. A variable stands for an e-class, or, written as an attribute value
+// (`(Transpose{perm=?p} ?x)`), for an attribute value; a substitution holds
+// the latter as EGraph::intern_value handles.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +19,18 @@
 
 namespace saturn {
 
+// An attribute whose value is a variable: `Conv{strides=?s}`.
+struct AttrVar {
+  std::string key;
+  int var;
+};
+
 struct PatternNode {
   int var = -1;                         // >= 0: a variable
   Symbol op;                            // otherwise: an operator
-  Attributes attributes;                // with literal attributes
+  Attributes attributes;                // with literal attributes (normalized)
   std::vector<std::uint32_t> children;  // indices of earlier nodes
+  std::vector<AttrVar> attr_vars;       // attributes bound to variables
 
   bool is_var() const { return var >= 0; }
 };

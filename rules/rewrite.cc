@@ -83,6 +83,10 @@ class Instantiator {
   }
 
   std::optional<Id> run(std::span<const Id> subst, AddStatus* status) {
+    if (!bind_attributes(subst)) {
+      if (status) *status = AddStatus::kRejected;
+      return std::nullopt;
+    }
     // First pass: look nodes up, counting those missing (a node with a
     // missing child is missing too).
     std::size_t missing = 0;
@@ -120,6 +124,23 @@ class Instantiator {
   }
 
  private:
+  // Fills in the attributes that come from attribute variables; false when
+  // the language rejects the result (a value of the wrong kind).
+  bool bind_attributes(std::span<const Id> subst) {
+    for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
+      const PatternNode& n = pattern_.nodes[i];
+      if (n.is_var() || n.attr_vars.empty()) continue;
+      Attributes attrs = n.attributes;
+      for (const AttrVar& a : n.attr_vars)
+        attrs.set(a.key, egraph_.attr_value(AttrId(subst[a.var].value)));
+      absl::StatusOr<Attributes> normalized =
+          egraph_.language().normalize(n.op, std::move(attrs), {});
+      if (!normalized.ok()) return false;
+      attrs_[i] = egraph_.attrs().intern(*normalized);
+    }
+    return true;
+  }
+
   ENode node_at(std::size_t i) const {
     const PatternNode& n = pattern_.nodes[i];
     ENode node(n.op, attrs_[i]);

@@ -30,6 +30,7 @@ struct Rule {
   std::vector<Pattern> rhs;  // rhs[i] joins the class lhs[i] matched
   std::vector<RuleCondition> conditions;
   std::vector<std::string> var_names;  // "?a" for variable 0, ...
+  std::vector<bool> attr_vars;         // whether variable i is an attribute value
   std::string file;
   SourceLoc loc;
 

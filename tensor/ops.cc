@@ -1,5 +1,6 @@
 #include "tensor/ops.h"
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cfloat>
@@ -200,8 +201,19 @@ std::pair<int, int> input_count(Op op) {
   }
 }
 
-absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes) {
+absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes,
+                                                std::span<const std::string> open_keys) {
   const std::vector<AttrSpec> specs = schema(op);
+  auto is_open = [&](std::string_view key) {
+    return std::find(open_keys.begin(), open_keys.end(), key) != open_keys.end();
+  };
+  for (const std::string& key : open_keys) {
+    bool known = false;
+    for (const AttrSpec& s : specs) known = known || s.key == key;
+    if (!known && op != Op::kOpaque) {
+      return absl::InvalidArgumentError(fmt::format("{} has no attribute '{}'", op_name(op), key));
+    }
+  }
   for (const Attribute& a : attributes.entries()) {
     bool known = false;
     for (const AttrSpec& s : specs) known = known || s.key == a.key;
@@ -211,6 +223,7 @@ absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes) {
     }
   }
   for (const AttrSpec& s : specs) {
+    if (is_open(s.key)) continue;
     const AttrValue* v = attributes.find(s.key);
     if (v == nullptr) {
       if (!s.fallback) {

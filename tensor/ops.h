@@ -88,7 +88,9 @@ bool is_binary_elementwise(Op op);
 // Checks `attributes` against `op`'s schema (known keys, value kinds,
 // required keys) and fills in defaults. Integers given for float attributes
 // become floats. Opaque nodes accept any extra keys.
-absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes);
+// Keys in `open_keys` may be absent (pattern variables bind them later).
+absl::StatusOr<Attributes> normalize_attributes(Op op, Attributes attributes,
+                                                std::span<const std::string> open_keys = {});
 
 // Number of inputs `op` accepts: [min, max].
 std::pair<int, int> input_count(Op op);
@@ -99,6 +101,10 @@ class TensorLanguage final : public Language {
   TensorLanguage();
   static Symbol symbol(Op op) { return Symbol{static_cast<std::uint32_t>(op)}; }
   static Op op(Symbol s) { return static_cast<Op>(s.value); }
+  absl::StatusOr<Attributes> normalize(Symbol op, Attributes attributes,
+                                       std::span<const std::string> open_keys) const override {
+    return normalize_attributes(TensorLanguage::op(op), std::move(attributes), open_keys);
+  }
 };
 
 }  // namespace saturn::tensor

@@ -111,6 +111,49 @@ TEST(Matching, MultiPatternJoinsOnSharedVariables) {
   EXPECT_NE(eg.find(c), eg.find(a));
 }
 
+TEST(Matching, AttributeVariablesBindAndAgree) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  Id same = *add_term(eg, "(+ 3 3)");
+  Id other = *add_term(eg, "(+ 3 4)");
+  Id doubled = *add_term(eg, "(* 2 3)");
+  eg.rebuild();
+  auto rules = parse_rules("rule double: (+ num{value=?v} num{value=?v}) => (* 2 num{value=?v})\n",
+                           "a.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ((*rules)[0].to_string(lang),
+            "rule double: (+ num{value=?v} num{value=?v}) => (* 2 num{value=?v})");
+  RuleMatches m = search_rule(eg, (*rules)[0]);
+  ASSERT_EQ(m.size(), 1u);  // (+ 3 4) has two different values
+  EXPECT_EQ(m.roots_of(0)[0], eg.find(same));
+  EXPECT_EQ(apply_rule(eg, (*rules)[0], m).applied, 1u);
+  eg.rebuild();
+  EXPECT_EQ(eg.find(same), eg.find(doubled));
+  EXPECT_NE(eg.find(other), eg.find(doubled));
+}
+
+TEST(Matching, AttributeVariablesJoinAcrossPatterns) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  Id a = *add_term(eg, "(sin 5)");
+  Id b = *add_term(eg, "(cos 5)");
+  Id c = *add_term(eg, "(cos 6)");
+  eg.rebuild();
+  auto rules = parse_rules(
+      "rule m: (sin num{value=?v}), (cos num{value=?v}) => (cos num{value=?v}), (sin "
+      "num{value=?v})\n",
+      "m.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  RuleMatches m = search_rule(eg, (*rules)[0]);
+  ASSERT_EQ(m.size(), 1u);
+  apply_rule(eg, (*rules)[0], m);
+  eg.rebuild();
+  EXPECT_EQ(eg.find(a), eg.find(b));
+  EXPECT_NE(eg.find(c), eg.find(a));
+}
+
 TEST(Rewrite, ConditionsGateApplication) {
   MathLanguage lang;
   ConstantFolding folding(lang);

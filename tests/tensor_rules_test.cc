@@ -1,0 +1,83 @@
+// Rules over the tensor language: attributes in patterns are normalized
+// (defaults filled in), attribute variables carry a convolution's settings
+// into its rewrite, and the rewritten, extracted graph computes the same
+// outputs.
+#include <gtest/gtest.h>
+
+#include "costmodel/cost_model.h"
+#include "egraph/status.h"
+#include "extract/extractor.h"
+#include "rules/parser.h"
+#include "rules/runner.h"
+#include "tensor/analysis.h"
+#include "tensor/builder.h"
+#include "tensor/interpreter.h"
+
+namespace saturn::tensor {
+namespace {
+
+constexpr const char* kFusion = R"(
+# Relu after a convolution becomes the convolution's fused activation.
+rule fuse-conv-relu: (Relu (Conv{strides=?s, pads=?p, dilations=?d, group=?g} ?x ?w ?b))
+  => (Conv{strides=?s, pads=?p, dilations=?d, group=?g, activation=relu} ?x ?w ?b)
+)";
+
+TEST(TensorRules, PatternAttributesAreNormalized) {
+  TensorLanguage lang;
+  ConditionRegistry conditions;
+  absl::StatusOr<RuleSet> rules =
+      parse_rules("rule r: (Conv{group=1} ?x ?w) => (Conv ?x ?w)\n", "n.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  const PatternNode& lhs = (*rules)[0].lhs[0].root();
+  const PatternNode& rhs = (*rules)[0].rhs[0].root();
+  EXPECT_EQ(lhs.attributes, rhs.attributes);  // both spell the default convolution
+  EXPECT_EQ(lhs.attributes.get_ints("strides")->size(), 2u);
+  absl::StatusOr<RuleSet> bad =
+      parse_rules("rule r: (Conv{stride=2} ?x ?w) => ?x\n", "b.rules", lang, conditions);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(std::string(message(bad.status())), "b.rules:1:10: Conv has no attribute 'stride'");
+  bad =
+      parse_rules("rule r: (Transpose{perm=?p, perm2=?q} ?x) => ?x\n", "b.rules", lang, conditions);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(message(bad.status())).find("Transpose has no attribute 'perm2'"),
+            std::string::npos);
+}
+
+TEST(TensorRules, ConvReluFusionEndToEnd) {
+  GraphBuilder b("convs");
+  Value x = b.input("x", {1, 3, 16, 16});
+  Value h = b.relu(b.conv2d("c1", x, {.out_channels = 8}));
+  h = b.relu(b.conv2d("c2", h, {.out_channels = 8, .stride = {2, 2}}));
+  h = b.conv2d("c3", h, {.out_channels = 4, .kernel = {1, 1}, .group = 2});  // no relu: stays as is
+  b.output(b.relu(b.add(h, h)), "y");                                        // not after a conv
+  Graph g = *b.build();
+
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  ConditionRegistry conditions;
+  absl::StatusOr<RuleSet> rules = parse_rules(kFusion, "fusion.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  RunReport report = Runner().with_iteration_limit(5).run(egraph, *rules);
+  EXPECT_EQ(report.stop_reason, StopReason::kSaturated);
+  EXPECT_EQ(shapes.type_conflicts(), 0u);
+
+  Id root = ids[g.outputs[0].node];
+  OpCountCostModel opcount;
+  ExtractionProblem p = problem_from_egraph(egraph, std::span<const Id>(&root, 1),
+                                            egraph_cost_function(opcount, egraph, shapes));
+  ExtractionResult r = IlpExtractor().extract(p);
+  std::vector<ClassOutput> outputs{{root, "y"}};
+  absl::StatusOr<Graph> fused =
+      graph_from_egraph(egraph, g, outputs, chosen_enodes(egraph, p, r.selection));
+  ASSERT_TRUE(fused.ok()) << message(fused.status());
+  EXPECT_EQ(total_ops(g), 7);       // Conv Relu Conv Relu Conv Add Relu
+  EXPECT_EQ(total_ops(*fused), 5);  // two relus fused
+  EXPECT_EQ(op_counts(*fused)[Op::kRelu], 1);
+  Inputs in = random_inputs(g, 3);
+  EXPECT_LE(max_error_ratio((*evaluate(*fused, in))[0], (*evaluate(g, in))[0], 1e-5, 1e-6), 1.0);
+}
+
+}  // namespace
+}  // namespace saturn::tensor
