@@ -9,9 +9,11 @@
 #include "extract/extractor.h"
 #include "rules/parser.h"
 #include "rules/runner.h"
+#include "rules/tensor/tensor_rules.h"
 #include "tensor/analysis.h"
 #include "tensor/builder.h"
 #include "tensor/interpreter.h"
+#include "tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 namespace {
@@ -77,6 +79,58 @@ TEST(TensorRules, ConvReluFusionEndToEnd) {
   EXPECT_EQ(op_counts(*fused)[Op::kRelu], 1);
   Inputs in = random_inputs(g, 3);
   EXPECT_LE(max_error_ratio((*evaluate(*fused, in))[0], (*evaluate(g, in))[0], 1e-5, 1e-6), 1.0);
+}
+
+TEST(TensorRules, EveryShippedRuleVerifies) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  absl::StatusOr<RuleSet> rules = load_tensor_rules(lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  EXPECT_GE(rules->size(), 100u);
+  for (const Rule& rule : rules->rules()) {
+    RuleVerdict v = verify_rule(rule, lang, conditions);
+    EXPECT_EQ(v.outcome, VerifyOutcome::kVerified) << rule.name << ": " << v.detail;
+    EXPECT_GE(v.draws, 2) << rule.name;
+  }
+}
+
+TEST(TensorRules, WrongRulesAreRejectedWithCounterexamples) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  absl::StatusOr<RuleSet> rules = load_rules(SATURN_TEST_DATA "/wrong.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  ASSERT_GE(rules->size(), 5u);
+  for (const Rule& rule : rules->rules()) {
+    RuleVerdict v = verify_rule(rule, lang, conditions);
+    EXPECT_EQ(v.outcome, VerifyOutcome::kFailed) << rule.name << ": " << v.detail;
+    EXPECT_NE(v.detail.find("with ?"), std::string::npos) << rule.name << ": " << v.detail;
+    EXPECT_NE(v.detail.find("differs"), std::string::npos) << rule.name << ": " << v.detail;
+  }
+}
+
+TEST(TensorRules, ZooModelsSaturateUnderABudget) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(lang, conditions);
+  for (const ZooModel& model : zoo_models()) {
+    Graph g = *model.build();
+    TensorAnalysis shapes;
+    EGraph egraph(lang, &shapes);
+    ASSERT_TRUE(add_graph(egraph, g).ok()) << model.name;
+    RunReport report = Runner()
+                           .with_node_limit(50'000)
+                           .with_iteration_limit(8)
+                           .with_time_limit(std::chrono::seconds(20))
+                           .run(egraph, rules);
+    EXPECT_LE(egraph.num_nodes(), 50'000u) << model.name;
+    EXPECT_EQ(shapes.type_conflicts(), 0u) << model.name;
+    std::size_t matched = 0;
+    for (const RuleStats& stats : report.rules) matched += stats.matches > 0 ? 1 : 0;
+    EXPECT_GE(matched, 3u) << model.name;
+    std::printf("%-14s %6zu e-nodes  %3zu rules matched  stop: %s\n",
+                std::string(model.name).c_str(), egraph.num_nodes(), matched,
+                std::string(to_string(report.stop_reason)).c_str());
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 //   saturn zoo --eval [NAME...]     also run them in the reference interpreter
 //   saturn zoo NAME --save OUT.json write a zoo model in saturn's JSON format
 //   saturn check MODEL.json         load, type-check, count ops and evaluate a model
+//   saturn rules list [FILE...]     each rule's name, kind and group (default: the shipped rules)
+//   saturn rules verify [FILE...]   check each rule's soundness on random shapes and values
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -11,6 +13,8 @@
 
 #include "egraph/status.h"
 #include "fmt/format.h"
+#include "rules/parser.h"
+#include "rules/tensor/tensor_rules.h"
 #include "tensor/interpreter.h"
 #include "tensor/json_model.h"
 #include "tensor/zoo/zoo.h"
@@ -24,6 +28,8 @@ constexpr std::string_view kUsage = R"(usage:
   saturn zoo [--eval] [NAME...]      list zoo models (op counts; --eval: interpreter time)
   saturn zoo NAME --save OUT.json    write a zoo model as saturn JSON
   saturn check MODEL.json [--eval]   load and type-check a JSON model, print its op counts
+  saturn rules list [FILE...]        list rules: name, kind, group (default: the shipped tensor rules)
+  saturn rules verify [FILE...]      verify rules on random shapes and values; non-zero exit if any fails
 )";
 
 int fail(const absl::Status& status) {
@@ -103,6 +109,45 @@ int check(const std::vector<std::string>& args) {
   return describe(*graph, args.size() == 2);
 }
 
+int rules_command(const std::vector<std::string>& args) {
+  if (args.empty() || (args[0] != "list" && args[0] != "verify")) {
+    fmt::print(stderr, "{}", kUsage);
+    return 2;
+  }
+  std::vector<std::string> files(args.begin() + 1, args.end());
+  if (files.empty()) files = tensor_rule_files();
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  int failed = 0, unverified = 0, verified = 0;
+  for (const std::string& file : files) {
+    absl::StatusOr<RuleSet> rules = load_rules(file, lang, conditions);
+    if (!rules.ok()) return fail(rules.status());
+    for (const Rule& rule : rules->rules()) {
+      if (args[0] == "list") {
+        fmt::print("{:<32} {:<6} {:<12} {}\n", rule.name, rule.kind(), rule.group, file);
+        continue;
+      }
+      RuleVerdict v = verify_rule(rule, lang, conditions);
+      const char* word = v.outcome == VerifyOutcome::kVerified ? "verified"
+                         : v.outcome == VerifyOutcome::kFailed ? "FAILED"
+                                                               : "unverified";
+      fmt::print("{:<10} {:<32} ({} draws){}{}\n", word, rule.name, v.draws,
+                 v.detail.empty() ? "" : ": ", v.detail);
+      if (v.outcome == VerifyOutcome::kFailed)
+        ++failed;
+      else if (v.outcome == VerifyOutcome::kUnverified)
+        ++unverified;
+      else
+        ++verified;
+    }
+  }
+  if (args[0] == "verify") {
+    fmt::print("{} verified, {} failed, {} unverified\n", verified, failed, unverified);
+    return failed + unverified == 0 ? 0 : 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +160,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "zoo") return zoo(args);
   if (command == "check") return check(args);
+  if (command == "rules") return rules_command(args);
   fmt::print(stderr, "saturn: unknown command '{}'\n{}", command, kUsage);
   return 2;
 }

@@ -1,0 +1,53 @@
+// The tensor rule set: conditions the tensor rules use, where the shipped
+// rule files are, and the soundness verifier.
+//
+//   TensorLanguage lang;
+//   ConditionRegistry conditions = tensor_conditions();
+//   absl::StatusOr<RuleSet> rules = load_tensor_rules(lang, conditions);
+//   RuleVerdict v = verify_rule((*rules)[0], lang);
+//   if (v.outcome == VerifyOutcome::kFailed) fmt::print("{}\n", v.detail);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rules/condition.h"
+#include "rules/rule.h"
+#include "tensor/ops.h"
+
+namespace saturn {
+
+// Conditions over classes of a tensor e-graph (its analysis must be a
+// tensor::TensorAnalysis): is-weight, same-shape, rank-2, ...
+ConditionRegistry tensor_conditions();
+
+// The directory of the shipped rule files, and all of them in one set.
+std::string tensor_rules_dir();
+std::vector<std::string> tensor_rule_files();
+absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
+                                          const ConditionRegistry& conditions);
+
+enum class VerifyOutcome : std::uint8_t { kVerified, kFailed, kUnverified };
+
+struct RuleVerdict {
+  VerifyOutcome outcome = VerifyOutcome::kUnverified;
+  int draws = 0;       // instantiations that type-checked and were compared
+  std::string detail;  // the counterexample, or why nothing could be instantiated
+};
+
+struct VerifyOptions {
+  int draws = 6;        // default 6 successful shape draws per rule
+  int attempts = 3000;  // default 3,000 tries to find them
+  double rtol = 1e-4, atol = 1e-5;
+  std::uint64_t seed = 1;
+};
+
+// Instantiates both sides of `rule` on random shapes and attribute values
+// for which its left side type-checks and its conditions hold, evaluates
+// them with the reference interpreter on random values and compares.
+RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language,
+                        const ConditionRegistry& conditions, const VerifyOptions& options = {});
+
+}  // namespace saturn
