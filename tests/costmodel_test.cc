@@ -3,6 +3,8 @@
 // weight-only classes are free.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "costmodel/cost_model.h"
@@ -69,7 +71,7 @@ TEST(CostModel, ShippedProfilesLoad) {
 
 TEST(CostModel, MeasuredTableWithFallback) {
   std::vector<ValueType> in{F({2, 3}), F({3, 4})};
-  std::string path = (std::filesystem::temp_directory_path() / "saturn_costs.json").string();
+  std::string path = (std::filesystem::temp_directory_path() / ("saturn_costs_" + std::to_string(::getpid()) + ".json")).string();
   std::string table =
       fmt::format(R"({{"device": "test", "entries": [{{"signature": "{}", "us": 42.5}}]}})",
                   op_signature(Op::kMatMul, {}, in));
