@@ -121,6 +121,7 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
         {std::string("none"), std::string("relu"), std::string("sigmoid"), std::string("tanh")});
   if (key == "value" || key == "alpha" || key == "beta") return one_of({0.5, 2.0, -1.5});
   if (key == "epsilon") return one_of({1e-5, 1e-3});
+  if (key == "count_include_pad" || key == "transA" || key == "transB") return one_of({std::int64_t{0}, std::int64_t{1}});
   if (key == "perm") {
     Ints perm(static_cast<std::size_t>(pick(rng, 2, 4)));
     for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
