@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,7 +85,9 @@ class AttrTable {
   void truncate(std::size_t n);
 
  private:
-  std::vector<Attributes> sets_;
+  // A deque, so references from get() stay valid while new sets are interned
+  // (e-matching interns attribute values while it reads node attributes).
+  std::deque<Attributes> sets_;
   absl::flat_hash_map<Attributes, AttrId> index_;
   std::size_t bytes_ = 0;
 };
