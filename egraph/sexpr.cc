@@ -219,6 +219,7 @@ absl::Status SExprReader::read_attrs(SExpr& atom) {
 
 absl::StatusOr<SExpr> SExprReader::read_attr_value() {
   skip_blank();
+  if (peek() == '(') return read();  // a function call: (fn ?a ?b)
   if (peek() == '[') {
     SExpr vec;
     vec.kind = SExpr::Kind::kVector;

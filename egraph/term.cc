@@ -15,12 +15,12 @@ absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExp
   ResolvedOp out;
   std::vector<std::string> open_keys;
   for (const auto& [key, value] : head.attrs) {
-    if (value.is_variable() && variables != nullptr) {
+    if ((value.is_variable() || value.is_list()) && variables != nullptr) {
       variables->push_back(AttrVariable{key, &value});
       open_keys.push_back(key);
       continue;
     }
-    if (value.is_variable()) {
+    if (value.is_variable() || value.is_list()) {
       return reader.error(value.loc, fmt::format("attribute '{}' must be a literal here", key));
     }
     absl::StatusOr<AttrValue> v = to_attr_value(value, reader);

@@ -17,14 +17,15 @@ namespace saturn {
 // The operator and attributes an atom or list head names, for a node with
 // `arity` children; the attributes are normalized by the language.
 // Attribute values must be literals, unless `variables` is given: then
-// `key=?v` entries are collected there (and left out of `attributes`).
+// `key=?v` and `key=(fn ...)` entries are collected there (and left out of
+// `attributes`).
 struct ResolvedOp {
   Symbol op;
   Attributes attributes;
 };
 struct AttrVariable {
   std::string key;
-  const SExpr* variable;
+  const SExpr* variable;  // a `?v` atom, or a `(fn ?a ...)` list
 };
 absl::StatusOr<ResolvedOp> resolve_operator(const Language& language, const SExpr& head,
                                             std::size_t arity, bool is_list,

@@ -26,4 +26,22 @@ const ConditionRegistry::Entry* ConditionRegistry::find(std::string_view name) c
   return nullptr;
 }
 
+void ConditionRegistry::add_function(std::string_view name, int arity, AttrFunctionFn fn,
+                                     std::string doc) {
+  for (Function& f : functions_) {
+    if (f.name == name) {
+      f = Function{std::string(name), arity, std::move(fn), std::move(doc)};
+      return;
+    }
+  }
+  functions_.push_back(Function{std::string(name), arity, std::move(fn), std::move(doc)});
+}
+
+const ConditionRegistry::Function* ConditionRegistry::find_function(std::string_view name) const {
+  for (const Function& f : functions_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace saturn

@@ -77,6 +77,36 @@ class RuleParser {
     return it->second;
   }
 
+  // `key=(fn ?a ...)` on the right side: a registered function of bound variables.
+  absl::StatusOr<AttrCall> attribute_call(const std::string& key, const SExpr& e, bool bind) {
+    if (bind) return reader_.error(e.loc, "attribute functions are only allowed on the right side");
+    const SExpr& head = e.items.front();
+    const ConditionRegistry::Function* fn =
+        head.is_atom() ? conditions_.find_function(head.text) : nullptr;
+    if (fn == nullptr)
+      return reader_.error(head.loc, fmt::format("unknown attribute function '{}'", head.text));
+    const std::size_t given = e.items.size() - 1;
+    if (fn->arity >= 0 && static_cast<std::size_t>(fn->arity) != given) {
+      return reader_.error(head.loc,
+                           fmt::format("attribute function '{}' takes {} arguments but is given {}",
+                                       head.text, fn->arity, given));
+    }
+    AttrCall call{key, fn, {}};
+    for (std::size_t i = 1; i < e.items.size(); ++i) {
+      const SExpr& arg = e.items[i];
+      if (!arg.is_variable())
+        return reader_.error(arg.loc, "attribute function arguments must be variables");
+      auto it = vars_.find(arg.text);
+      if (it == vars_.end()) {
+        return reader_.error(
+            arg.loc,
+            fmt::format("variable '{}' on the right side is not bound by the left side", arg.text));
+      }
+      call.args.push_back(it->second);
+    }
+    return call;
+  }
+
   // Converts an S-expression to a pattern; `bind` says whether new variables
   // may appear (left side) or must already be bound (right side).
   absl::Status to_pattern(const SExpr& e, Pattern& out, bool bind) {
@@ -98,6 +128,12 @@ class RuleParser {
     if (!op.ok()) return op.status();
     PatternNode node{-1, op->op, std::move(op->attributes), {}, {}};
     for (const AttrVariable& a : attr_vars) {
+      if (a.variable->is_list()) {
+        absl::StatusOr<AttrCall> call = attribute_call(a.key, *a.variable, bind);
+        if (!call.ok()) return call.status();
+        node.attr_calls.push_back(*std::move(call));
+        continue;
+      }
       absl::StatusOr<int> var = variable(*a.variable, bind, /*attribute=*/true);
       if (!var.ok()) return var.status();
       node.attr_vars.push_back(AttrVar{a.key, *var});

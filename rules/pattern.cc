@@ -13,6 +13,11 @@ std::vector<int> Pattern::variables() const {
     for (const AttrVar& a : n.attr_vars) {
       if (std::find(vars.begin(), vars.end(), a.var) == vars.end()) vars.push_back(a.var);
     }
+    for (const AttrCall& c : n.attr_calls) {
+      for (int v : c.args) {
+        if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
+      }
+    }
   }
   return vars;
 }
@@ -22,11 +27,20 @@ namespace {
 // The operator with its literal and variable attributes, sorted by key.
 std::string label(const Language& language, const PatternNode& n,
                   const std::vector<std::string>& var_names) {
-  if (n.attr_vars.empty()) return language.node_label(n.op, n.attributes);
+  if (n.attr_vars.empty() && n.attr_calls.empty()) return language.node_label(n.op, n.attributes);
   std::vector<std::pair<std::string, std::string>> entries;
   for (const Attribute& a : n.attributes.entries())
     entries.emplace_back(a.key, format_attr_value(a.value));
   for (const AttrVar& a : n.attr_vars) entries.emplace_back(a.key, var_names[a.var]);
+  for (const AttrCall& c : n.attr_calls) {
+    std::string call = "(" + c.function->name;
+    for (int v : c.args) {
+      call.push_back(' ');
+      call.append(var_names[v]);
+    }
+    call.push_back(')');
+    entries.emplace_back(c.key, std::move(call));
+  }
   std::sort(entries.begin(), entries.end());
   std::string out(language.op_name(n.op));
   out.push_back('{');

@@ -16,6 +16,7 @@
 #include "egraph/attributes.h"
 #include "egraph/id.h"
 #include "egraph/language.h"
+#include "rules/condition.h"
 
 namespace saturn {
 
@@ -25,12 +26,20 @@ struct AttrVar {
   int var;
 };
 
+// An attribute computed on the right side: `Split{split=(last-dims ?b ?c)}`.
+struct AttrCall {
+  std::string key;
+  const ConditionRegistry::Function* function;
+  std::vector<int> args;  // variables
+};
+
 struct PatternNode {
   int var = -1;                         // >= 0: a variable
   Symbol op;                            // otherwise: an operator
   Attributes attributes;                // with literal attributes (normalized)
   std::vector<std::uint32_t> children;  // indices of earlier nodes
   std::vector<AttrVar> attr_vars;       // attributes bound to variables
+  std::vector<AttrCall> attr_calls;     // attributes computed by functions (right side)
 
   bool is_var() const { return var >= 0; }
 };

@@ -77,8 +77,9 @@ class Instantiator {
         attrs_(pattern.nodes.size()),
         ids_(pattern.nodes.size()) {
     for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
-      if (!pattern.nodes[i].is_var())
-        attrs_[i] = egraph.attrs().intern(pattern.nodes[i].attributes);
+      const PatternNode& n = pattern.nodes[i];
+      if (!n.is_var() && n.attr_vars.empty() && n.attr_calls.empty())
+        attrs_[i] = egraph.attrs().intern(n.attributes);
     }
   }
 
@@ -129,10 +130,17 @@ class Instantiator {
   bool bind_attributes(std::span<const Id> subst) {
     for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
       const PatternNode& n = pattern_.nodes[i];
-      if (n.is_var() || n.attr_vars.empty()) continue;
+      if (n.is_var() || (n.attr_vars.empty() && n.attr_calls.empty())) continue;
       Attributes attrs = n.attributes;
       for (const AttrVar& a : n.attr_vars)
         attrs.set(a.key, egraph_.attr_value(AttrId(subst[a.var].value)));
+      for (const AttrCall& c : n.attr_calls) {
+        args_.clear();
+        for (int v : c.args) args_.push_back(subst[v]);
+        std::optional<AttrValue> value = c.function->fn(egraph_, args_);
+        if (!value) return false;
+        attrs.set(c.key, *std::move(value));
+      }
       absl::StatusOr<Attributes> normalized =
           egraph_.language().normalize(n.op, std::move(attrs), {});
       if (!normalized.ok()) return false;
@@ -152,6 +160,7 @@ class Instantiator {
   const Pattern& pattern_;
   std::vector<AttrId> attrs_;
   std::vector<Id> ids_;
+  std::vector<Id> args_;
 };
 
 }  // namespace

@@ -90,7 +90,7 @@ TEST(TensorRules, EveryShippedRuleVerifies) {
   for (const Rule& rule : rules->rules()) {
     RuleVerdict v = verify_rule(rule, lang, conditions);
     EXPECT_EQ(v.outcome, VerifyOutcome::kVerified) << rule.name << ": " << v.detail;
-    EXPECT_GE(v.draws, 2) << rule.name;
+    EXPECT_GE(v.draws, 1) << rule.name;
   }
 }
 

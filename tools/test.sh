@@ -11,6 +11,9 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSATURN_SANITIZE=ON \
   -DSATURN_ENGINE_ONLY=OFF >/dev/null
 cmake --build build-asan -j "$(nproc)" --target engine_tests tensor_tests
+# Saturating the ten zoo models takes about 30 s in Release; under the
+# sanitizers it would take many minutes, so that one test runs in Release only.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  GTEST_FILTER='-TensorRules.ZooModelsSaturateUnderABudget' \
   ctest --test-dir build-asan --output-on-failure -R '^(engine|tensor)_tests$'
 echo "saturn: all tests passed"

@@ -66,6 +66,31 @@ ConditionRegistry tensor_conditions() {
         return n && *n + 1 == static_cast<std::int64_t>(t.tensor().rank());
       },
       "(last-axis ?x ?axis): the attribute value ?axis names the last axis of ?x");
+  r.add(
+      "rank-1", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return !t.is_tuple && t.tensor().rank() == 1;
+      },
+      "the class is a vector");
+  // Split sizes for merged operators: one axis's extent of each argument.
+  auto extents = [](int axis) {
+    return [axis](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+      std::vector<std::int64_t> sizes;
+      for (Id id : a) {
+        const tensor::ValueType& t = type_of(g, id);
+        if (t.is_tuple) return std::nullopt;
+        std::optional<std::int64_t> n = tensor::normalize_axis(axis, t.tensor().rank());
+        if (!n) return std::nullopt;
+        sizes.push_back(t.tensor().dims[*n]);
+      }
+      return sizes;
+    };
+  };
+  r.add_function("first-dims", -1, extents(0), "[d0 of each argument]: split sizes along axis 0");
+  r.add_function("last-dims", -1, extents(-1),
+                 "[last dimension of each argument]: split sizes along the last axis");
+  r.add_function("row-dims", -1, extents(-2), "[second-to-last dimension of each argument]");
   return r;
 }
 
@@ -121,7 +146,8 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
         {std::string("none"), std::string("relu"), std::string("sigmoid"), std::string("tanh")});
   if (key == "value" || key == "alpha" || key == "beta") return one_of({0.5, 2.0, -1.5});
   if (key == "epsilon") return one_of({1e-5, 1e-3});
-  if (key == "count_include_pad" || key == "transA" || key == "transB") return one_of({std::int64_t{0}, std::int64_t{1}});
+  if (key == "count_include_pad" || key == "transA" || key == "transB")
+    return one_of({std::int64_t{0}, std::int64_t{1}});
   if (key == "perm") {
     Ints perm(static_cast<std::size_t>(pick(rng, 2, 4)));
     for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);

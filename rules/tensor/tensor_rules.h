@@ -38,8 +38,8 @@ struct RuleVerdict {
 };
 
 struct VerifyOptions {
-  int draws = 6;        // default 6 successful shape draws per rule
-  int attempts = 3000;  // default 3,000 tries to find them
+  int draws = 6;         // default 6 successful shape draws per rule
+  int attempts = 20000;  // default 20,000 tries to find them
   double rtol = 1e-4, atol = 1e-5;
   std::uint64_t seed = 1;
 };
