@@ -62,7 +62,7 @@ absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight
                   *weight.attributes.get_ints("shape")};
   auto it = graph.weights.find(name);
   if (it == graph.weights.end()) {
-    return Tensor(random_tensor(type, stable_hash(name), -0.1f, 0.1f));
+    return random_tensor(type, stable_hash(name), -0.1f, 0.1f);
   }
   const WeightInit& init = it->second;
   if (init.data) {

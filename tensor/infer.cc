@@ -435,6 +435,13 @@ class Inference {
     return ValueType::of(in_[0].parts[index]);
   }
 
+  absl::StatusOr<ValueType> unary() {
+    if (auto s = need_float(0); !s.ok()) return s;
+    if (op_ == Op::kClip && *a_.get_float("min") > *a_.get_float("max"))
+      return fail(op_, "min exceeds max");
+    return in_[0];
+  }
+
   absl::StatusOr<ValueType> infer() {
     switch (op_) {
       case Op::kInput:
@@ -460,10 +467,7 @@ class Inference {
       case Op::kTanh:
       case Op::kGelu:
       case Op::kClip:
-        if (auto s = need_float(0); !s.ok()) return s;
-        if (op_ == Op::kClip && *a_.get_float("min") > *a_.get_float("max"))
-          return fail(op_, "min exceeds max");
-        return in_[0];
+        return unary();
       case Op::kSoftmax:
         if (auto s = need_float(0); !s.ok()) return s;
         if (!normalize_axis(int_attr(a_, "axis"), t(0).rank()))

@@ -109,7 +109,9 @@ class ModelReader {
     return absl::OkStatus();
   }
 
-  absl::Status append(Node node, const std::string& where, std::optional<std::string> value) {
+  // Checks and adds a node (binding its value name, if given); returns its type.
+  absl::StatusOr<ValueType> append(Node node, const std::string& where,
+                                   std::optional<std::string> value) {
     absl::StatusOr<Attributes> attrs = normalize_attributes(node.op, std::move(node.attributes));
     if (!attrs.ok()) return error(where, message(attrs.status()));
     node.attributes = std::move(*attrs);
@@ -118,9 +120,11 @@ class ModelReader {
     absl::StatusOr<ValueType> t = infer_type(node.op, node.attributes, in);
     if (!t.ok()) return error(where, message(t.status()));
     graph_.nodes.push_back(std::move(node));
-    types_.push_back(std::move(*t));
-    if (value) return define(*value, graph_.size() - 1, where);
-    return absl::OkStatus();
+    types_.push_back(*t);
+    if (value) {
+      if (absl::Status s = define(*value, graph_.size() - 1, where); !s.ok()) return s;
+    }
+    return t;
   }
 
   absl::Status read_leaves(const Json& root, std::string_view key, Op op) {
@@ -152,7 +156,8 @@ class ModelReader {
         graph_.weights[name] = std::move(*init);
       }
       Attributes a{{"name", name}, {"shape", *dims}, {"dtype", dtype}};
-      if (absl::Status s = append(Node{op, std::move(a), {}, name}, where, name); !s.ok()) return s;
+      if (auto t = append(Node{op, std::move(a), {}, name}, where, name); !t.ok())
+        return t.status();
     }
     return absl::OkStatus();
   }
@@ -257,27 +262,20 @@ class ModelReader {
     }
     if (outputs.size() == 1 && node.name.empty()) node.name = outputs[0];
     // Whether the node yields a tuple decides how its outputs are bound.
-    bool tuple_result = false;
-    std::vector<ValueType> in;
-    for (int i : node.inputs) in.push_back(types_[i]);
-    if (absl::StatusOr<Attributes> attrs = normalize_attributes(node.op, node.attributes);
-        attrs.ok()) {
-      absl::StatusOr<ValueType> t = infer_type(node.op, *attrs, in);
-      std::size_t count = t.ok() && t->is_tuple ? t->parts.size() : 1;
-      if (t.ok() && count != outputs.size()) {
-        return error(where, fmt::format("{} yields {} value(s), {} output name(s) given", op_text,
-                                        count, outputs.size()));
-      }
-      tuple_result = t.ok() && t->is_tuple;
+    absl::StatusOr<ValueType> type = append(std::move(node), where, std::nullopt);
+    if (!type.ok()) return type.status();
+    const std::size_t count = type->is_tuple ? type->parts.size() : 1;
+    if (count != outputs.size()) {
+      return error(where, fmt::format("{} yields {} value(s), {} output name(s) given", op_text,
+                                      count, outputs.size()));
     }
-    bool single = !tuple_result;
-    if (single) return append(std::move(node), where, outputs[0]);
-    if (absl::Status s = append(std::move(node), where, std::nullopt); !s.ok()) return s;
-    int tuple = graph_.size() - 1;
+    const int index = graph_.size() - 1;
+    if (!type->is_tuple) return define(outputs[0], index, where);
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       Node get{
-          Op::kTupleGet, Attributes{{"index", static_cast<std::int64_t>(k)}}, {tuple}, outputs[k]};
-      if (absl::Status s = append(std::move(get), where, outputs[k]); !s.ok()) return s;
+          Op::kTupleGet, Attributes{{"index", static_cast<std::int64_t>(k)}}, {index}, outputs[k]};
+      if (absl::StatusOr<ValueType> t = append(std::move(get), where, outputs[k]); !t.ok())
+        return t.status();
     }
     return absl::OkStatus();
   }

@@ -88,7 +88,7 @@ TEST(TensorRules, EveryShippedRuleVerifies) {
   ASSERT_TRUE(rules.ok()) << message(rules.status());
   EXPECT_GE(rules->size(), 100u);
   for (const Rule& rule : rules->rules()) {
-    RuleVerdict v = verify_rule(rule, lang, conditions);
+    RuleVerdict v = verify_rule(rule, lang);
     EXPECT_EQ(v.outcome, VerifyOutcome::kVerified) << rule.name << ": " << v.detail;
     EXPECT_GE(v.draws, 1) << rule.name;
   }
@@ -101,7 +101,7 @@ TEST(TensorRules, WrongRulesAreRejectedWithCounterexamples) {
   ASSERT_TRUE(rules.ok()) << message(rules.status());
   ASSERT_GE(rules->size(), 5u);
   for (const Rule& rule : rules->rules()) {
-    RuleVerdict v = verify_rule(rule, lang, conditions);
+    RuleVerdict v = verify_rule(rule, lang);
     EXPECT_EQ(v.outcome, VerifyOutcome::kFailed) << rule.name << ": " << v.detail;
     EXPECT_NE(v.detail.find("with ?"), std::string::npos) << rule.name << ": " << v.detail;
     EXPECT_NE(v.detail.find("differs"), std::string::npos) << rule.name << ": " << v.detail;

@@ -127,7 +127,7 @@ int rules_command(const std::vector<std::string>& args) {
         fmt::print("{:<32} {:<6} {:<12} {}\n", rule.name, rule.kind(), rule.group, file);
         continue;
       }
-      RuleVerdict v = verify_rule(rule, lang, conditions);
+      RuleVerdict v = verify_rule(rule, lang);
       const char* word = v.outcome == VerifyOutcome::kVerified ? "verified"
                          : v.outcome == VerifyOutcome::kFailed ? "FAILED"
                                                                : "unverified";

@@ -344,8 +344,7 @@ std::string first_difference(const tensor::Tensor& left, const tensor::Tensor& r
 }  // namespace
 
 RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language,
-                        const ConditionRegistry& conditions, const VerifyOptions& options) {
-  (void)conditions;  // the rule's conditions are already resolved against it
+                        const VerifyOptions& options) {
   RuleVerdict verdict;
   Rng rng(options.seed ^ tensor::stable_hash(rule.name));
   const std::vector<std::string> keys = attribute_keys(rule);

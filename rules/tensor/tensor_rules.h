@@ -47,7 +47,8 @@ struct VerifyOptions {
 // Instantiates both sides of `rule` on random shapes and attribute values
 // for which its left side type-checks and its conditions hold, evaluates
 // them with the reference interpreter on random values and compares.
+// The rule's conditions were resolved when it was parsed.
 RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language,
-                        const ConditionRegistry& conditions, const VerifyOptions& options = {});
+                        const VerifyOptions& options = {});
 
 }  // namespace saturn

@@ -4,12 +4,14 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "tensor/builder.h"
+#include "tensor/zoo/layers.h"
 #include "tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 
 namespace {
+
+using zoo::square_conv;
 
 struct StageSpec {
   std::int64_t expansion, channels;
@@ -22,24 +24,14 @@ constexpr StageSpec kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {
 
 Value relu6(GraphBuilder& b, Value x) { return b.clip(x, 0.0f, 6.0f); }
 
-Value conv(GraphBuilder& b, const std::string& name, Value x, std::int64_t out, std::int64_t k,
-           std::int64_t stride = 1, std::int64_t group = 1) {
-  return b.conv2d(name, x,
-                  ConvLayer{.out_channels = out,
-                            .kernel = {k, k},
-                            .stride = {stride, stride},
-                            .group = group,
-                            .bias = false});
-}
-
 Value inverted_residual(GraphBuilder& b, const std::string& name, Value x, std::int64_t expansion,
                         std::int64_t out, std::int64_t stride) {
   std::int64_t in = b.dim(x, 1);
   std::int64_t hidden = in * expansion;
   Value h = x;
-  if (expansion != 1) h = relu6(b, conv(b, name + ".expand", h, hidden, 1));
-  h = relu6(b, conv(b, name + ".depthwise", h, hidden, 3, stride, hidden));
-  h = conv(b, name + ".project", h, out, 1);  // linear bottleneck: no activation
+  if (expansion != 1) h = relu6(b, square_conv(b, name + ".expand", h, hidden, 1));
+  h = relu6(b, square_conv(b, name + ".depthwise", h, hidden, 3, stride, hidden));
+  h = square_conv(b, name + ".project", h, out, 1);  // linear bottleneck: no activation
   return (stride == 1 && in == out) ? b.add(x, h) : h;
 }
 
@@ -48,7 +40,7 @@ Value inverted_residual(GraphBuilder& b, const std::string& name, Value x, std::
 absl::StatusOr<Graph> build_mobilenet_v2() {
   GraphBuilder b("mobilenet_v2");
   Value x = b.input("input", {1, 3, 224, 224});
-  x = relu6(b, conv(b, "features.0", x, 32, 3, 2));
+  x = relu6(b, square_conv(b, "features.0", x, 32, 3, 2));
   int index = 1;
   for (const StageSpec& s : kStages) {
     for (int i = 0; i < s.repeats; ++i, ++index) {
@@ -57,7 +49,7 @@ absl::StatusOr<Graph> build_mobilenet_v2() {
                             stride);
     }
   }
-  x = relu6(b, conv(b, fmt::format("features.{}", index), x, 1280, 1));
+  x = relu6(b, square_conv(b, fmt::format("features.{}", index), x, 1280, 1));
   x = b.flatten(b.global_average_pool(x));
   b.output(b.linear("classifier", x, 1000), "logits");
   return b.build();
