@@ -107,8 +107,14 @@ std::vector<std::string> tensor_rule_files() {
 
 absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
                                           const ConditionRegistry& conditions) {
+  return load_tensor_rule_files(tensor_rule_files(), language, conditions);
+}
+
+absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& files,
+                                               const tensor::TensorLanguage& language,
+                                               const ConditionRegistry& conditions) {
   RuleSet all;
-  for (const std::string& file : tensor_rule_files()) {
+  for (const std::string& file : files) {
     absl::StatusOr<RuleSet> rules = load_rules(file, language, conditions);
     if (!rules.ok()) return rules.status();
     for (const Rule& r : rules->rules()) {

@@ -28,6 +28,10 @@ std::string tensor_rules_dir();
 std::vector<std::string> tensor_rule_files();
 absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
                                           const ConditionRegistry& conditions);
+// The rules of `files` in one set; a name defined twice is an error.
+absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& files,
+                                               const tensor::TensorLanguage& language,
+                                               const ConditionRegistry& conditions);
 
 enum class VerifyOutcome : std::uint8_t { kVerified, kFailed, kUnverified };
 

@@ -1,0 +1,338 @@
+// bench/compare_search: every zoo model x search strategy x cost model x
+// e-node budget through saturn::optimize. Prints a Markdown table (cost
+// before and after, improvement, e-nodes, peak bytes, wall time; MCTS as the
+// mean and spread over several seeds) and writes the same as JSON, plus an
+// SVG plot of the improvement per model and strategy and of quality against
+// budget.
+//
+//   build/bench/compare_search [--models a,b] [--strategies mcts,greedy,default,taso]
+//       [--costs opcount,roofline,roofline-gpu] [--budgets 2000,10000,50000]
+//       [--seeds 5] [--threads 2] [--ilp-seconds 5] [--time-limit 60] [--out DIR]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "egraph/file.h"
+#include "egraph/status.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "saturn.h"
+
+using namespace saturn;
+
+namespace {
+
+struct Args {
+  std::vector<std::string> models, strategies = {"mcts", "greedy", "default", "taso"},
+                                   costs = {"opcount", "roofline"};
+  std::vector<std::size_t> budgets = {2000, 10000, 50000};
+  int seeds = 5, threads = 2;
+  double ilp_seconds = 5, time_limit = 60;
+  std::string out = "compare_search";
+};
+
+struct Run {
+  std::string model, strategy, cost;
+  std::size_t budget = 0;
+  double before = 0;
+  std::vector<double> after, improvement, seconds;
+  std::size_t nodes = 0, bytes = 0;
+  std::string stop;
+  std::map<std::string, std::size_t> top_rules;
+
+  double mean(const std::vector<double>& v) const {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / static_cast<double>(v.size());
+  }
+  double spread(const std::vector<double>& v) const {
+    if (v.size() < 2) return 0;
+    double m = mean(v), s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / static_cast<double>(v.size() - 1));
+  }
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  return absl::StrSplit(s, ',', absl::SkipEmpty());
+}
+
+absl::StatusOr<Args> parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) return absl::InvalidArgumentError("missing value after " + arg);
+    std::string v = argv[++i];
+    if (arg == "--models")
+      a.models = split_list(v);
+    else if (arg == "--strategies")
+      a.strategies = split_list(v);
+    else if (arg == "--costs")
+      a.costs = split_list(v);
+    else if (arg == "--budgets") {
+      a.budgets.clear();
+      for (const std::string& b : split_list(v)) a.budgets.push_back(std::stoul(b));
+    } else if (arg == "--seeds")
+      a.seeds = std::stoi(v);
+    else if (arg == "--threads")
+      a.threads = std::stoi(v);
+    else if (arg == "--ilp-seconds")
+      a.ilp_seconds = std::stod(v);
+    else if (arg == "--time-limit")
+      a.time_limit = std::stod(v);
+    else if (arg == "--out")
+      a.out = v;
+    else
+      return absl::InvalidArgumentError("unknown option " + arg);
+  }
+  if (a.models.empty())
+    for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
+  for (const std::string& s : a.strategies)
+    if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
+  return a;
+}
+
+absl::StatusOr<std::shared_ptr<const CostModel>> make_cost_model(const std::string& name) {
+  if (name == "opcount")
+    return std::shared_ptr<const CostModel>(std::make_shared<OpCountCostModel>());
+  std::string profile = name == "roofline" ? "cpu-2core" : name == "roofline-gpu" ? "gpu-a100" : "";
+  if (profile.empty()) return absl::InvalidArgumentError("unknown cost model " + name);
+  absl::StatusOr<DeviceProfile> p = load_device_profile(device_profile_path(profile));
+  if (!p.ok()) return p.status();
+  return std::shared_ptr<const CostModel>(std::make_shared<RooflineCostModel>(*p));
+}
+
+std::string machine_description() {
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.starts_with("model name")) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
+}
+
+// ---- SVG plot ----------------------------------------------------------
+
+const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
+
+// Grouped bars: for each group (model) one bar per series (strategy).
+std::string bar_chart(const std::string& title, const std::vector<std::string>& groups,
+                      const std::vector<std::string>& series,
+                      const std::vector<std::vector<double>>& values, double x0, double y0) {
+  const double width = 900, height = 260, left = 50, bottom = 60;
+  double top = 1;
+  for (const auto& row : values)
+    for (double v : row) top = std::max(top, v);
+  top = std::ceil(top / 5) * 5;
+  std::string s = fmt::format("<g transform=\"translate({},{})\">\n", x0, y0);
+  s += fmt::format("<text x=\"{}\" y=\"15\" font-size=\"14\">{}</text>\n", left, title);
+  const double plot_h = height - bottom - 25, plot_w = width - left - 10;
+  auto y_of = [&](double v) { return 25 + plot_h * (1 - std::max(v, 0.0) / top); };
+  for (int t = 0; t <= 5; ++t) {
+    double v = top * t / 5;
+    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
+                     left, left + plot_w, y_of(v), y_of(v));
+    s += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.0f}%</text>\n",
+        left - 4, y_of(v) + 3, v);
+  }
+  const double group_w = plot_w / static_cast<double>(std::max<std::size_t>(groups.size(), 1));
+  const double bar_w = group_w * 0.8 / static_cast<double>(std::max<std::size_t>(series.size(), 1));
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      double v = values[g][k];
+      double x = left + g * group_w + group_w * 0.1 + k * bar_w;
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", x,
+          y_of(v), bar_w, y_of(0) - y_of(v), kColors[k % 5]);
+    }
+    s += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
+        left + (g + 0.5) * group_w, y_of(0) + 14, groups[g]);
+  }
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n",
+                     left + k * 110, height - 25, kColors[k % 5]);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>\n", left + k * 110 + 14,
+                     height - 16, series[k]);
+  }
+  return s + "</g>\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<Args> args = parse_args(argc, argv);
+  if (!args.ok()) {
+    fmt::print(stderr,
+               "compare_search: {}\nusage: compare_search [--models a,b] [--strategies ...] "
+               "[--costs opcount,roofline,roofline-gpu] [--budgets 2000,...] [--seeds N] "
+               "[--threads N] [--ilp-seconds S] [--time-limit S] [--out DIR]\n",
+               message(args.status()));
+    return 2;
+  }
+  std::vector<Run> runs;
+  const std::string machine = machine_description();
+  fmt::print("machine: {}\n\n", machine);
+  fmt::print(
+      "| model | cost | budget | strategy | before | after | improvement % | e-nodes | peak MB | "
+      "wall s | stop |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& cost_name : args->costs) {
+    absl::StatusOr<std::shared_ptr<const CostModel>> cost = make_cost_model(cost_name);
+    if (!cost.ok()) {
+      fmt::print(stderr, "compare_search: {}\n", message(cost.status()));
+      return 2;
+    }
+    for (std::size_t budget : args->budgets) {
+      for (const std::string& model : args->models) {
+        absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(model);
+        if (!graph.ok()) {
+          fmt::print(stderr, "compare_search: {}\n", message(graph.status()));
+          return 2;
+        }
+        for (const std::string& strategy : args->strategies) {
+          Run run{model, strategy, cost_name, budget};
+          const Strategy s = *parse_strategy(strategy);
+          const int seeds = s == Strategy::kMcts ? args->seeds : 1;
+          for (int seed = 1; seed <= seeds; ++seed) {
+            OptimizeOptions options;
+            options.search.strategy = s;
+            options.search.seed = static_cast<std::uint64_t>(seed);
+            options.search.threads = args->threads;
+            options.budget.max_nodes = budget;
+            options.budget.time_limit_seconds = args->time_limit;
+            options.cost_model = *cost;
+            options.ilp_seconds = args->ilp_seconds;
+            absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
+            if (!r.ok()) {
+              run.stop = std::string(message(r.status()));
+              break;
+            }
+            run.before = r->cost_before;
+            run.after.push_back(r->cost_after);
+            run.improvement.push_back(r->improvement_percent());
+            run.seconds.push_back(r->times.total);
+            run.nodes = std::max(run.nodes, r->stats.peak_nodes);
+            run.bytes = std::max(run.bytes, r->stats.peak_bytes);
+            run.stop = r->stats.stop_reason;
+            for (const RuleApplication& a : r->rules_applied) run.top_rules[a.name] += a.count;
+          }
+          std::string improvement = run.improvement.size() > 1
+                                        ? fmt::format("{:.2f} ± {:.2f}", run.mean(run.improvement),
+                                                      run.spread(run.improvement))
+                                        : fmt::format("{:.2f}", run.mean(run.improvement));
+          fmt::print("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {} |\n",
+                     model, cost_name, budget, strategy, run.before, run.mean(run.after),
+                     improvement, run.nodes, run.bytes / 1e6, run.mean(run.seconds), run.stop);
+          std::fflush(stdout);
+          runs.push_back(std::move(run));
+        }
+      }
+    }
+  }
+
+  // Means per (cost, budget, strategy).
+  fmt::print(
+      "\n| cost | budget | strategy | mean improvement % | mean wall s |\n|---|---|---|---|---|\n");
+  std::map<std::tuple<std::string, std::size_t, std::string>, std::pair<double, double>> sums;
+  std::map<std::tuple<std::string, std::size_t, std::string>, int> counts;
+  for (const Run& r : runs) {
+    auto key = std::make_tuple(r.cost, r.budget, r.strategy);
+    sums[key].first += r.mean(r.improvement);
+    sums[key].second += r.mean(r.seconds);
+    ++counts[key];
+  }
+  for (const auto& [key, sum] : sums) {
+    int n = counts[key];
+    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
+               std::get<2>(key), sum.first / n, sum.second / n);
+  }
+
+  std::filesystem::create_directories(args->out);
+  nlohmann::json j;
+  j["machine"] = machine;
+  j["threads"] = args->threads;
+  j["ilp_seconds"] = args->ilp_seconds;
+  for (const Run& r : runs) {
+    j["runs"].push_back({{"model", r.model},
+                         {"strategy", r.strategy},
+                         {"cost_model", r.cost},
+                         {"budget_nodes", r.budget},
+                         {"cost_before", r.before},
+                         {"cost_after", r.after},
+                         {"improvement_percent", r.improvement},
+                         {"improvement_mean", r.mean(r.improvement)},
+                         {"improvement_spread", r.spread(r.improvement)},
+                         {"peak_nodes", r.nodes},
+                         {"peak_bytes", r.bytes},
+                         {"seconds", r.seconds},
+                         {"stop_reason", r.stop},
+                         {"rules_applied", r.top_rules}});
+  }
+  const std::string json_path = args->out + "/compare_search.json";
+  if (absl::Status s = write_text_file(json_path, j.dump(2) + "\n"); !s.ok()) {
+    fmt::print(stderr, "compare_search: {}\n", message(s));
+    return 1;
+  }
+
+  // The plot: per cost model, improvement per model and strategy at the
+  // first budget, then the mean improvement against the budget.
+  std::string svg;
+  double y = 10;
+  for (const std::string& cost_name : args->costs) {
+    std::vector<std::vector<double>> per_model;
+    for (const std::string& model : args->models) {
+      std::vector<double> row;
+      for (const std::string& strategy : args->strategies) {
+        double v = 0;
+        for (const Run& r : runs)
+          if (r.model == model && r.strategy == strategy && r.cost == cost_name &&
+              r.budget == args->budgets.front())
+            v = r.mean(r.improvement);
+        row.push_back(v);
+      }
+      per_model.push_back(row);
+    }
+    svg += bar_chart(fmt::format("cost reduction (%) per model, {} cost, {} e-node budget",
+                                 cost_name, args->budgets.front()),
+                     args->models, args->strategies, per_model, 10, y);
+    y += 270;
+    std::vector<std::string> budget_names;
+    std::vector<std::vector<double>> per_budget;
+    for (std::size_t budget : args->budgets) {
+      budget_names.push_back(fmt::format("{} e-nodes", budget));
+      std::vector<double> row;
+      for (const std::string& strategy : args->strategies) {
+        auto key = std::make_tuple(cost_name, budget, strategy);
+        row.push_back(counts[key] ? sums[key].first / counts[key] : 0);
+      }
+      per_budget.push_back(row);
+    }
+    svg += bar_chart(fmt::format("mean cost reduction (%) against budget, {} cost", cost_name),
+                     budget_names, args->strategies, per_budget, 10, y);
+    y += 270;
+  }
+  svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"920\" height=\"{}\" "
+      "font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"{}\" font-size=\"10\">{}</text>\n{}</svg>\n",
+      y + 20, y + 10, machine, svg);
+  const std::string svg_path = args->out + "/compare_search.svg";
+  if (absl::Status s = write_text_file(svg_path, svg); !s.ok()) {
+    fmt::print(stderr, "compare_search: {}\n", message(s));
+    return 1;
+  }
+  fmt::print("\nwrote {} and {}\n", json_path, svg_path);
+  return 0;
+}

@@ -1,0 +1,301 @@
+#include "mcts/environment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "egraph/status.h"
+#include "fmt/format.h"
+
+namespace saturn {
+
+namespace {
+
+constexpr double kUnknownCost = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Environment>> Environment::create(const EnvironmentConfig& config) {
+  if (config.graph == nullptr || config.rules == nullptr || config.cost_model == nullptr)
+    return absl::InvalidArgumentError("environment: a graph, rules and a cost model are required");
+  if (!(config.budget.time_limit_seconds > 0))
+    return absl::InvalidArgumentError(
+        fmt::format("environment: the time limit must be positive (got {} s)",
+                    config.budget.time_limit_seconds));
+  std::unique_ptr<Environment> env(new Environment(config));
+  if (absl::Status s = env->load(); !s.ok()) return s;
+  return env;
+}
+
+Environment::Environment(const EnvironmentConfig& config) : config_(config) {}
+Environment::~Environment() = default;
+
+absl::Status Environment::load() {
+  // A fresh e-graph is as cheap as a rollback for a graph-sized e-graph and
+  // keeps real steps free of undo-trail bookkeeping.
+  egraph_.reset();
+  analysis_ = std::make_unique<tensor::TensorAnalysis>();
+  egraph_ = std::make_unique<EGraph>(language_, analysis_.get());
+  egraph_->set_budget({config_.budget.max_nodes, config_.budget.max_bytes});
+  absl::StatusOr<std::vector<Id>> ids = tensor::add_graph(*egraph_, *config_.graph);
+  if (!ids.ok()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "model '{}' does not fit the search budget ({} e-nodes, {} bytes): {}", config_.graph->name,
+        config_.budget.max_nodes,
+        config_.budget.max_bytes == Budget::kUnlimited ? std::string("unlimited")
+                                                       : std::to_string(config_.budget.max_bytes),
+        message(ids.status())));
+  }
+  egraph_->rebuild();
+  graph_ids_ = std::move(*ids);
+  history_.clear();
+  marks_.clear();
+  applications_.assign(num_rules(), 0);
+  budget_hit_ = false;
+  matches_version_ = ~std::uint64_t{0};
+  start_ = std::chrono::steady_clock::now();
+  peak_nodes_ = egraph_->num_nodes();
+  peak_bytes_ = egraph_->memory_bytes();
+  initial_cost_ = evaluate_cost();
+  return absl::OkStatus();
+}
+
+void Environment::reset() {
+  // The graph fitted when the environment was created, so it fits again.
+  absl::Status s = load();
+  assert(s.ok());
+  (void)s;
+}
+
+// ---- Reading the state ----------------------------------------------------
+
+std::vector<Id> Environment::output_classes() const {
+  std::vector<Id> roots;
+  for (const tensor::GraphOutput& o : config_.graph->outputs)
+    roots.push_back(egraph_->find(graph_ids_[o.node]));
+  return roots;
+}
+
+std::vector<tensor::ClassOutput> Environment::outputs() const {
+  std::vector<tensor::ClassOutput> outs;
+  for (const tensor::GraphOutput& o : config_.graph->outputs)
+    outs.push_back({egraph_->find(graph_ids_[o.node]), o.name});
+  return outs;
+}
+
+ExtractionProblem Environment::problem() const {
+  std::vector<Id> roots = output_classes();
+  return problem_from_egraph(
+      *egraph_, roots,
+      egraph_cost_function(*config_.cost_model, *egraph_, *analysis_, config_.cost_options));
+}
+
+double Environment::evaluate_cost() const {
+  ++extractions_;
+  return DagGreedyExtractor().extract(problem()).dag_cost;
+}
+
+double Environment::cost() {
+  if (history_.empty()) return initial_cost_;
+  double& c = history_.back().cost;
+  if (std::isnan(c)) c = evaluate_cost();
+  return c;
+}
+
+absl::StatusOr<tensor::Graph> Environment::extract_graph(const Extractor& extractor,
+                                                         ExtractionResult* result) const {
+  ExtractionProblem p = problem();
+  ExtractionResult r = extractor.extract(p);
+  if (r.status == ExtractionStatus::kNoSolution)
+    return absl::InternalError("extraction found no acyclic graph for the outputs");
+  absl::StatusOr<tensor::Graph> g = tensor::graph_from_egraph(
+      *egraph_, *config_.graph, outputs(), chosen_enodes(*egraph_, p, r.selection));
+  if (result != nullptr) *result = std::move(r);
+  return g;
+}
+
+Observation Environment::observe() {
+  Observation o;
+  o.op_counts.assign(tensor::kNumOps, 0);
+  ExtractionProblem p = problem();
+  ExtractionResult r = DagGreedyExtractor().extract(p);
+  auto chosen = chosen_enodes(*egraph_, p, r.selection);
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (r.selection.choice[c] < 0) continue;
+    const ENode* node = chosen(p.class_ids[c]);
+    tensor::Op op = tensor::TensorLanguage::op(node->op);
+    if (!is_free_operator(op)) ++o.op_counts[static_cast<std::size_t>(op)];
+  }
+  o.nodes = egraph_->num_nodes();
+  o.classes = egraph_->num_classes();
+  o.bytes = egraph_->memory_bytes();
+  o.cost = cost();
+  o.initial_cost = initial_cost_;
+  o.steps = steps();
+  o.seconds = seconds();
+  return o;
+}
+
+double Environment::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+bool Environment::out_of_time() const { return seconds() >= config_.budget.time_limit_seconds; }
+
+bool Environment::has_budget() const {
+  return !budget_hit_ && egraph_->num_nodes() < config_.budget.max_nodes &&
+         egraph_->memory_bytes() < config_.budget.max_bytes && !out_of_time();
+}
+
+// ---- Matches --------------------------------------------------------------
+
+const RuleMatches& Environment::matches(std::size_t action) {
+  assert(action < num_rules());
+  if (matches_version_ != egraph_->version()) {
+    matches_version_ = egraph_->version();
+    matches_.assign(num_rules(), RuleMatches{});
+    matches_ready_.assign(num_rules(), false);
+  }
+  if (!matches_ready_[action]) {
+    matches_[action] = search_rule(*egraph_, rule(action));
+    matches_ready_[action] = true;
+  }
+  return matches_[action];
+}
+
+std::vector<std::size_t> Environment::legal_actions() {
+  std::vector<std::size_t> actions;
+  for (std::size_t r = 0; r < num_rules(); ++r)
+    if (matches(r).size() > 0) actions.push_back(r);
+  actions.push_back(stop_action());
+  return actions;
+}
+
+// Whether applying match `i` of a multi-pattern rule would make a matched
+// class reachable from one of the variables' classes: the result, placed in
+// the matched class, would then depend on that class itself.
+bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i) const {
+  if (!r.is_multi()) return false;
+  if (visit_stamp_.size() < egraph_->num_ids()) visit_stamp_.resize(egraph_->num_ids(), 0);
+  if (++stamp_ == 0) {
+    std::fill(visit_stamp_.begin(), visit_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  std::span<const Id> roots = m.roots_of(i);
+  std::span<const Id> subst = m.subst(i);
+  std::vector<Id> stack;
+  for (std::size_t v = 0; v < subst.size(); ++v)
+    if (!r.attr_vars[v]) stack.push_back(egraph_->find(subst[v]));
+  while (!stack.empty()) {
+    Id c = stack.back();
+    stack.pop_back();
+    if (visit_stamp_[c.index()] == stamp_) continue;
+    visit_stamp_[c.index()] = stamp_;
+    for (Id root : roots)
+      if (egraph_->find(root) == c) return true;
+    for (const ENode& node : egraph_->nodes(c))
+      for (Id child : node.children) stack.push_back(egraph_->find(child));
+  }
+  return false;
+}
+
+// ---- Steps ----------------------------------------------------------------
+
+void Environment::apply(std::size_t rule_index, const RuleMatches& m,
+                        std::span<const std::size_t> which, StepRecord& record,
+                        StepResult& result) {
+  const Rule& r = rule(rule_index);
+  std::vector<std::size_t> chosen;
+  auto consider = [&](std::size_t i) {
+    if (i >= m.size()) return;
+    if (config_.filter_cycles && would_cycle(r, m, i)) {
+      ++result.filtered;
+      return;
+    }
+    chosen.push_back(i);
+  };
+  if (which.empty()) {
+    for (std::size_t i = 0; i < m.size(); ++i) consider(i);
+  } else {
+    for (std::size_t i : which) consider(i);
+  }
+  if (chosen.empty()) return;
+  ApplyResult applied = apply_rule(*egraph_, r, m, chosen);
+  if (applied.stopped) budget_hit_ = true;
+  if (applied.applied > 0) {
+    record.per_rule.emplace_back(rule_index, applied.applied);
+    applications_[rule_index] += applied.applied;
+    record.applied += applied.applied;
+    result.applied += applied.applied;
+  }
+}
+
+StepResult Environment::finish_step(StepRecord record, StepResult result) {
+  egraph_->rebuild();
+  peak_nodes_ = std::max(peak_nodes_, egraph_->num_nodes());
+  peak_bytes_ = std::max(peak_bytes_, egraph_->memory_bytes());
+  const double before = cost();
+  // An application that changed nothing keeps the cost it had.
+  record.cost = record.applied == 0 ? before : kUnknownCost;
+  history_.push_back(std::move(record));
+  result.reward = initial_cost_ > 0 ? (before - cost()) / initial_cost_ : 0.0;
+  result.done = !has_budget();
+  return result;
+}
+
+StepResult Environment::step(std::size_t action, std::span<const std::size_t> subset) {
+  StepRecord record{action, 0, kUnknownCost, {}};
+  StepResult result;
+  if (action >= num_rules()) {
+    // Stop: the state does not change.
+    record.cost = cost();
+    history_.push_back(std::move(record));
+    result.done = true;
+    return result;
+  }
+  if (has_budget()) {
+    RuleMatches m = matches(action);  // a copy: applying changes the e-graph
+    apply(action, m, subset, record, result);
+  }
+  return finish_step(std::move(record), result);
+}
+
+StepResult Environment::step_all(std::span<const std::size_t> rule_indices) {
+  StepRecord record{num_rules() + 1, 0, kUnknownCost, {}};
+  StepResult result;
+  if (has_budget()) {
+    std::vector<RuleMatches> all;
+    all.reserve(rule_indices.size());
+    for (std::size_t r : rule_indices) all.push_back(matches(r));
+    for (std::size_t k = 0; k < rule_indices.size() && !budget_hit_; ++k)
+      apply(rule_indices[k], all[k], {}, record, result);
+  }
+  return finish_step(std::move(record), result);
+}
+
+// ---- Checkpoints ----------------------------------------------------------
+
+void Environment::checkpoint() {
+  egraph_->mark();
+  marks_.push_back({history_.size(), budget_hit_});
+}
+
+void Environment::restore() {
+  assert(!marks_.empty());
+  egraph_->rollback();
+  const Mark m = marks_.back();
+  marks_.pop_back();
+  while (history_.size() > m.history_size) {
+    for (auto [r, n] : history_.back().per_rule) applications_[r] -= n;
+    history_.pop_back();
+  }
+  budget_hit_ = m.budget_hit;
+}
+
+void Environment::commit() {
+  assert(!marks_.empty());
+  egraph_->release();
+  marks_.pop_back();
+}
+
+}  // namespace saturn

@@ -1,0 +1,188 @@
+// The search environment: a tensor graph in an e-graph that grows one rule
+// application at a time, under a budget of e-nodes, bytes and wall time.
+// Every strategy (MCTS, greedy saturation, the fixed pass order, TASO-style
+// search) and outside agents (over the JSON protocol, see protocol.h) drive
+// the same interface, in the manner of CompilerGym / XLA Gym:
+//
+//   EnvironmentConfig config{.graph = &g, .rules = &rules, .cost_model = &roofline,
+//                            .budget = {.max_nodes = 2000}};
+//   std::unique_ptr<Environment> env = *Environment::create(config);
+//   for (std::size_t a : env->legal_actions()) ...
+//   StepResult r = env->step(action);   // r.reward: cost reduction / initial cost
+//   if (r.done) ...
+//   env->reset();                       // back to the input graph
+//
+// An action is a rule index (apply the rule to all its current matches, or to
+// a chosen subset) or `stop_action()`. The cost of a state is the DAG cost of
+// the sharing-aware greedy extraction, computed when first asked for and
+// cached per state.
+//
+// `checkpoint()` / `restore()` use the e-graph's undo trail: a search explores
+// a line of actions and returns without copying the e-graph.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/cost_model.h"
+#include "egraph/egraph.h"
+#include "extract/extractor.h"
+#include "rules/rewrite.h"
+#include "rules/rule.h"
+#include "tensor/analysis.h"
+#include "tensor/graph.h"
+
+namespace saturn {
+
+struct SearchBudget {
+  std::size_t max_nodes = 10'000;              // e-nodes; default 10,000
+  std::size_t max_bytes = Budget::kUnlimited;  // EGraph::memory_bytes(); default unlimited
+  double time_limit_seconds = 60;              // wall time from reset(); default 60 s
+};
+
+struct EnvironmentConfig {
+  const tensor::Graph* graph = nullptr;   // must outlive the environment
+  const RuleSet* rules = nullptr;         // over a TensorLanguage; must outlive it
+  const CostModel* cost_model = nullptr;  // must outlive it
+  SearchBudget budget;
+  // Skip matches of multi-pattern rules whose result would make an e-class
+  // depend on itself (TENSAT's cycle filtering).
+  bool filter_cycles = true;
+  EGraphCostOptions cost_options;
+};
+
+// What an agent sees of a state.
+struct Observation {
+  std::vector<int> op_counts;  // of the current best graph, indexed by tensor::Op
+  std::size_t nodes = 0;       // e-nodes
+  std::size_t classes = 0;
+  std::size_t bytes = 0;    // EGraph::memory_bytes()
+  double cost = 0;          // DAG cost of the current best graph
+  double initial_cost = 0;  // of the input graph
+  std::size_t steps = 0;    // actions taken since reset
+  double seconds = 0;       // since reset
+};
+
+struct StepResult {
+  double reward = 0;         // (cost before - cost after) / initial cost
+  bool done = false;         // stop chosen, or the budget (nodes, bytes, time) is spent
+  std::size_t applied = 0;   // matches that changed the e-graph
+  std::size_t filtered = 0;  // matches skipped by cycle filtering
+};
+
+class Environment {
+ public:
+  // Puts the config's graph into a fresh e-graph. Fails if the graph does not
+  // type-check or does not fit in the budget.
+  static absl::StatusOr<std::unique_ptr<Environment>> create(const EnvironmentConfig& config);
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  // Back to the input graph; restarts the clock.
+  void reset();
+
+  std::size_t num_rules() const { return config_.rules->size(); }
+  const RuleSet& rules() const { return *config_.rules; }
+  const Rule& rule(std::size_t action) const { return (*config_.rules)[action]; }
+  std::size_t stop_action() const { return num_rules(); }
+  // Rules with at least one match in the current state, then stop_action().
+  std::vector<std::size_t> legal_actions();
+  // The current matches of rule `action` (cached until the e-graph changes).
+  const RuleMatches& matches(std::size_t action);
+
+  // Applies rule `action` to all its matches, or to those listed in `subset`
+  // (indices into matches(action)), as far as the budget allows.
+  StepResult step(std::size_t action, std::span<const std::size_t> subset = {});
+  // One saturation iteration: searches all of `rules` first, then applies
+  // every match (TENSAT / egg semantics); `reward` and `done` as for step.
+  StepResult step_all(std::span<const std::size_t> rules);
+
+  // The DAG cost of the current best graph (cached per state).
+  double cost();
+  double initial_cost() const { return initial_cost_; }
+  Observation observe();
+  // Whether another action can still change anything: false once a step hit
+  // the node or byte budget, or the time limit passed.
+  bool has_budget() const;
+  bool budget_hit() const { return budget_hit_; }
+  bool out_of_time() const;
+  double seconds() const;
+
+  // Checkpoints nest; restore() returns to the latest one and forgets it.
+  void checkpoint();
+  void restore();
+  // Forgets the latest checkpoint and keeps the state.
+  void commit();
+
+  // Matches applied per rule since reset (rolled back with restore()).
+  const std::vector<std::size_t>& rule_applications() const { return applications_; }
+  std::size_t steps() const { return history_.size(); }
+  std::size_t peak_nodes() const { return peak_nodes_; }
+  std::size_t peak_bytes() const { return peak_bytes_; }
+  std::size_t extractions() const { return extractions_; }
+
+  const EGraph& egraph() const { return *egraph_; }
+  const tensor::TensorAnalysis& analysis() const { return *analysis_; }
+  const tensor::Graph& input_graph() const { return *config_.graph; }
+  const EnvironmentConfig& config() const { return config_; }
+  // The e-classes of the graph outputs, canonical.
+  std::vector<tensor::ClassOutput> outputs() const;
+  std::vector<Id> output_classes() const;
+
+  // The extraction problem of the current state under the cost model.
+  ExtractionProblem problem() const;
+  // Extracts the current state with `extractor` and rebuilds a graph.
+  absl::StatusOr<tensor::Graph> extract_graph(const Extractor& extractor,
+                                              ExtractionResult* result = nullptr) const;
+
+ private:
+  explicit Environment(const EnvironmentConfig& config);
+  // Places the input graph in a fresh e-graph.
+  absl::Status load();
+  struct StepRecord {
+    std::size_t action;
+    std::size_t applied;
+    double cost;                                                // NaN until computed
+    std::vector<std::pair<std::size_t, std::size_t>> per_rule;  // (rule, applied)
+  };
+  struct Mark {
+    std::size_t history_size;
+    bool budget_hit;
+  };
+
+  // Applies matches `which` (all if empty) of `rule`, cycle-filtered.
+  void apply(std::size_t rule, const RuleMatches& matches, std::span<const std::size_t> which,
+             StepRecord& record, StepResult& result);
+  StepResult finish_step(StepRecord record, StepResult result);
+  bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i) const;
+  double evaluate_cost() const;
+
+  EnvironmentConfig config_;
+  tensor::TensorLanguage language_;  // symbols agree with every TensorLanguage
+  std::unique_ptr<tensor::TensorAnalysis> analysis_;
+  std::unique_ptr<EGraph> egraph_;
+  std::vector<Id> graph_ids_;  // the e-class of each input graph node
+  double initial_cost_ = 0;
+  bool budget_hit_ = false;
+  std::vector<StepRecord> history_;
+  std::vector<Mark> marks_;
+  std::vector<std::size_t> applications_;
+  std::chrono::steady_clock::time_point start_;
+  std::size_t peak_nodes_ = 0, peak_bytes_ = 0;
+  mutable std::size_t extractions_ = 0;
+
+  // Matches per rule for e-graph version `matches_version_` (computed lazily).
+  std::uint64_t matches_version_ = ~std::uint64_t{0};
+  std::vector<RuleMatches> matches_;
+  std::vector<bool> matches_ready_;
+  mutable std::vector<std::uint32_t> visit_stamp_;
+  mutable std::uint32_t stamp_ = 0;
+};
+
+}  // namespace saturn

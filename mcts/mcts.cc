@@ -1,0 +1,279 @@
+// Monte Carlo tree search over rule applications.
+//
+// A state is the e-graph after a sequence of actions (apply rule r to all its
+// matches, or stop); its value is the cost reduction of the greedy DAG
+// extraction, normalized by the input graph's cost. Each real step runs a
+// number of simulations from the current state (selection by UCT, one
+// expansion, a short epsilon-greedy rollout, backpropagation), then takes the
+// most visited action. Simulations never copy the e-graph: each one starts
+// from a checkpoint and rolls back. The subtree below the chosen action is
+// kept for the next real step.
+//
+// Threads run independent trees (root parallelism), each on its own
+// environment with its own seed; the root statistics are summed to choose the
+// action. A fixed number of simulations per tree makes the result depend only
+// on the seed and the thread count.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "mcts/search.h"
+#include "tbb/parallel_for.h"
+#include "tbb/task_arena.h"
+
+namespace saturn {
+
+namespace {
+
+struct TreeNode {
+  std::size_t action = 0;  // the action that led here
+  std::uint32_t visits = 0;
+  double value_sum = 0;
+  bool terminal = false;             // stop, or the budget is spent
+  bool expanded = false;             // `untried` has been filled
+  std::vector<std::size_t> untried;  // actions not yet tried, next at the back
+  std::vector<std::unique_ptr<TreeNode>> children;
+
+  double mean() const { return visits == 0 ? 0.0 : value_sum / visits; }
+};
+
+// One thread's tree and environment.
+class Tree {
+ public:
+  Tree(std::unique_ptr<Environment> env, std::uint64_t seed, const MctsOptions& options)
+      : env_(std::move(env)),
+        rng_(seed),
+        options_(options),
+        root_(std::make_unique<TreeNode>()),
+        rule_value_(env_->num_rules() + 1, 0.0),
+        rule_tries_(env_->num_rules() + 1, 0) {}
+
+  Environment& env() { return *env_; }
+  std::unique_ptr<Environment> release_env() { return std::move(env_); }
+  const TreeNode& root() const { return *root_; }
+  std::size_t simulations() const { return simulations_; }
+
+  void simulate(std::size_t count) {
+    for (std::size_t i = 0; i < count && !env_->out_of_time(); ++i) simulate_once();
+  }
+
+  // Takes `action` for real and keeps its subtree. Returns the step.
+  StepResult advance(std::size_t action) {
+    std::unique_ptr<TreeNode> next;
+    for (std::unique_ptr<TreeNode>& child : root_->children)
+      if (child->action == action) next = std::move(child);
+    root_ = next ? std::move(next) : std::make_unique<TreeNode>();
+    return env_->step(action);
+  }
+
+ private:
+  double state_value() {
+    const double initial = env_->initial_cost();
+    return initial > 0 ? (initial - env_->cost()) / initial : 0.0;
+  }
+
+  void expand(TreeNode& node) {
+    node.expanded = true;
+    if (node.terminal || !env_->has_budget()) {
+      node.terminal = true;
+      return;
+    }
+    node.untried = env_->legal_actions();
+    std::shuffle(node.untried.begin(), node.untried.end(), rng_);
+  }
+
+  TreeNode* select_child(TreeNode& node) {
+    const double log_n = std::log(static_cast<double>(std::max<std::uint32_t>(node.visits, 1)));
+    const double scale = options_.exploration * std::max(best_value_, 1e-3);
+    TreeNode* best = nullptr;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (const std::unique_ptr<TreeNode>& child : node.children) {
+      double score =
+          child->mean() + scale * std::sqrt(log_n / std::max<std::uint32_t>(child->visits, 1));
+      if (score > best_score) {
+        best_score = score;
+        best = child.get();
+      }
+    }
+    return best;
+  }
+
+  // Applies `action` from `node`'s state; returns the child, or null when
+  // the action changed nothing (it is then dropped from the tree).
+  TreeNode* try_action(TreeNode& node, std::size_t action) {
+    StepResult r = env_->step(action);
+    if (action != env_->stop_action() && r.applied == 0) return nullptr;
+    auto child = std::make_unique<TreeNode>();
+    child->action = action;
+    child->terminal = r.done;
+    node.children.push_back(std::move(child));
+    return node.children.back().get();
+  }
+
+  // The rollout's next action: a random legal rule, or with probability
+  // 1 - epsilon the rule with the best mean value seen in this tree.
+  std::size_t rollout_action(const std::vector<std::size_t>& candidates) {
+    std::uniform_real_distribution<double> coin(0.0, 1.0);
+    if (coin(rng_) >= options_.epsilon) {
+      std::size_t best = candidates.front();
+      double best_value = -1;
+      for (std::size_t a : candidates) {
+        double v = rule_tries_[a] == 0 ? 0.0 : rule_value_[a] / rule_tries_[a];
+        if (v > best_value) {
+          best_value = v;
+          best = a;
+        }
+      }
+      return best;
+    }
+    std::uniform_int_distribution<std::size_t> pick(0, candidates.size() - 1);
+    return candidates[pick(rng_)];
+  }
+
+  void simulate_once() {
+    ++simulations_;
+    env_->checkpoint();
+    std::vector<TreeNode*> path{root_.get()};
+    TreeNode* node = root_.get();
+    std::vector<std::size_t> rollout_candidates;
+    while (!node->terminal) {
+      if (!node->expanded) expand(*node);
+      if (node->terminal) break;
+      if (!node->untried.empty()) {
+        // Expansion: try the next untried action (no-ops are discarded).
+        rollout_candidates = node->untried;
+        TreeNode* child = nullptr;
+        while (child == nullptr && !node->untried.empty()) {
+          std::size_t action = node->untried.back();
+          node->untried.pop_back();
+          child = try_action(*node, action);
+        }
+        if (child != nullptr) path.push_back(child);
+        break;
+      }
+      if (node->children.empty()) {
+        node->terminal = true;
+        break;
+      }
+      node = select_child(*node);
+      env_->step(node->action);
+      path.push_back(node);
+    }
+    // Rollout: a few cheap actions past the tree.
+    rollout_candidates.erase(
+        std::remove(rollout_candidates.begin(), rollout_candidates.end(), env_->stop_action()),
+        rollout_candidates.end());
+    std::vector<std::size_t> rolled;
+    if (!path.back()->terminal && !rollout_candidates.empty()) {
+      for (std::size_t d = 0; d < options_.rollout_depth && env_->has_budget(); ++d) {
+        std::size_t a = rollout_action(rollout_candidates);
+        env_->step(a);
+        rolled.push_back(a);
+      }
+    }
+    const double value = state_value();
+    best_value_ = std::max(best_value_, value);
+    for (TreeNode* n : path) {
+      ++n->visits;
+      n->value_sum += value;
+    }
+    for (std::size_t i = 1; i < path.size(); ++i) credit(path[i]->action, value);
+    for (std::size_t a : rolled) credit(a, value);
+    env_->restore();
+  }
+
+  void credit(std::size_t action, double value) {
+    rule_value_[action] += value;
+    ++rule_tries_[action];
+  }
+
+  std::unique_ptr<Environment> env_;
+  std::mt19937_64 rng_;
+  MctsOptions options_;
+  std::unique_ptr<TreeNode> root_;
+  std::vector<double> rule_value_;  // summed values of simulations using each rule
+  std::vector<std::uint32_t> rule_tries_;
+  double best_value_ = 0;
+  std::size_t simulations_ = 0;
+};
+
+// The action with the most visits over all trees' roots (ties: the higher
+// mean value, then the lower action index); none if no tree has children.
+std::optional<std::size_t> choose_action(const std::vector<std::unique_ptr<Tree>>& trees,
+                                         std::size_t num_actions) {
+  std::vector<std::uint64_t> visits(num_actions, 0);
+  std::vector<double> values(num_actions, 0);
+  for (const std::unique_ptr<Tree>& tree : trees) {
+    for (const std::unique_ptr<TreeNode>& child : tree->root().children) {
+      visits[child->action] += child->visits;
+      values[child->action] += child->value_sum;
+    }
+  }
+  std::optional<std::size_t> best;
+  for (std::size_t a = 0; a < num_actions; ++a) {
+    if (visits[a] == 0) continue;
+    if (!best || visits[a] > visits[*best] ||
+        (visits[a] == visits[*best] && values[a] / visits[a] > values[*best] / visits[*best]))
+      best = a;
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
+                                       const SearchOptions& options) {
+  const std::size_t num_trees = static_cast<std::size_t>(options.threads);
+  std::vector<std::unique_ptr<Tree>> trees;
+  for (std::size_t t = 0; t < num_trees; ++t) {
+    absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(config);
+    if (!env.ok()) return env.status();
+    // Seeds far apart per tree (splitmix-style constant).
+    trees.push_back(std::make_unique<Tree>(
+        std::move(*env), options.seed + 0x9e3779b97f4a7c15ULL * (t + 1), options.mcts));
+  }
+  Environment& lead = trees.front()->env();
+  const std::size_t per_tree =
+      std::max<std::size_t>(1, (options.mcts.simulations + num_trees - 1) / num_trees);
+
+  tbb::task_arena arena(options.threads);
+  SearchStats stats;
+  stats.strategy = "mcts";
+  stats.stop_reason = "step limit";
+  for (std::size_t step = 0; step < options.mcts.max_steps; ++step) {
+    if (!lead.has_budget()) {
+      stats.stop_reason = lead.out_of_time() ? "time limit" : "node or byte budget";
+      break;
+    }
+    arena.execute([&] {
+      tbb::parallel_for(std::size_t{0}, num_trees,
+                        [&](std::size_t t) { trees[t]->simulate(per_tree); });
+    });
+    std::optional<std::size_t> action = choose_action(trees, lead.num_rules() + 1);
+    if (!action) {
+      stats.stop_reason = lead.out_of_time() ? "time limit" : "no applicable rule";
+      break;
+    }
+    if (*action == lead.stop_action()) {
+      stats.stop_reason = "stop chosen";
+      break;
+    }
+    for (std::unique_ptr<Tree>& tree : trees) tree->advance(*action);
+  }
+  SearchOutcome out;
+  for (const std::unique_ptr<Tree>& tree : trees) {
+    stats.simulations += tree->simulations();
+    stats.extractions += tree->env().extractions();
+    stats.peak_nodes = std::max(stats.peak_nodes, tree->env().peak_nodes());
+    stats.peak_bytes = std::max(stats.peak_bytes, tree->env().peak_bytes());
+  }
+  stats.extractions -= lead.extractions();  // counted again below
+  stats.seconds = lead.seconds();
+  record_final_state(lead, stats);
+  out.stats = std::move(stats);
+  out.env = trees.front()->release_env();
+  return out;
+}
+
+}  // namespace saturn

@@ -1,0 +1,98 @@
+#include "mcts/optimize.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "rules/tensor/tensor_rules.h"
+
+namespace saturn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CostModel>> default_cost_model() {
+  absl::StatusOr<DeviceProfile> profile = load_device_profile(device_profile_path("cpu-2core"));
+  if (!profile.ok()) return profile.status();
+  return std::shared_ptr<const CostModel>(std::make_shared<RooflineCostModel>(*profile));
+}
+
+absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
+                                        const OptimizeOptions& options) {
+  const Clock::time_point start = Clock::now();
+  OptimizeResult result;
+
+  std::shared_ptr<const CostModel> cost_model = options.cost_model;
+  if (cost_model == nullptr) {
+    absl::StatusOr<std::shared_ptr<const CostModel>> fallback = default_cost_model();
+    if (!fallback.ok()) return fallback.status();
+    cost_model = *fallback;
+  }
+  result.cost_model = std::string(cost_model->name());
+
+  // Rules refer to the registry's conditions: both live for the call.
+  tensor::TensorLanguage language;
+  ConditionRegistry conditions = tensor_conditions();
+  absl::StatusOr<RuleSet> rules =
+      options.rule_files.empty() ? load_tensor_rules(language, conditions)
+                                 : load_tensor_rule_files(options.rule_files, language, conditions);
+  if (!rules.ok()) return rules.status();
+  result.num_rules = rules->size();
+  result.times.rules = seconds_since(start);
+
+  const Clock::time_point search_start = Clock::now();
+  EnvironmentConfig config{.graph = &graph,
+                           .rules = &*rules,
+                           .cost_model = cost_model.get(),
+                           .budget = options.budget,
+                           .filter_cycles = true,
+                           .cost_options = options.cost_options};
+  absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
+  if (!outcome.ok()) return outcome.status();
+  result.times.search = seconds_since(search_start);
+  result.stats = std::move(outcome->stats);
+  Environment& env = *outcome->env;
+  // The input's cost is measured in an environment of the input graph (TASO
+  // hands back one of its best graph).
+  absl::StatusOr<std::unique_ptr<Environment>> input_env = Environment::create(config);
+  if (!input_env.ok()) return input_env.status();
+  result.cost_before = (*input_env)->initial_cost();
+
+  const Clock::time_point extract_start = Clock::now();
+  ExtractionResult extraction;
+  absl::StatusOr<tensor::Graph> best =
+      options.ilp_seconds > 0
+          ? env.extract_graph(IlpExtractor(IlpOptions{.time_limit_seconds = options.ilp_seconds}),
+                              &extraction)
+          : env.extract_graph(DagGreedyExtractor(), &extraction);
+  if (!best.ok()) return best.status();
+  result.times.extract = seconds_since(extract_start);
+  result.extraction = extraction.status;
+  if (extraction.dag_cost <= result.cost_before) {
+    result.graph = std::move(*best);
+    result.cost_after = extraction.dag_cost;
+  } else {
+    // A heuristic extraction can miss the input graph itself; never return
+    // something worse than what came in.
+    result.graph = graph;
+    result.cost_after = result.cost_before;
+  }
+
+  for (std::size_t r = 0; r < result.stats.rule_applications.size(); ++r) {
+    if (result.stats.rule_applications[r] > 0)
+      result.rules_applied.push_back({(*rules)[r].name, result.stats.rule_applications[r]});
+  }
+  std::stable_sort(
+      result.rules_applied.begin(), result.rules_applied.end(),
+      [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
+  result.times.total = seconds_since(start);
+  return result;
+}
+
+}  // namespace saturn

@@ -1,0 +1,76 @@
+// saturn::optimize: the whole pipeline in one call. The graph goes into an
+// e-graph, a search strategy grows it under the budget, an extractor picks
+// the cheapest equivalent graph, and the result reports what happened.
+//
+//   tensor::Graph g = *tensor::build_zoo_model("squeezenet");
+//   OptimizeOptions options;
+//   options.search.strategy = Strategy::kMcts;
+//   options.budget.max_nodes = 2000;
+//   absl::StatusOr<OptimizeResult> r = optimize(g, options);
+//   fmt::print("{:.1f}% cheaper\n", r->improvement_percent());
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/cost_model.h"
+#include "extract/extractor.h"
+#include "mcts/search.h"
+#include "tensor/graph.h"
+
+namespace saturn {
+
+struct OptimizeOptions {
+  SearchOptions search;  // strategy, seed, threads and per-strategy settings
+  SearchBudget budget{.max_nodes = 2000, .max_bytes = Budget::kUnlimited, .time_limit_seconds = 60};
+  // The cost model; null means the roofline model of the shipped
+  // "cpu-2core" device profile.
+  std::shared_ptr<const CostModel> cost_model;
+  EGraphCostOptions cost_options;
+  // Rule files; empty means the shipped tensor rules.
+  std::vector<std::string> rule_files;
+  // Seconds for the exact ILP extraction; 0 uses the greedy DAG extraction only.
+  double ilp_seconds = 10;
+};
+
+struct RuleApplication {
+  std::string name;
+  std::size_t count = 0;  // matches applied
+};
+
+struct PhaseTimes {
+  double rules = 0;    // loading the rules
+  double search = 0;   // growing the e-graph
+  double extract = 0;  // final extraction and graph rebuilding
+  double total = 0;
+};
+
+struct OptimizeResult {
+  tensor::Graph graph;  // the best graph found (the input when nothing is cheaper)
+  double cost_before = 0;
+  double cost_after = 0;
+  std::string cost_model;
+  ExtractionStatus extraction = ExtractionStatus::kHeuristic;
+  std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied
+  std::size_t num_rules = 0;                   // rules the search could use
+  SearchStats stats;
+  PhaseTimes times;
+
+  // Cost reduction in percent of the input's cost.
+  double improvement_percent() const {
+    return cost_before > 0 ? 100.0 * (cost_before - cost_after) / cost_before : 0.0;
+  }
+  // cost_before / cost_after (the predicted speedup under a latency model).
+  double speedup() const { return cost_after > 0 ? cost_before / cost_after : 1.0; }
+};
+
+// Optimizes `graph`. Fails with a clear message on rules that do not load, a
+// model that does not type-check or does not fit the budget.
+absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph, const OptimizeOptions& options);
+
+// The shipped roofline model for the "cpu-2core" profile.
+absl::StatusOr<std::shared_ptr<const CostModel>> default_cost_model();
+
+}  // namespace saturn

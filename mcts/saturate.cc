@@ -1,0 +1,125 @@
+// The saturation baselines: greedy (TENSAT) and the fixed pass order.
+#include <algorithm>
+
+#include "mcts/search.h"
+
+namespace saturn {
+
+std::string_view to_string(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kMcts:
+      return "mcts";
+    case Strategy::kGreedy:
+      return "greedy";
+    case Strategy::kDefault:
+      return "default";
+    case Strategy::kTaso:
+      return "taso";
+  }
+  return "unknown";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  for (Strategy s : kAllStrategies)
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
+
+void record_final_state(const Environment& env, SearchStats& stats) {
+  stats.steps = env.steps();
+  stats.extractions += env.extractions();
+  stats.peak_nodes = std::max(stats.peak_nodes, env.peak_nodes());
+  stats.peak_bytes = std::max(stats.peak_bytes, env.peak_bytes());
+  stats.rule_applications = env.rule_applications();
+}
+
+absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
+                                         const SearchOptions& options) {
+  if (options.threads < 1) return absl::InvalidArgumentError("search: threads must be at least 1");
+  switch (options.strategy) {
+    case Strategy::kMcts:
+      return run_mcts(config, options);
+    case Strategy::kGreedy:
+      return run_greedy(config, options);
+    case Strategy::kDefault:
+      return run_default_order(config, options);
+    case Strategy::kTaso:
+      return run_taso(config, options);
+  }
+  return absl::InvalidArgumentError("search: unknown strategy");
+}
+
+namespace {
+
+// Why a saturation loop ended, given the last step.
+const char* stop_reason(const Environment& env, const StepResult& last) {
+  if (env.budget_hit() || env.egraph().num_nodes() >= env.config().budget.max_nodes)
+    return "node or byte budget";
+  if (env.out_of_time()) return "time limit";
+  if (last.applied == 0) return "saturated";
+  return "iteration limit";
+}
+
+// Steps `rules` together until nothing changes, the budget is spent or
+// `iterations` have run; `multi_iterations` limits the iterations that
+// include multi-pattern rules.
+StepResult saturate(Environment& env, const std::vector<std::size_t>& rules, std::size_t iterations,
+                    std::size_t multi_iterations) {
+  std::vector<std::size_t> single;
+  for (std::size_t r : rules)
+    if (!env.rule(r).is_multi()) single.push_back(r);
+  StepResult last;
+  for (std::size_t it = 0; it < iterations && env.has_budget(); ++it) {
+    last = env.step_all(it < multi_iterations ? rules : single);
+    if (last.applied == 0) break;
+  }
+  return last;
+}
+
+}  // namespace
+
+absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
+                                         const SearchOptions& options) {
+  absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(config);
+  if (!env.ok()) return env.status();
+  std::vector<std::size_t> all((*env)->num_rules());
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
+  StepResult last =
+      saturate(**env, all, options.greedy.iteration_limit, options.greedy.multi_iterations);
+  SearchOutcome out;
+  out.stats.strategy = "greedy";
+  out.stats.stop_reason = stop_reason(**env, last);
+  out.stats.seconds = (*env)->seconds();
+  record_final_state(**env, out.stats);
+  out.env = std::move(*env);
+  return out;
+}
+
+absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
+                                                const SearchOptions& options) {
+  absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(config);
+  if (!env.ok()) return env.status();
+  const RuleSet& rules = (*env)->rules();
+  const std::vector<std::string>& order = options.default_order.groups;
+  // One pass per listed group, then one for the rules of unlisted groups.
+  std::vector<std::vector<std::size_t>> passes(order.size() + 1);
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    auto it = std::find(order.begin(), order.end(), rules[r].group);
+    passes[static_cast<std::size_t>(it - order.begin())].push_back(r);
+  }
+  StepResult last;
+  for (const std::vector<std::size_t>& pass : passes) {
+    if (pass.empty() || !(*env)->has_budget()) continue;
+    last = saturate(**env, pass, options.default_order.iterations_per_group,
+                    options.default_order.iterations_per_group);
+  }
+  SearchOutcome out;
+  out.stats.strategy = "default";
+  out.stats.stop_reason = (*env)->has_budget() ? "pipeline finished" : stop_reason(**env, last);
+  out.stats.seconds = (*env)->seconds();
+  record_final_state(**env, out.stats);
+  out.env = std::move(*env);
+  return out;
+}
+
+}  // namespace saturn

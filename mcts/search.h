@@ -1,0 +1,112 @@
+// Construction search: the strategies that decide which rewrites grow the
+// e-graph under the budget.
+//
+//   mcts     UCT tree search over rule applications (Hartmann, He and Yoneki,
+//            PACT 2024; MCTS-GEB): simulations explore from checkpoints and
+//            roll back, rewards come from the sharing-aware greedy extractor
+//   greedy   TENSAT-style saturation: every rule on every match, iteration
+//            after iteration, until the budget is full
+//   default  a fixed pass order: the rule groups in one canonical sequence,
+//            each to a fixpoint (like a compiler's default pipeline)
+//   taso     TASO-style backtracking over whole rewritten graphs: a queue by
+//            cost, candidates up to alpha times the best kept, a budget of
+//            popped graphs
+//
+//   SearchOptions options{.strategy = Strategy::kMcts, .seed = 7, .threads = 2};
+//   absl::StatusOr<SearchOutcome> out = run_search(config, options);
+//   out->env->extract_graph(IlpExtractor());
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mcts/environment.h"
+
+namespace saturn {
+
+enum class Strategy : std::uint8_t { kMcts, kGreedy, kDefault, kTaso };
+std::string_view to_string(Strategy strategy);
+std::optional<Strategy> parse_strategy(std::string_view name);
+inline constexpr Strategy kAllStrategies[] = {Strategy::kMcts, Strategy::kGreedy,
+                                              Strategy::kDefault, Strategy::kTaso};
+
+struct MctsOptions {
+  std::size_t simulations = 48;   // per real step, over all threads; default 48
+  std::size_t rollout_depth = 2;  // random actions after the tree; default 2
+  double exploration = 1.0;       // UCT constant, scaled by the best reward seen; default 1.0
+  double epsilon = 0.5;        // rollouts: chance of a random rule, else the best rule so far; 0.5
+  std::size_t max_steps = 30;  // real steps (actions taken); default 30
+};
+
+struct GreedyOptions {
+  std::size_t iteration_limit = 15;  // default 15
+  std::size_t multi_iterations = 1;  // iterations that apply multi-pattern rules; default 1
+};
+
+struct DefaultOrderOptions {
+  // Rule groups in pipeline order; rules of other groups run last, in one
+  // group of their own.
+  std::vector<std::string> groups = {"elementwise", "layout", "matmul", "conv", "pooling", "merge"};
+  std::size_t iterations_per_group = 8;  // default 8
+};
+
+struct TasoOptions {
+  double alpha = 1.05;                // keep candidates costing up to alpha x best; default 1.05
+  std::size_t max_popped = 100;       // graphs expanded; default 100
+  std::size_t matches_per_rule = 16;  // candidates per rule and graph; default 16
+};
+
+struct SearchOptions {
+  Strategy strategy = Strategy::kMcts;
+  std::uint64_t seed = 1;
+  int threads = 1;  // MCTS: independent trees whose root statistics are summed
+  MctsOptions mcts;
+  GreedyOptions greedy;
+  DefaultOrderOptions default_order;
+  TasoOptions taso;
+};
+
+struct SearchStats {
+  std::string strategy;
+  std::string stop_reason;          // why the search ended
+  std::size_t steps = 0;            // actions applied to the final state
+  std::size_t simulations = 0;      // MCTS simulations over all threads
+  std::size_t graphs_explored = 0;  // TASO: graphs popped
+  std::size_t extractions = 0;      // greedy extractions (reward evaluations)
+  std::size_t peak_nodes = 0;       // largest e-graph of any thread or candidate
+  std::size_t peak_bytes = 0;
+  std::vector<std::size_t> rule_applications;  // per rule, on the way to the final state
+  double seconds = 0;
+};
+
+struct SearchOutcome {
+  // The final state; extract from it. For TASO, an environment holding the
+  // best graph found (`graph` owns it).
+  std::unique_ptr<Environment> env;
+  std::shared_ptr<const tensor::Graph> graph;
+  SearchStats stats;
+};
+
+// Runs `options.strategy` from the config's graph.
+absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
+                                         const SearchOptions& options);
+
+// The strategies (one file each).
+absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
+                                       const SearchOptions& options);
+absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
+                                         const SearchOptions& options);
+absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
+                                                const SearchOptions& options);
+absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
+                                       const SearchOptions& options);
+
+// Fills the statistics every strategy shares from its final environment.
+void record_final_state(const Environment& env, SearchStats& stats);
+
+}  // namespace saturn
