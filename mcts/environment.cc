@@ -171,32 +171,110 @@ std::vector<std::size_t> Environment::legal_actions() {
   return actions;
 }
 
+// Orders the classes so that a class reaches (through children) only
+// classes of lower or equal rank: the strongly connected components in
+// reverse topological order (Tarjan's algorithm, iteratively).
+void Environment::rank_classes() {
+  reachable_.clear();
+  const std::size_t n = egraph_->num_ids();
+  constexpr std::uint32_t kUnvisited = ~std::uint32_t{0};
+  class_rank_.assign(n, kUnvisited);
+  std::vector<std::uint32_t> index(n, kUnvisited), low(n, 0);
+  std::vector<bool> on_stack(n, false);
+  std::vector<Id> component;
+  struct Frame {
+    Id id;
+    std::size_t node = 0, child = 0;
+  };
+  std::vector<Frame> frames;
+  std::uint32_t next_index = 0, next_rank = 0;
+  for (Id start : egraph_->class_ids()) {
+    if (index[start.index()] != kUnvisited) continue;
+    frames.push_back({start});
+    index[start.index()] = low[start.index()] = next_index++;
+    component.push_back(start);
+    on_stack[start.index()] = true;
+    while (!frames.empty()) {
+      Frame& f = frames.back();
+      std::span<const ENode> nodes = egraph_->nodes(f.id);
+      if (f.node < nodes.size()) {
+        const ENode& node = nodes[f.node];
+        if (f.child >= node.children.size()) {
+          ++f.node;
+          f.child = 0;
+          continue;
+        }
+        Id c = egraph_->find(node.children[f.child++]);
+        if (index[c.index()] == kUnvisited) {
+          index[c.index()] = low[c.index()] = next_index++;
+          component.push_back(c);
+          on_stack[c.index()] = true;
+          frames.push_back({c});
+        } else if (on_stack[c.index()]) {
+          low[f.id.index()] = std::min(low[f.id.index()], index[c.index()]);
+        }
+        continue;
+      }
+      const Id done = f.id;
+      frames.pop_back();
+      if (!frames.empty())
+        low[frames.back().id.index()] = std::min(low[frames.back().id.index()], low[done.index()]);
+      if (low[done.index()] == index[done.index()]) {
+        Id member;
+        do {
+          member = component.back();
+          component.pop_back();
+          on_stack[member.index()] = false;
+          class_rank_[member.index()] = next_rank;
+        } while (member != done);
+        ++next_rank;
+      }
+    }
+  }
+}
+
 // Whether applying match `i` of a multi-pattern rule would make a matched
 // class reachable from one of the variables' classes: the result, placed in
-// the matched class, would then depend on that class itself.
-bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i) const {
+// the matched class, would then depend on that class itself. A variable
+// ranked below every matched class cannot reach one; for the others the
+// classes they reach are computed once per step and kept.
+bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i) {
   if (!r.is_multi()) return false;
-  if (visit_stamp_.size() < egraph_->num_ids()) visit_stamp_.resize(egraph_->num_ids(), 0);
-  if (++stamp_ == 0) {
-    std::fill(visit_stamp_.begin(), visit_stamp_.end(), 0);
-    stamp_ = 1;
-  }
+  auto rank = [&](Id c) {
+    return c.index() < class_rank_.size() ? class_rank_[c.index()] : ~std::uint32_t{0};
+  };
   std::span<const Id> roots = m.roots_of(i);
   std::span<const Id> subst = m.subst(i);
-  std::vector<Id> stack;
-  for (std::size_t v = 0; v < subst.size(); ++v)
-    if (!r.attr_vars[v]) stack.push_back(egraph_->find(subst[v]));
+  std::uint32_t lowest = ~std::uint32_t{0};
+  for (Id root : roots) lowest = std::min(lowest, rank(egraph_->find(root)));
+  for (std::size_t v = 0; v < subst.size(); ++v) {
+    if (r.attr_vars[v]) continue;
+    const Id var = egraph_->find(subst[v]);
+    if (rank(var) < lowest) continue;
+    const std::vector<bool>& reach = reachable_from(var);
+    for (Id root : roots) {
+      Id c = egraph_->find(root);
+      if (c.index() < reach.size() && reach[c.index()]) return true;
+    }
+  }
+  return false;
+}
+
+const std::vector<bool>& Environment::reachable_from(Id start) {
+  auto [it, inserted] = reachable_.try_emplace(start);
+  if (!inserted) return it->second;
+  std::vector<bool>& seen = it->second;
+  seen.assign(egraph_->num_ids(), false);
+  std::vector<Id> stack{start};
   while (!stack.empty()) {
     Id c = stack.back();
     stack.pop_back();
-    if (visit_stamp_[c.index()] == stamp_) continue;
-    visit_stamp_[c.index()] = stamp_;
-    for (Id root : roots)
-      if (egraph_->find(root) == c) return true;
+    if (seen[c.index()]) continue;
+    seen[c.index()] = true;
     for (const ENode& node : egraph_->nodes(c))
       for (Id child : node.children) stack.push_back(egraph_->find(child));
   }
-  return false;
+  return seen;
 }
 
 // ---- Steps ----------------------------------------------------------------
@@ -255,6 +333,7 @@ StepResult Environment::step(std::size_t action, std::span<const std::size_t> su
   }
   if (has_budget()) {
     RuleMatches m = matches(action);  // a copy: applying changes the e-graph
+    if (config_.filter_cycles && rule(action).is_multi()) rank_classes();
     apply(action, m, subset, record, result);
   }
   return finish_step(std::move(record), result);
@@ -266,7 +345,13 @@ StepResult Environment::step_all(std::span<const std::size_t> rule_indices) {
   if (has_budget()) {
     std::vector<RuleMatches> all;
     all.reserve(rule_indices.size());
-    for (std::size_t r : rule_indices) all.push_back(matches(r));
+    bool multi = false;
+    for (std::size_t r : rule_indices) {
+      all.push_back(matches(r));
+      multi = multi || rule(r).is_multi();
+    }
+    // Ranks of the state the matches were found in.
+    if (config_.filter_cycles && multi) rank_classes();
     for (std::size_t k = 0; k < rule_indices.size() && !budget_hit_; ++k)
       apply(rule_indices[k], all[k], {}, record, result);
   }

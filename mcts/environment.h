@@ -160,7 +160,10 @@ class Environment {
   void apply(std::size_t rule, const RuleMatches& matches, std::span<const std::size_t> which,
              StepRecord& record, StepResult& result);
   StepResult finish_step(StepRecord record, StepResult result);
-  bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i) const;
+  void rank_classes();
+  bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i);
+  // The classes reachable from `start` through children (memoized per step).
+  const std::vector<bool>& reachable_from(Id start);
   double evaluate_cost() const;
 
   EnvironmentConfig config_;
@@ -181,8 +184,8 @@ class Environment {
   std::uint64_t matches_version_ = ~std::uint64_t{0};
   std::vector<RuleMatches> matches_;
   std::vector<bool> matches_ready_;
-  mutable std::vector<std::uint32_t> visit_stamp_;
-  mutable std::uint32_t stamp_ = 0;
+  std::vector<std::uint32_t> class_rank_;                 // see rank_classes()
+  absl::flat_hash_map<Id, std::vector<bool>> reachable_;  // see reachable_from()
 };
 
 }  // namespace saturn

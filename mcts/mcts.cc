@@ -30,6 +30,7 @@ struct TreeNode {
   std::size_t action = 0;  // the action that led here
   std::uint32_t visits = 0;
   double value_sum = 0;
+  double best_value = -1;            // the best value of a simulation through this node
   bool terminal = false;             // stop, or the budget is spent
   bool expanded = false;             // `untried` has been filled
   std::vector<std::size_t> untried;  // actions not yet tried, next at the back
@@ -177,6 +178,7 @@ class Tree {
     for (TreeNode* n : path) {
       ++n->visits;
       n->value_sum += value;
+      n->best_value = std::max(n->best_value, value);
     }
     for (std::size_t i = 1; i < path.size(); ++i) credit(path[i]->action, value);
     for (std::size_t a : rolled) credit(a, value);
@@ -198,23 +200,24 @@ class Tree {
   std::size_t simulations_ = 0;
 };
 
-// The action with the most visits over all trees' roots (ties: the higher
-// mean value, then the lower action index); none if no tree has children.
+// The action whose simulations reached the best value over all trees' roots
+// (a single-player search: the best line found is what counts; ties: more
+// visits, then the lower action index); none if no tree has children.
 std::optional<std::size_t> choose_action(const std::vector<std::unique_ptr<Tree>>& trees,
                                          std::size_t num_actions) {
   std::vector<std::uint64_t> visits(num_actions, 0);
-  std::vector<double> values(num_actions, 0);
+  std::vector<double> values(num_actions, -1);
   for (const std::unique_ptr<Tree>& tree : trees) {
     for (const std::unique_ptr<TreeNode>& child : tree->root().children) {
       visits[child->action] += child->visits;
-      values[child->action] += child->value_sum;
+      values[child->action] = std::max(values[child->action], child->best_value);
     }
   }
   std::optional<std::size_t> best;
   for (std::size_t a = 0; a < num_actions; ++a) {
     if (visits[a] == 0) continue;
-    if (!best || visits[a] > visits[*best] ||
-        (visits[a] == visits[*best] && values[a] / visits[a] > values[*best] / visits[*best]))
+    if (!best || values[a] > values[*best] ||
+        (values[a] == values[*best] && visits[a] > visits[*best]))
       best = a;
   }
   return best;

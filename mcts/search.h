@@ -36,8 +36,8 @@ inline constexpr Strategy kAllStrategies[] = {Strategy::kMcts, Strategy::kGreedy
                                               Strategy::kDefault, Strategy::kTaso};
 
 struct MctsOptions {
-  std::size_t simulations = 48;   // per real step, over all threads; default 48
-  std::size_t rollout_depth = 2;  // random actions after the tree; default 2
+  std::size_t simulations = 160;  // per real step, over all threads; default 160
+  std::size_t rollout_depth = 8;  // epsilon-greedy actions after the tree; default 8
   double exploration = 1.0;       // UCT constant, scaled by the best reward seen; default 1.0
   double epsilon = 0.5;        // rollouts: chance of a random rule, else the best rule so far; 0.5
   std::size_t max_steps = 30;  // real steps (actions taken); default 30
