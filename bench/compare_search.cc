@@ -6,7 +6,7 @@
 // budget.
 //
 //   build/bench/compare_search [--models a,b] [--strategies mcts,greedy,default,taso]
-//       [--costs opcount,roofline,roofline-gpu] [--budgets 2000,10000,50000]
+//       [--costs opcount,roofline,roofline:gpu-a100] [--budgets 2000,10000,50000]
 //       [--seeds 5] [--threads 2] [--ilp-seconds 5] [--time-limit 60] [--out DIR]
 #include <algorithm>
 #include <cmath>
@@ -99,16 +99,6 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   return a;
 }
 
-absl::StatusOr<std::shared_ptr<const CostModel>> make_cost_model(const std::string& name) {
-  if (name == "opcount")
-    return std::shared_ptr<const CostModel>(std::make_shared<OpCountCostModel>());
-  std::string profile = name == "roofline" ? "cpu-2core" : name == "roofline-gpu" ? "gpu-a100" : "";
-  if (profile.empty()) return absl::InvalidArgumentError("unknown cost model " + name);
-  absl::StatusOr<DeviceProfile> p = load_device_profile(device_profile_path(profile));
-  if (!p.ok()) return p.status();
-  return std::shared_ptr<const CostModel>(std::make_shared<RooflineCostModel>(*p));
-}
-
 std::string machine_description() {
   std::string cpu = "unknown CPU";
   std::ifstream info("/proc/cpuinfo");
@@ -176,7 +166,7 @@ int main(int argc, char** argv) {
   if (!args.ok()) {
     fmt::print(stderr,
                "compare_search: {}\nusage: compare_search [--models a,b] [--strategies ...] "
-               "[--costs opcount,roofline,roofline-gpu] [--budgets 2000,...] [--seeds N] "
+               "[--costs opcount,roofline,roofline:gpu-a100] [--budgets 2000,...] [--seeds N] "
                "[--threads N] [--ilp-seconds S] [--time-limit S] [--out DIR]\n",
                message(args.status()));
     return 2;
@@ -189,7 +179,7 @@ int main(int argc, char** argv) {
       "wall s | stop |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string& cost_name : args->costs) {
-    absl::StatusOr<std::shared_ptr<const CostModel>> cost = make_cost_model(cost_name);
+    absl::StatusOr<std::shared_ptr<const CostModel>> cost = cost_model_by_name(cost_name);
     if (!cost.ok()) {
       fmt::print(stderr, "compare_search: {}\n", message(cost.status()));
       return 2;

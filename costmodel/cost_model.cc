@@ -187,6 +187,33 @@ std::string device_profile_path(std::string_view name) {
   return fmt::format("{}/costmodel/profiles/{}.json", SATURN_SOURCE_DIR, name);
 }
 
+absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec) {
+  if (spec == "opcount") return std::make_shared<const OpCountCostModel>();
+  auto profile_of = [](std::string_view name) {
+    // A name without a slash or ".json" is a shipped profile.
+    std::string path(name);
+    if (path.find('/') == std::string::npos && !path.ends_with(".json"))
+      path = device_profile_path(name);
+    return load_device_profile(path);
+  };
+  if (spec == "roofline" || spec.starts_with("roofline:")) {
+    absl::StatusOr<DeviceProfile> profile =
+        profile_of(spec == "roofline" ? std::string_view("cpu-2core") : spec.substr(9));
+    if (!profile.ok()) return profile.status();
+    return std::make_shared<const RooflineCostModel>(*profile);
+  }
+  if (spec.starts_with("measured:")) {
+    absl::StatusOr<DeviceProfile> profile = profile_of("cpu-2core");
+    if (!profile.ok()) return profile.status();
+    absl::StatusOr<std::unique_ptr<MeasuredCostModel>> model =
+        load_measured_cost_model(std::string(spec.substr(9)), RooflineCostModel(*profile));
+    if (!model.ok()) return model.status();
+    return std::shared_ptr<const CostModel>(std::move(*model));
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown cost model '{}' (use opcount, roofline, roofline:PROFILE or measured:FILE)", spec));
+}
+
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback) {
   absl::StatusOr<std::string> text = read_text_file(path);

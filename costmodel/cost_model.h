@@ -113,6 +113,12 @@ class MeasuredCostModel final : public CostModel {
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback);
 
+// A cost model by name: "opcount", "roofline" (the cpu-2core profile),
+// "roofline:PROFILE" (a shipped profile name or a profile file), or
+// "measured:FILE" (a measured table, priced by the cpu-2core roofline where
+// it has no entry).
+absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
+
 struct EGraphCostOptions {
   bool weight_only_free = true;  // weight-only classes are computed at load time: cost 0
 };

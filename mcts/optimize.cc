@@ -17,12 +17,6 @@ double seconds_since(Clock::time_point t) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const CostModel>> default_cost_model() {
-  absl::StatusOr<DeviceProfile> profile = load_device_profile(device_profile_path("cpu-2core"));
-  if (!profile.ok()) return profile.status();
-  return std::shared_ptr<const CostModel>(std::make_shared<RooflineCostModel>(*profile));
-}
-
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
   const Clock::time_point start = Clock::now();
@@ -30,7 +24,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
 
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {
-    absl::StatusOr<std::shared_ptr<const CostModel>> fallback = default_cost_model();
+    absl::StatusOr<std::shared_ptr<const CostModel>> fallback = cost_model_by_name("roofline");
     if (!fallback.ok()) return fallback.status();
     cost_model = *fallback;
   }

@@ -70,7 +70,4 @@ struct OptimizeResult {
 // model that does not type-check or does not fit the budget.
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph, const OptimizeOptions& options);
 
-// The shipped roofline model for the "cpu-2core" profile.
-absl::StatusOr<std::shared_ptr<const CostModel>> default_cost_model();
-
 }  // namespace saturn

@@ -6,13 +6,21 @@
 //   saturn check MODEL.json         load, type-check, count ops and evaluate a model
 //   saturn rules list [FILE...]     each rule's name, kind and group (default: the shipped rules)
 //   saturn rules verify [FILE...]   check each rule's soundness on random shapes and values
+//   saturn optimize MODEL [-o OUT.json] [options]   search, extract, report (see --help)
+//   saturn env                      the search environment over line-based JSON on stdin/stdout
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
+#include "mcts/optimize.h"
+#include "mcts/protocol.h"
+#include "nlohmann/json.hpp"
 #include "rules/parser.h"
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/interpreter.h"
@@ -30,6 +38,19 @@ constexpr std::string_view kUsage = R"(usage:
   saturn check MODEL.json [--eval]   load and type-check a JSON model, print its op counts
   saturn rules list [FILE...]        list rules: name, kind, group (default: the shipped tensor rules)
   saturn rules verify [FILE...]      verify rules on random shapes and values; non-zero exit if any fails
+  saturn optimize MODEL [options]    optimize a zoo model or a JSON model (MODEL: name or .json)
+      -o OUT.json                    write the optimized model (never the input file)
+      --search mcts|greedy|default|taso   (default mcts)
+      --budget-nodes N               e-node budget (default 2000)
+      --budget-mem BYTES             byte budget (default unlimited)
+      --time-limit S                 search time limit in seconds (default 60)
+      --cost opcount|roofline|roofline:PROFILE|measured:FILE   (default roofline)
+      --rules FILE...                rule files (default: the shipped tensor rules)
+      --threads N  --seed N          (defaults 2 and 1)
+      --ilp-seconds S                exact extraction time limit; 0: greedy only (default 10)
+      --report FILE.json             write the summary as JSON
+  saturn env                         serve the search environment: JSON requests on stdin, one per line
+Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
 
 int fail(const absl::Status& status) {
@@ -148,6 +169,125 @@ int rules_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A zoo model by name, or a saturn JSON model file.
+absl::StatusOr<Graph> load_model(const std::string& name) {
+  if (name.ends_with(".json")) return load_json_model(name);
+  return build_zoo_model(name);
+}
+
+int usage_error(std::string_view command, const std::string& what) {
+  fmt::print(stderr, "saturn {}: {}\n{}", command, what, kUsage);
+  return 2;
+}
+
+int optimize_command(const std::vector<std::string>& args) {
+  std::string model, out, report, cost = "roofline";
+  OptimizeOptions options;
+  options.search.threads = 2;
+  try {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&]() -> const std::string& {
+        if (i + 1 >= args.size()) throw std::invalid_argument("missing value after " + a);
+        return args[++i];
+      };
+      if (a == "-o")
+        out = value();
+      else if (a == "--search") {
+        std::optional<Strategy> s = parse_strategy(value());
+        if (!s) return usage_error("optimize", "unknown search '" + args[i] + "'");
+        options.search.strategy = *s;
+      } else if (a == "--budget-nodes")
+        options.budget.max_nodes = std::stoul(value());
+      else if (a == "--budget-mem")
+        options.budget.max_bytes = std::stoul(value());
+      else if (a == "--time-limit")
+        options.budget.time_limit_seconds = std::stod(value());
+      else if (a == "--cost")
+        cost = value();
+      else if (a == "--threads")
+        options.search.threads = std::stoi(value());
+      else if (a == "--seed")
+        options.search.seed = std::stoull(value());
+      else if (a == "--ilp-seconds")
+        options.ilp_seconds = std::stod(value());
+      else if (a == "--report")
+        report = value();
+      else if (a == "--rules") {
+        while (i + 1 < args.size() && !args[i + 1].starts_with("-"))
+          options.rule_files.push_back(args[++i]);
+        if (options.rule_files.empty()) return usage_error("optimize", "--rules needs files");
+      } else if (a.starts_with("-") || !model.empty())
+        return usage_error("optimize", "unexpected '" + a + "'");
+      else
+        model = a;
+    }
+  } catch (const std::exception& e) {
+    return usage_error("optimize", e.what());
+  }
+  if (model.empty()) return usage_error("optimize", "which model?");
+  std::error_code ec;
+  if (!out.empty() && std::filesystem::exists(out) && std::filesystem::exists(model) &&
+      std::filesystem::equivalent(out, model, ec))
+    return fail(
+        absl::InvalidArgumentError(fmt::format("{}: will not overwrite the input model", out)));
+  absl::StatusOr<Graph> graph = load_model(model);
+  if (!graph.ok()) return fail(graph.status());
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
+  if (!cost_model.ok()) return fail(cost_model.status());
+  options.cost_model = *cost_model;
+  absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
+  if (!r.ok()) return fail(with_context(r.status(), model));
+
+  fmt::print(
+      "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
+      graph->name, r->stats.strategy, r->cost_model, r->cost_before, r->cost_after,
+      r->improvement_percent(), r->speedup());
+  fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n", total_ops(*graph),
+             total_ops(r->graph), r->stats.peak_nodes, options.budget.max_nodes,
+             r->stats.stop_reason, to_string(r->extraction));
+  fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
+             r->times.rules, r->times.search, r->times.extract, r->times.total);
+  for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
+    fmt::print("  {:>6}  {}\n", r->rules_applied[i].count, r->rules_applied[i].name);
+  if (!out.empty()) {
+    if (absl::Status s = save_json_model(r->graph, out); !s.ok()) return fail(s);
+    fmt::print("wrote {}\n", out);
+  }
+  if (!report.empty()) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const RuleApplication& a : r->rules_applied)
+      rules.push_back({{"rule", a.name}, {"count", a.count}});
+    nlohmann::json j = {{"model", graph->name},
+                        {"strategy", r->stats.strategy},
+                        {"cost_model", r->cost_model},
+                        {"cost_before", r->cost_before},
+                        {"cost_after", r->cost_after},
+                        {"improvement_percent", r->improvement_percent()},
+                        {"ops_before", total_ops(*graph)},
+                        {"ops_after", total_ops(r->graph)},
+                        {"peak_nodes", r->stats.peak_nodes},
+                        {"peak_bytes", r->stats.peak_bytes},
+                        {"budget_nodes", options.budget.max_nodes},
+                        {"stop_reason", r->stats.stop_reason},
+                        {"extraction", std::string(to_string(r->extraction))},
+                        {"simulations", r->stats.simulations},
+                        {"rules_applied", rules},
+                        {"seconds",
+                         {{"rules", r->times.rules},
+                          {"search", r->times.search},
+                          {"extract", r->times.extract},
+                          {"total", r->times.total}}}};
+    if (absl::Status s = write_text_file(report, j.dump(2) + "\n"); !s.ok()) return fail(s);
+  }
+  return 0;
+}
+
+int env_command(const std::vector<std::string>& args) {
+  if (!args.empty()) return usage_error("env", "takes no arguments");
+  return serve_environment(std::cin, std::cout, load_model) == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,6 +301,8 @@ int main(int argc, char** argv) {
   if (command == "zoo") return zoo(args);
   if (command == "check") return check(args);
   if (command == "rules") return rules_command(args);
+  if (command == "optimize") return optimize_command(args);
+  if (command == "env") return env_command(args);
   fmt::print(stderr, "saturn: unknown command '{}'\n{}", command, kUsage);
   return 2;
 }
