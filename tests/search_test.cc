@@ -1,0 +1,246 @@
+// The search environment, the four strategies and optimize(): budgets are
+// never exceeded, a seed and thread count fix the result, every strategy's
+// graph computes what the input graph computes, checkpoints restore the exact
+// state, and the JSON protocol drives the environment.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "mcts/optimize.h"
+#include "mcts/protocol.h"
+#include "nlohmann/json.hpp"
+#include "rules/tensor/tensor_rules.h"
+#include "tensor/interpreter.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn {
+namespace {
+
+using tensor::Graph;
+
+// Settings small enough for a test: few simulations and steps, a short ILP.
+OptimizeOptions quick_options(Strategy strategy, std::size_t nodes) {
+  OptimizeOptions o;
+  o.search.strategy = strategy;
+  o.search.threads = 2;
+  o.search.seed = 3;
+  o.search.mcts.simulations = 24;
+  o.search.mcts.max_steps = 6;
+  o.search.mcts.rollout_depth = 3;
+  o.search.taso.max_popped = 8;
+  o.budget.max_nodes = nodes;
+  o.budget.time_limit_seconds = 60;
+  o.ilp_seconds = 2;
+  o.cost_model = std::make_shared<OpCountCostModel>();
+  return o;
+}
+
+class SearchTest : public ::testing::TestWithParam<Strategy> {};
+
+TEST_P(SearchTest, StaysInTheNodeBudgetAndKeepsTheOutputs) {
+  for (const char* name : {"squeezenet", "nasrnn", "bert"}) {
+    Graph g = *tensor::build_zoo_model(name);
+    const std::size_t budget = 1200;
+    absl::StatusOr<OptimizeResult> r = optimize(g, quick_options(GetParam(), budget));
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+    EXPECT_LE(r->stats.peak_nodes, budget) << name;
+    EXPECT_GT(r->stats.peak_nodes, 0u) << name;
+    EXPECT_LE(r->cost_after, r->cost_before) << name;
+
+    tensor::Inputs inputs = tensor::random_inputs(g, 11);
+    absl::StatusOr<std::vector<tensor::Tensor>> before = tensor::evaluate(g, inputs);
+    absl::StatusOr<std::vector<tensor::Tensor>> after = tensor::evaluate(r->graph, inputs);
+    ASSERT_TRUE(before.ok() && after.ok()) << name;
+    ASSERT_EQ(before->size(), after->size());
+    for (std::size_t i = 0; i < before->size(); ++i)
+      EXPECT_LE(tensor::max_error_ratio((*after)[i], (*before)[i], 1e-3, 1e-4), 1.0)
+          << name << " output " << i;
+  }
+}
+
+TEST_P(SearchTest, StaysInTheByteBudget) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(GetParam(), 1'000'000);
+  o.budget.max_bytes = 200'000;
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->stats.peak_bytes, o.budget.max_bytes);
+}
+
+TEST_P(SearchTest, SameSeedAndThreadsGiveTheSameResult) {
+  Graph g = *tensor::build_zoo_model("nasrnn");
+  OptimizeOptions o = quick_options(GetParam(), 1500);
+  o.ilp_seconds = 0;  // the greedy extraction is deterministic; CBC's timing is not
+  absl::StatusOr<OptimizeResult> a = optimize(g, o);
+  absl::StatusOr<OptimizeResult> b = optimize(g, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->cost_after, b->cost_after);
+  EXPECT_EQ(a->stats.rule_applications, b->stats.rule_applications);
+  EXPECT_EQ(a->stats.peak_nodes, b->stats.peak_nodes);
+  EXPECT_EQ(tensor::op_counts(a->graph), tensor::op_counts(b->graph));
+}
+
+TEST_P(SearchTest, ImpossibleBudgetIsAClearError) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  absl::StatusOr<OptimizeResult> r = optimize(g, quick_options(GetParam(), 10));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not fit the search budget (10 e-nodes"),
+            std::string::npos)
+      << r.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SearchTest, ::testing::ValuesIn(kAllStrategies),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(Search, MctsFindsWhatGreedyFindsOnSqueezeNet) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kMcts, 2000);
+  absl::StatusOr<OptimizeResult> mcts = optimize(g, o);
+  o.search.strategy = Strategy::kGreedy;
+  absl::StatusOr<OptimizeResult> greedy = optimize(g, o);
+  ASSERT_TRUE(mcts.ok() && greedy.ok());
+  EXPECT_LT(mcts->cost_after, mcts->cost_before);
+  EXPECT_LE(mcts->cost_after, greedy->cost_after);
+  EXPECT_GT(mcts->stats.simulations, 0u);
+  EXPECT_FALSE(mcts->rules_applied.empty());
+}
+
+TEST(Search, UnknownRuleFileIsAnError) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+  o.rule_files = {"/nonexistent/x.rules"};
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/x.rules"), std::string::npos);
+}
+
+// ---- The environment ------------------------------------------------------
+
+struct EnvFixture {
+  tensor::TensorLanguage language;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(language, conditions);
+  OpCountCostModel cost;
+  Graph graph = *tensor::build_zoo_model("squeezenet");
+  std::unique_ptr<Environment> env;
+
+  explicit EnvFixture(std::size_t nodes = 3000) {
+    EnvironmentConfig config{.graph = &graph, .rules = &rules, .cost_model = &cost,
+                             .budget = {.max_nodes = nodes}};
+    env = *Environment::create(config);
+  }
+  std::size_t rule(std::string_view name) const {
+    for (std::size_t r = 0; r < rules.size(); ++r)
+      if (rules[r].name == name) return r;
+    ADD_FAILURE() << "no rule " << name;
+    return 0;
+  }
+};
+
+TEST(Environment, StepRewardsAndRestoreReturnsToTheExactState) {
+  EnvFixture f;
+  Environment& env = *f.env;
+  const std::string start = env.egraph().dump();
+  const double initial = env.cost();
+  std::vector<std::size_t> legal = env.legal_actions();
+  EXPECT_EQ(legal.back(), env.stop_action());
+  const std::size_t fuse = f.rule("fuse-conv-bias-relu");
+  EXPECT_NE(std::find(legal.begin(), legal.end(), fuse), legal.end());
+
+  env.checkpoint();
+  StepResult r = env.step(fuse);
+  EXPECT_EQ(r.applied, 26u);  // every Conv + bias + Relu of SqueezeNet
+  EXPECT_NEAR(r.reward, 26.0 / initial, 1e-9);  // each fusion saves one op
+  EXPECT_EQ(env.rule_applications()[fuse], 26u);
+  EXPECT_FALSE(r.done);
+  env.restore();
+  EXPECT_EQ(env.egraph().dump(), start);
+  EXPECT_EQ(env.cost(), initial);
+  EXPECT_EQ(env.rule_applications()[fuse], 0u);
+  EXPECT_EQ(env.steps(), 0u);
+
+  // A subset of the matches, then stop.
+  const std::size_t which[] = {0, 1};
+  EXPECT_EQ(env.step(fuse, which).applied, 2u);
+  EXPECT_TRUE(env.step(env.stop_action()).done);
+  env.reset();
+  EXPECT_EQ(env.egraph().dump(), start);
+}
+
+TEST(Environment, BudgetEndsTheEpisode) {
+  EnvFixture f(130);  // SqueezeNet takes 118 e-nodes; each fusion adds one
+  Environment& env = *f.env;
+  StepResult r = env.step(f.rule("fuse-conv-bias-relu"));
+  EXPECT_TRUE(r.done);
+  EXPECT_TRUE(env.budget_hit());
+  EXPECT_LE(env.egraph().num_nodes(), 130u);
+  EXPECT_LT(r.applied, 26u);
+}
+
+// ---- The JSON protocol ------------------------------------------------------
+
+TEST(Protocol, DrivesTheEnvironment) {
+  std::istringstream in(
+      R"({"cmd": "observe"}
+{"cmd": "reset", "model": "squeezenet", "budget_nodes": 2000, "cost": "opcount"}
+{"cmd": "rules"}
+{"cmd": "actions"}
+not json
+{"cmd": "step", "action": 100000}
+{"cmd": "step", "action": 0, "matches": [99999]}
+{"cmd": "fly"}
+{"cmd": "reset", "model": "no-such-model"}
+)");
+  std::ostringstream out;
+  auto loader = [](const std::string& name) { return tensor::build_zoo_model(name); };
+  // Requests that depend on earlier answers are sent in a second session.
+  EXPECT_EQ(serve_environment(in, out, loader), 6);
+  std::vector<nlohmann::json> replies;
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) replies.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(replies.size(), 9u);
+  EXPECT_FALSE(replies[0]["ok"]);
+  EXPECT_NE(replies[0]["error"].get<std::string>().find("line 1: 'observe' before the first reset"),
+            std::string::npos);
+  ASSERT_TRUE(replies[1]["ok"]);
+  EXPECT_EQ(replies[1]["observation"]["cost"], 64.0);
+  const std::size_t stop = replies[1]["stop_action"];
+  EXPECT_EQ(replies[2]["rules"].size(), stop);
+  std::size_t fuse = stop;
+  for (const auto& r : replies[2]["rules"])
+    if (r["name"] == "fuse-conv-bias-relu") fuse = r["action"];
+  ASSERT_LT(fuse, stop);
+  bool listed = false;
+  for (const auto& a : replies[3]["legal"]) listed = listed || a["action"] == fuse;
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(replies[4]["error"], "line 5: not valid JSON");
+  EXPECT_NE(replies[5]["error"].get<std::string>().find("out of range"), std::string::npos);
+  EXPECT_NE(replies[6]["error"].get<std::string>().find("match 99999 is out of range"),
+            std::string::npos);
+  EXPECT_NE(replies[7]["error"].get<std::string>().find("unknown cmd 'fly'"), std::string::npos);
+  EXPECT_FALSE(replies[8]["ok"]);
+
+  std::istringstream second(
+      R"({"cmd": "reset", "model": "squeezenet", "budget_nodes": 2000, "cost": "opcount"}
+{"cmd": "step", "action": )" +
+      std::to_string(fuse) + R"(}
+{"cmd": "step", "action": )" +
+      std::to_string(stop) + R"(}
+{"cmd": "quit"}
+{"cmd": "observe"}
+)");
+  std::ostringstream out2;
+  EXPECT_EQ(serve_environment(second, out2, loader), 0);
+  std::istringstream lines2(out2.str());
+  replies.clear();
+  for (std::string line; std::getline(lines2, line);) replies.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(replies.size(), 4u);  // nothing after quit
+  EXPECT_EQ(replies[1]["applied"], 26);
+  EXPECT_EQ(replies[1]["observation"]["cost"], 38.0);
+  EXPECT_NEAR(replies[1]["reward"].get<double>(), 26.0 / 64.0, 1e-9);
+  EXPECT_EQ(replies[1]["done"], false);
+  EXPECT_EQ(replies[2]["done"], true);
+}
+
+}  // namespace
+}  // namespace saturn
