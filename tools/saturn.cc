@@ -8,6 +8,7 @@
 //   saturn rules verify [FILE...]   check each rule's soundness on random shapes and values
 //   saturn optimize MODEL [-o OUT.json] [options]   search, extract, report (see --help)
 //   saturn env                      the search environment over line-based JSON on stdin/stdout
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -298,6 +299,12 @@ int main(int argc, char** argv) {
   }
   std::string command = args[0];
   args.erase(args.begin());
+  // `saturn COMMAND --help`: the usage of every command, exit 0.
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
   if (command == "zoo") return zoo(args);
   if (command == "check") return check(args);
   if (command == "rules") return rules_command(args);
