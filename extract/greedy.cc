@@ -1,9 +1,9 @@
 // The tree and sharing-aware DAG greedy extractors.
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <limits>
 
+#include "egraph/stopwatch.h"
 #include "extract/extractor.h"
 
 namespace saturn {
@@ -52,19 +52,14 @@ class NodeQueue {
   std::deque<std::uint32_t> queue_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-ExtractionResult finish(const ExtractionProblem& p, Selection selection,
-                        std::chrono::steady_clock::time_point start) {
+ExtractionResult finish(const ExtractionProblem& p, Selection selection, const Stopwatch& clock) {
   ExtractionResult r;
   r.selection = prune_to_roots(p, selection);
   absl::StatusOr<double> cost = check_selection(p, r.selection);
   r.status = cost.ok() ? ExtractionStatus::kHeuristic : ExtractionStatus::kNoSolution;
   r.dag_cost = cost.ok() ? *cost : kInfinity;
   r.tree_cost = tree_cost(p, r.selection);
-  r.seconds = seconds_since(start);
+  r.seconds = clock.seconds();
   return r;
 }
 
@@ -172,17 +167,17 @@ std::string_view to_string(ExtractionStatus status) {
 }
 
 ExtractionResult TreeExtractor::extract(const ExtractionProblem& p) const {
-  auto start = std::chrono::steady_clock::now();
-  return finish(p, tree_selection(p, Parents(p)), start);
+  const Stopwatch clock;
+  return finish(p, tree_selection(p, Parents(p)), clock);
 }
 
 ExtractionResult DagGreedyExtractor::extract(const ExtractionProblem& p) const {
-  auto start = std::chrono::steady_clock::now();
+  const Stopwatch clock;
   Parents parents(p);
-  ExtractionResult dag = finish(p, dag_selection(p, parents), start);
-  ExtractionResult tree = finish(p, tree_selection(p, parents), start);
+  ExtractionResult dag = finish(p, dag_selection(p, parents), clock);
+  ExtractionResult tree = finish(p, tree_selection(p, parents), clock);
   ExtractionResult& best = dag.dag_cost <= tree.dag_cost ? dag : tree;
-  best.seconds = seconds_since(start);
+  best.seconds = clock.seconds();
   return best;
 }
 

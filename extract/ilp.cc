@@ -16,10 +16,10 @@
 // and any cycle that still shows up (a safety net) gets a lazy cut
 //              sum_{n in C} x(n) <= |C| - 1.
 #include <algorithm>
-#include <chrono>
 #include <limits>
 
 #include "Cbc_C_Interface.h"
+#include "egraph/stopwatch.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
 
@@ -242,10 +242,8 @@ class SparseModel {
 }  // namespace
 
 ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+  const Stopwatch clock;
+  auto elapsed = [&] { return clock.seconds(); };
   ExtractionResult warm = DagGreedyExtractor().extract(p);
   ExtractionResult result = warm;
   result.status = ExtractionStatus::kTimedOut;

@@ -53,7 +53,7 @@ absl::Status Environment::load() {
   applications_.assign(num_rules(), 0);
   budget_hit_ = false;
   matches_version_ = ~std::uint64_t{0};
-  start_ = std::chrono::steady_clock::now();
+  clock_.restart();
   peak_nodes_ = egraph_->num_nodes();
   peak_bytes_ = egraph_->memory_bytes();
   initial_cost_ = evaluate_cost();
@@ -119,6 +119,9 @@ Observation Environment::observe() {
   o.op_counts.assign(tensor::kNumOps, 0);
   ExtractionProblem p = problem();
   ExtractionResult r = DagGreedyExtractor().extract(p);
+  ++extractions_;
+  // The same extraction prices the state, if it was not priced yet.
+  if (!history_.empty() && std::isnan(history_.back().cost)) history_.back().cost = r.dag_cost;
   auto chosen = chosen_enodes(*egraph_, p, r.selection);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
     if (r.selection.choice[c] < 0) continue;
@@ -136,9 +139,7 @@ Observation Environment::observe() {
   return o;
 }
 
-double Environment::seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
+double Environment::seconds() const { return clock_.seconds(); }
 
 bool Environment::out_of_time() const { return seconds() >= config_.budget.time_limit_seconds; }
 

@@ -21,7 +21,6 @@
 // a line of actions and returns without copying the e-graph.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -31,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cost_model.h"
 #include "egraph/egraph.h"
+#include "egraph/stopwatch.h"
 #include "extract/extractor.h"
 #include "rules/rewrite.h"
 #include "rules/rule.h"
@@ -176,7 +176,7 @@ class Environment {
   std::vector<StepRecord> history_;
   std::vector<Mark> marks_;
   std::vector<std::size_t> applications_;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch clock_;  // since reset
   std::size_t peak_nodes_ = 0, peak_bytes_ = 0;
   mutable std::size_t extractions_ = 0;
 

@@ -267,14 +267,12 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   SearchOutcome out;
   for (const std::unique_ptr<Tree>& tree : trees) {
     stats.simulations += tree->simulations();
-    stats.extractions += tree->env().extractions();
-    stats.peak_nodes = std::max(stats.peak_nodes, tree->env().peak_nodes());
-    stats.peak_bytes = std::max(stats.peak_bytes, tree->env().peak_bytes());
+    count_usage(tree->env(), stats);
   }
-  stats.extractions -= lead.extractions();  // counted again below
   stats.seconds = lead.seconds();
   record_final_state(lead, stats);
   out.stats = std::move(stats);
+  out.input_cost = lead.initial_cost();
   out.env = trees.front()->release_env();
   return out;
 }

@@ -1,25 +1,15 @@
 #include "mcts/optimize.h"
+#include "egraph/stopwatch.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "rules/tensor/tensor_rules.h"
 
 namespace saturn {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
-
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
-  const Clock::time_point start = Clock::now();
+  const Stopwatch total;
   OptimizeResult result;
 
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
@@ -38,9 +28,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                  : load_tensor_rule_files(options.rule_files, language, conditions);
   if (!rules.ok()) return rules.status();
   result.num_rules = rules->size();
-  result.times.rules = seconds_since(start);
+  result.times.rules = total.seconds();
 
-  const Clock::time_point search_start = Clock::now();
+  Stopwatch phase;
   EnvironmentConfig config{.graph = &graph,
                            .rules = &*rules,
                            .cost_model = cost_model.get(),
@@ -49,16 +39,12 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                            .cost_options = options.cost_options};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
   if (!outcome.ok()) return outcome.status();
-  result.times.search = seconds_since(search_start);
+  result.times.search = phase.seconds();
   result.stats = std::move(outcome->stats);
   Environment& env = *outcome->env;
-  // The input's cost is measured in an environment of the input graph (TASO
-  // hands back one of its best graph).
-  absl::StatusOr<std::unique_ptr<Environment>> input_env = Environment::create(config);
-  if (!input_env.ok()) return input_env.status();
-  result.cost_before = (*input_env)->initial_cost();
+  result.cost_before = outcome->input_cost;
 
-  const Clock::time_point extract_start = Clock::now();
+  phase.restart();
   ExtractionResult extraction;
   absl::StatusOr<tensor::Graph> best =
       options.ilp_seconds > 0
@@ -66,7 +52,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                               &extraction)
           : env.extract_graph(DagGreedyExtractor(), &extraction);
   if (!best.ok()) return best.status();
-  result.times.extract = seconds_since(extract_start);
+  result.times.extract = phase.seconds();
   result.extraction = extraction.status;
   if (extraction.dag_cost <= result.cost_before) {
     result.graph = std::move(*best);
@@ -85,7 +71,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   std::stable_sort(
       result.rules_applied.begin(), result.rules_applied.end(),
       [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
-  result.times.total = seconds_since(start);
+  result.times.total = total.seconds();
   return result;
 }
 

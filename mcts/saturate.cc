@@ -25,11 +25,14 @@ std::optional<Strategy> parse_strategy(std::string_view name) {
   return std::nullopt;
 }
 
-void record_final_state(const Environment& env, SearchStats& stats) {
-  stats.steps = env.steps();
+void count_usage(const Environment& env, SearchStats& stats) {
   stats.extractions += env.extractions();
   stats.peak_nodes = std::max(stats.peak_nodes, env.peak_nodes());
   stats.peak_bytes = std::max(stats.peak_bytes, env.peak_bytes());
+}
+
+void record_final_state(const Environment& env, SearchStats& stats) {
+  stats.steps = env.steps();
   stats.rule_applications = env.rule_applications();
 }
 
@@ -90,7 +93,9 @@ absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
   out.stats.strategy = "greedy";
   out.stats.stop_reason = stop_reason(**env, last);
   out.stats.seconds = (*env)->seconds();
+  count_usage(**env, out.stats);
   record_final_state(**env, out.stats);
+  out.input_cost = (*env)->initial_cost();
   out.env = std::move(*env);
   return out;
 }
@@ -117,7 +122,9 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
   out.stats.strategy = "default";
   out.stats.stop_reason = (*env)->has_budget() ? "pipeline finished" : stop_reason(**env, last);
   out.stats.seconds = (*env)->seconds();
+  count_usage(**env, out.stats);
   record_final_state(**env, out.stats);
+  out.input_cost = (*env)->initial_cost();
   out.env = std::move(*env);
   return out;
 }

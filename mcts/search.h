@@ -89,6 +89,7 @@ struct SearchOutcome {
   // best graph found (`graph` owns it).
   std::unique_ptr<Environment> env;
   std::shared_ptr<const tensor::Graph> graph;
+  double input_cost = 0;  // the DAG cost of the config's graph
   SearchStats stats;
 };
 
@@ -106,7 +107,9 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
 absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
                                        const SearchOptions& options);
 
-// Fills the statistics every strategy shares from its final environment.
+// Adds an environment's extractions and peak sizes to `stats`.
+void count_usage(const Environment& env, SearchStats& stats);
+// Takes the steps and rule applications of the final state.
 void record_final_state(const Environment& env, SearchStats& stats);
 
 }  // namespace saturn

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "egraph/stopwatch.h"
 #include "mcts/search.h"
 
 namespace saturn {
@@ -102,10 +103,8 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
                                        const SearchOptions& options) {
   absl::StatusOr<std::unique_ptr<Environment>> first = Environment::create(config);
   if (!first.ok()) return first.status();
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+  const Stopwatch clock;
+  auto elapsed = [&] { return clock.seconds(); };
 
   SearchStats stats;
   stats.strategy = "taso";
@@ -161,12 +160,10 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
             }
           }
         }
-        stats.peak_nodes = std::max(stats.peak_nodes, e.peak_nodes());
-        stats.peak_bytes = std::max(stats.peak_bytes, e.peak_bytes());
         e.restore();
       }
     }
-    stats.extractions += e.extractions();
+    count_usage(e, stats);
   }
 
   // The best graph, in an environment of its own for the final extraction.
@@ -178,11 +175,11 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
   stats.steps = best.rules.size();
   stats.rule_applications.assign((*env)->num_rules(), 0);
   for (std::size_t r : best.rules) ++stats.rule_applications[r];
-  stats.peak_nodes = std::max(stats.peak_nodes, (*env)->peak_nodes());
-  stats.peak_bytes = std::max(stats.peak_bytes, (*env)->peak_bytes());
+  count_usage(**env, stats);
   stats.seconds = elapsed();
   out.stats = std::move(stats);
   out.graph = best.graph;
+  out.input_cost = (*first)->initial_cost();
   out.env = std::move(*env);
   return out;
 }

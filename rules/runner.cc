@@ -1,4 +1,5 @@
 #include "rules/runner.h"
+#include "egraph/stopwatch.h"
 
 #include <algorithm>
 
@@ -6,15 +7,7 @@
 
 namespace saturn {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const char* to_string(StopReason reason) {
   switch (reason) {
@@ -88,7 +81,7 @@ Runner& Runner::with_scheduler(std::unique_ptr<Scheduler> s) {
 }
 
 RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
-  const Clock::time_point start = Clock::now();
+  const Stopwatch run_clock;
   const Budget saved_budget = egraph.budget();
   egraph.set_budget(Budget{std::min(node_limit_, saved_budget.max_nodes),
                            std::min(byte_limit_, saved_budget.max_bytes)});
@@ -99,7 +92,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
   report.rules.resize(rules.size());
   report.initial_nodes = egraph.num_nodes();
   std::vector<RuleMatches> found(rules.size());
-  auto out_of_time = [&] { return seconds_since(start) >= time_limit_.count(); };
+  auto out_of_time = [&] { return run_clock.seconds() >= time_limit_.count(); };
 
   for (std::size_t iter = 0;; ++iter) {
     if (iter >= iteration_limit_) {
@@ -109,7 +102,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
     IterationReport it;
     std::optional<StopReason> stop;
 
-    Clock::time_point t = Clock::now();
+    Stopwatch phase;
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       found[r] = RuleMatches{};
       if (!scheduler_->should_search(r, iter)) continue;
@@ -120,9 +113,9 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       if (scheduler_->accept(r, iter, m.size())) found[r] = std::move(m);
       if (out_of_time()) stop = StopReason::kTimeLimit;
     }
-    it.search_seconds = seconds_since(t);
+    it.search_seconds = phase.seconds();
 
-    t = Clock::now();
+    phase.restart();
     const std::size_t nodes_before = egraph.num_nodes();
     const std::size_t classes_before = egraph.num_classes();
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
@@ -137,11 +130,11 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
         stop = StopReason::kTimeLimit;
       }
     }
-    it.apply_seconds = seconds_since(t);
+    it.apply_seconds = phase.seconds();
 
-    t = Clock::now();
+    phase.restart();
     egraph.rebuild();
-    it.rebuild_seconds = seconds_since(t);
+    it.rebuild_seconds = phase.seconds();
 
     it.nodes = egraph.num_nodes();
     it.classes = egraph.num_classes();

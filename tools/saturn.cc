@@ -9,7 +9,6 @@
 //   saturn optimize MODEL [-o OUT.json] [options]   search, extract, report (see --help)
 //   saturn env                      the search environment over line-based JSON on stdin/stdout
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +17,7 @@
 
 #include "egraph/file.h"
 #include "egraph/status.h"
+#include "egraph/stopwatch.h"
 #include "fmt/format.h"
 #include "mcts/optimize.h"
 #include "mcts/protocol.h"
@@ -71,10 +71,10 @@ std::string op_summary(const Graph& graph) {
 // Runs the graph on seeded random inputs; returns seconds or an error.
 absl::StatusOr<double> time_evaluation(const Graph& graph) {
   Inputs inputs = random_inputs(graph, 1);
-  auto start = std::chrono::steady_clock::now();
+  const Stopwatch clock;
   absl::StatusOr<std::vector<Tensor>> out = evaluate(graph, inputs);
   if (!out.ok()) return out.status();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return clock.seconds();
 }
 
 int describe(const Graph& graph, bool eval) {
