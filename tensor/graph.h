@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -48,6 +49,10 @@ struct Graph {
   std::vector<GraphOutput> outputs;
   // Keyed by the weight node's `name` attribute.
   absl::flat_hash_map<std::string, WeightInit> weights;
+  // The operator sets the model was written for, as ONNX opset imports
+  // ({"", 13} is the default domain at version 13); empty for models built
+  // in saturn. Exporters write the model back for the same opsets.
+  std::vector<std::pair<std::string, std::int64_t>> opsets;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };

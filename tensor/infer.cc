@@ -589,8 +589,8 @@ absl::StatusOr<std::vector<TensorType>> opaque_outputs(const Attributes& attribu
     if (rank < 0 || i + rank > shapes->size() || out.size() >= dtypes->size()) return bad();
     TensorType t;
     std::int64_t code = (*dtypes)[out.size()];
-    if (code != 0 && code != 1) return bad();
-    t.dtype = code == 0 ? DType::kFloat32 : DType::kInt64;
+    if (code < 0 || code >= kNumDTypes) return bad();
+    t.dtype = static_cast<DType>(code);
     t.dims.assign(shapes->begin() + i, shapes->begin() + i + rank);
     i += rank;
     out.push_back(std::move(t));
@@ -604,7 +604,7 @@ void set_opaque_outputs(Attributes& attributes, std::span<const TensorType> outp
   for (const TensorType& t : outputs) {
     shapes.push_back(static_cast<std::int64_t>(t.rank()));
     shapes.insert(shapes.end(), t.dims.begin(), t.dims.end());
-    dtypes.push_back(t.dtype == DType::kFloat32 ? 0 : 1);
+    dtypes.push_back(static_cast<std::int64_t>(t.dtype));
   }
   attributes.set("out_shapes", shapes);
   attributes.set("out_dtypes", dtypes);

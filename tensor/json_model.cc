@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
@@ -47,11 +48,19 @@ class ModelReader {
     }
     for (const auto& [key, value] : root.items()) {
       if (key != "format" && key != "version" && key != "name" && key != "inputs" &&
-          key != "weights" && key != "nodes" && key != "outputs") {
+          key != "weights" && key != "nodes" && key != "outputs" && key != "opsets") {
         return error(key, "unknown field");
       }
     }
     graph_.name = root.value("name", std::string("model"));
+    if (auto o = root.find("opsets"); o != root.end()) {
+      if (!o->is_object()) return error("opsets", "must map domains to versions");
+      for (const auto& [domain, version] : o->items()) {
+        if (!version.is_number_integer() || version.get<std::int64_t>() < 1)
+          return error("opsets", fmt::format("'{}' must map to a positive version", domain));
+        graph_.opsets.emplace_back(domain, version.get<std::int64_t>());
+      }
+    }
     if (absl::Status s = read_leaves(root, "inputs", Op::kInput); !s.ok()) return s;
     if (absl::Status s = read_leaves(root, "weights", Op::kWeight); !s.ok()) return s;
     const Json* nodes = list(root, "nodes");
@@ -143,10 +152,10 @@ class ModelReader {
       if (!dims.ok()) return dims.status();
       std::string dtype = item.value("dtype", std::string("float32"));
       std::optional<DType> dt = parse_dtype(dtype);
-      if (!dt) return error(where, fmt::format("unknown dtype '{}' (float32 or int64)", dtype));
+      if (!dt) return error(where, fmt::format("unknown dtype '{}'", dtype));
       for (const auto& [k, v] : item.items()) {
         bool known =
-            k == "name" || k == "shape" || k == "dtype" ||
+            k == "name" || k == "shape" || k == "dtype" || (op == Op::kInput && k == "onnx_type") ||
             (op == Op::kWeight && (k == "data" || k == "seed" || k == "low" || k == "high"));
         if (!known) return error(where, fmt::format("unknown field '{}'", k));
       }
@@ -156,6 +165,10 @@ class ModelReader {
         graph_.weights[name] = std::move(*init);
       }
       Attributes a{{"name", name}, {"shape", *dims}, {"dtype", dtype}};
+      if (op == Op::kInput && item.contains("onnx_type")) {
+        if (!item["onnx_type"].is_string()) return error(where, "onnx_type must be a string");
+        a.set("onnx_type", item["onnx_type"].get<std::string>());
+      }
       if (auto t = append(Node{op, std::move(a), {}, name}, where, name); !t.ok())
         return t.status();
     }
@@ -167,10 +180,29 @@ class ModelReader {
     WeightInit init;
     init.seed = stable_hash(item["name"].get<std::string>());
     if (auto d = item.find("data"); d != item.end()) {
-      if (!d->is_array() || static_cast<std::int64_t>(d->size()) != type.num_elements()) {
-        return error(where, fmt::format("data must be a list of {} numbers", type.num_elements()));
+      if (!is_computable(type.dtype) && type.dtype != DType::kString) {
+        // Other element types: base64 of the little-endian bytes.
+        std::string bytes;
+        if (!d->is_string() || !absl::Base64Unescape(d->get<std::string>(), &bytes) ||
+            static_cast<std::int64_t>(bytes.size()) != type.num_bytes()) {
+          return error(where, fmt::format("{} data must be base64 of {} bytes",
+                                          dtype_name(type.dtype), type.num_bytes()));
+        }
+        const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
+        init.data = std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
+        return init;
       }
-      if (type.dtype == DType::kFloat32) {
+      if (!d->is_array() || static_cast<std::int64_t>(d->size()) != type.num_elements()) {
+        return error(where, fmt::format("data must be a list of {} values", type.num_elements()));
+      }
+      if (type.dtype == DType::kString) {
+        std::vector<std::string> values;
+        for (const Json& v : *d) {
+          if (!v.is_string()) return error(where, "string data must hold strings");
+          values.push_back(v.get<std::string>());
+        }
+        init.data = std::make_shared<const Tensor>(type, std::move(values));
+      } else if (type.dtype == DType::kFloat32) {
         std::vector<float> values;
         for (const Json& v : *d) {
           if (!v.is_number()) return error(where, "data must hold numbers");
@@ -349,14 +381,22 @@ std::string to_json_model(const Graph& graph) {
       OrderedJson leaf = {{"name", names[i]},
                           {"shape", *n.attributes.get_ints("shape")},
                           {"dtype", *n.attributes.get_string("dtype")}};
+      if (const std::string* t = n.attributes.get_string("onnx_type"); t && !t->empty())
+        leaf["onnx_type"] = *t;
       if (n.op == Op::kWeight) {
         auto it = graph.weights.find(names[i]);
         if (it != graph.weights.end() && it->second.data) {
           const Tensor& t = *it->second.data;
-          if (t.dtype() == DType::kFloat32)
+          if (t.dtype() == DType::kFloat32) {
             leaf["data"] = std::vector<float>(t.floats().begin(), t.floats().end());
-          else
+          } else if (t.dtype() == DType::kInt64) {
             leaf["data"] = std::vector<std::int64_t>(t.ints().begin(), t.ints().end());
+          } else if (t.dtype() == DType::kString) {
+            leaf["data"] = std::vector<std::string>(t.strings().begin(), t.strings().end());
+          } else {
+            leaf["data"] = absl::Base64Escape(absl::string_view(
+                reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()));
+          }
         } else {
           WeightInit init =
               it != graph.weights.end() ? it->second : WeightInit{nullptr, stable_hash(names[i])};
@@ -408,6 +448,11 @@ std::string to_json_model(const Graph& graph) {
                       {"weights", std::move(weights)},
                       {"nodes", std::move(nodes)},
                       {"outputs", std::move(outputs)}};
+  if (!graph.opsets.empty()) {
+    OrderedJson opsets = OrderedJson::object();
+    for (const auto& [domain, version] : graph.opsets) opsets[domain] = version;
+    root["opsets"] = std::move(opsets);
+  }
   return root.dump(1) + "\n";
 }
 

@@ -39,6 +39,12 @@ std::vector<AttrSpec> schema(Op op) {
   const AttrValue no_pads = Ints{0, 0, 0, 0};
   switch (op) {
     case Op::kInput:
+      // `onnx_type`: a serialized ONNX TypeProto (base64) for an input that
+      // is not a tensor (dtype "other"); empty otherwise.
+      return {{"name", Kind::kString, {}},
+              {"shape", Kind::kInts, {}},
+              {"dtype", Kind::kString, std::string("float32")},
+              {"onnx_type", Kind::kString, std::string()}};
     case Op::kWeight:
       return {{"name", Kind::kString, {}},
               {"shape", Kind::kInts, {}},

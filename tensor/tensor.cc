@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -18,10 +19,19 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 }  // namespace
 
 Tensor::Tensor(TensorType type) : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
-  if (type_.dtype == DType::kFloat32) {
-    buffer_->f.assign(static_cast<std::size_t>(type_.num_elements()), 0.0f);
-  } else {
-    buffer_->i.assign(static_cast<std::size_t>(type_.num_elements()), 0);
+  const auto n = static_cast<std::size_t>(type_.num_elements());
+  switch (type_.dtype) {
+    case DType::kFloat32:
+      buffer_->f.assign(n, 0.0f);
+      break;
+    case DType::kInt64:
+      buffer_->i.assign(n, 0);
+      break;
+    case DType::kString:
+      buffer_->s.assign(n, std::string());
+      break;
+    default:
+      buffer_->raw.assign(static_cast<std::size_t>(type_.num_bytes()), std::byte{0});
   }
 }
 
@@ -37,6 +47,29 @@ Tensor::Tensor(TensorType type, std::vector<std::int64_t> values)
   assert(type_.dtype == DType::kInt64 &&
          static_cast<std::int64_t>(values.size()) == type_.num_elements());
   buffer_->i = std::move(values);
+}
+
+Tensor::Tensor(TensorType type, std::vector<std::byte> bytes)
+    : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
+  assert(!is_computable(type_.dtype) && type_.dtype != DType::kString &&
+         static_cast<std::int64_t>(bytes.size()) == type_.num_bytes());
+  buffer_->raw = std::move(bytes);
+}
+
+Tensor::Tensor(TensorType type, std::vector<std::string> strings)
+    : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
+  assert(type_.dtype == DType::kString &&
+         static_cast<std::int64_t>(strings.size()) == type_.num_elements());
+  buffer_->s = std::move(strings);
+}
+
+std::span<const std::byte> Tensor::bytes() const {
+  assert(!is_computable(type_.dtype) && type_.dtype != DType::kString && buffer_);
+  return buffer_->raw;
+}
+std::span<const std::string> Tensor::strings() const {
+  assert(type_.dtype == DType::kString && buffer_);
+  return buffer_->s;
 }
 
 std::span<const float> Tensor::floats() const {
@@ -71,11 +104,18 @@ Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, floa
       double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
       x = static_cast<float>(low + (high - low) * u);
     }
-  } else {
+  } else if (type.dtype == DType::kInt64) {
     std::int64_t lo = static_cast<std::int64_t>(std::ceil(low));
     std::int64_t span = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(high)) - lo);
     for (std::int64_t& x : t.mutable_ints())
       x = lo + static_cast<std::int64_t>(splitmix64(state) % span);
+  } else if (type.dtype != DType::kString) {
+    std::vector<std::byte> bytes(static_cast<std::size_t>(type.num_bytes()));
+    for (std::byte& b : bytes) {
+      auto r = static_cast<unsigned>(splitmix64(state));
+      b = static_cast<std::byte>(type.dtype == DType::kBool ? (r & 1u) : (r & 0xffu));
+    }
+    return Tensor(type, std::move(bytes));
   }
   return t;
 }
@@ -92,11 +132,11 @@ std::uint64_t stable_hash(std::string_view text) {
 double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.type() != b.type()) return std::numeric_limits<double>::infinity();
   double worst = 0;
-  if (a.dtype() == DType::kInt64) {
-    for (std::int64_t i = 0; i < a.size(); ++i) {
-      if (a.ints()[i] != b.ints()[i]) return std::numeric_limits<double>::infinity();
-    }
-    return 0;
+  if (a.dtype() != DType::kFloat32) {
+    bool same = a.dtype() == DType::kInt64    ? std::ranges::equal(a.ints(), b.ints())
+                : a.dtype() == DType::kString ? std::ranges::equal(a.strings(), b.strings())
+                                              : std::ranges::equal(a.bytes(), b.bytes());
+    return same ? 0 : std::numeric_limits<double>::infinity();
   }
   std::span<const float> x = a.floats(), y = b.floats();
   for (std::size_t i = 0; i < x.size(); ++i) {

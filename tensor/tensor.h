@@ -7,6 +7,7 @@
 //   Tensor r = random_tensor(t.type(), /*seed=*/7, -1.0f, 1.0f);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,6 +25,9 @@ class Tensor {
   explicit Tensor(TensorType type);
   Tensor(TensorType type, std::vector<float> values);
   Tensor(TensorType type, std::vector<std::int64_t> values);
+  // Any other element type, as little-endian bytes (num_bytes() of them).
+  Tensor(TensorType type, std::vector<std::byte> bytes);
+  Tensor(TensorType type, std::vector<std::string> strings);
   static Tensor scalar(float value) {
     return Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{value});
   }
@@ -35,6 +39,8 @@ class Tensor {
 
   std::span<const float> floats() const;
   std::span<const std::int64_t> ints() const;
+  std::span<const std::byte> bytes() const;  // not float32, int64 or string
+  std::span<const std::string> strings() const;
   // Writable views; only for a tensor whose buffer is not shared yet.
   std::span<float> mutable_floats();
   std::span<std::int64_t> mutable_ints();
@@ -46,20 +52,24 @@ class Tensor {
   struct Buffer {
     std::vector<float> f;
     std::vector<std::int64_t> i;
+    std::vector<std::byte> raw;
+    std::vector<std::string> s;
   };
   TensorType type_;
   std::shared_ptr<Buffer> buffer_;
 };
 
 // Deterministic uniform values in [low, high) (integers in [low, high) for
-// int64), the same on every platform for a given seed.
+// int64), the same on every platform for a given seed. Other element types
+// get seeded random bytes (bools 0 or 1; strings are empty).
 Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, float high);
 
 // A 64-bit hash of a string, stable across runs (weight seeds from names).
 std::uint64_t stable_hash(std::string_view text);
 
 // Largest |a-b| / (atol + rtol*|b|) over elements; <= 1 means "close".
-// Shapes must agree (otherwise +infinity).
+// Shapes must agree (otherwise +infinity). Element types other than float32
+// compare exactly (0 or +infinity).
 double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol);
 
 }  // namespace saturn::tensor

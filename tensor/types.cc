@@ -1,23 +1,42 @@
 #include "tensor/types.h"
 
+#include <array>
+
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
 namespace saturn::tensor {
 
-std::string_view dtype_name(DType dtype) { return dtype == DType::kFloat32 ? "float32" : "int64"; }
+namespace {
+
+struct DTypeRow {
+  std::string_view name;
+  std::size_t bytes;
+};
+
+constexpr std::array<DTypeRow, kNumDTypes> kDTypes = {{
+    {"float32", 4},   {"int64", 8},      {"bool", 1},        {"int8", 1},   {"uint8", 1},
+    {"int16", 2},     {"uint16", 2},     {"int32", 4},       {"uint32", 4}, {"uint64", 8},
+    {"float16", 2},   {"bfloat16", 2},   {"float64", 8},     {"complex64", 8},
+    {"complex128", 16}, {"string", 0},   {"other", 0},
+}};
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)].name; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  if (name == "float32") return DType::kFloat32;
-  if (name == "int64") return DType::kInt64;
+  for (std::size_t i = 0; i < kDTypes.size(); ++i) {
+    if (kDTypes[i].name == name) return static_cast<DType>(i);
+  }
   return std::nullopt;
 }
 
-std::size_t dtype_bytes(DType dtype) { return dtype == DType::kFloat32 ? 4 : 8; }
+std::size_t dtype_bytes(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)].bytes; }
 
 std::int64_t TensorType::num_elements() const {
   std::int64_t n = 1;
-  for (std::int64_t d : dims) n *= d;
+  for (std::int64_t d : dims) n *= d < 0 ? 1 : d;
   return n;
 }
 

@@ -16,20 +16,59 @@
 
 namespace saturn::tensor {
 
-enum class DType : std::uint8_t { kFloat32, kInt64 };
+// The element types of ONNX tensors. The interpreter computes with float32
+// and int64; the others are carried through (opaque operators, weights) so a
+// model round-trips without loss. kOther is a value that is not a tensor (an
+// ONNX sequence, optional or map), typed only by the operators that use it.
+// The enumerators' order is part of saved files (Opaque `out_dtypes`).
+enum class DType : std::uint8_t {
+  kFloat32,
+  kInt64,
+  kBool,
+  kInt8,
+  kUInt8,
+  kInt16,
+  kUInt16,
+  kInt32,
+  kUInt32,
+  kUInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kComplex64,
+  kComplex128,
+  kString,
+  kOther,
+};
+inline constexpr int kNumDTypes = static_cast<int>(DType::kOther) + 1;
 
 std::string_view dtype_name(DType dtype);
 std::optional<DType> parse_dtype(std::string_view name);
+// Bytes per element (strings and kOther count as 0: their size is unknown).
 std::size_t dtype_bytes(DType dtype);
+// Whether the interpreter computes with this element type.
+inline bool is_computable(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kInt64; }
 
 using Dims = std::vector<std::int64_t>;
+
+// A dimension only an opaque operator's output may have: its size depends on
+// the data (ONNX NonZero, Range, Loop outputs). Known operators never take
+// such a value.
+inline constexpr std::int64_t kUnknownDim = -1;
 
 struct TensorType {
   DType dtype = DType::kFloat32;
   Dims dims;
 
   std::size_t rank() const { return dims.size(); }
+  // Unknown dimensions count as 1, so a cost estimate stays finite.
   std::int64_t num_elements() const;
+  bool is_static() const {
+    for (std::int64_t d : dims) {
+      if (d < 0) return false;
+    }
+    return true;
+  }
   std::int64_t num_bytes() const {
     return num_elements() * static_cast<std::int64_t>(dtype_bytes(dtype));
   }

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libboost-dev libfmt-dev libtbb-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
 )
 
 missing=()

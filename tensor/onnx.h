@@ -1,0 +1,63 @@
+// ONNX models in and out of saturn's tensor IR.
+//
+//   absl::StatusOr<Graph> g = load_onnx_model("resnet50.onnx");
+//   ... optimize ...
+//   absl::Status s = save_onnx_model(*g, "resnet50.opt.onnx");
+//
+// Import checks the model with the ONNX checker, runs ONNX shape inference,
+// maps the operators the IR knows (when the IR computes exactly what ONNX
+// does for that opset and those attributes) and keeps every other operator as
+// an Opaque node: its type, domain, attributes, inputs, outputs and shapes
+// are carried through unchanged. Initializers and Constant nodes become
+// weights; external data files are read. Graph inputs, outputs and their
+// names are kept.
+//
+// Export writes the graph for the model's original opsets (opset 17 for
+// models built in saturn): weight-only subgraphs that rewrites created (a
+// concatenated kernel, batch norm folded into a convolution) are computed by
+// the interpreter and written as initializers; intermediate shapes go into
+// value_info; the result passes the ONNX checker.
+//
+// Models whose large weights were stripped (tensor/fixtures/README.md) name
+// them in the metadata entry `saturn.seeded_weights`; import turns those
+// graph inputs into weights filled with seeded random values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "tensor/graph.h"
+#include "tensor/tensor.h"
+
+namespace saturn::tensor {
+
+struct OnnxImportOptions {
+  // Sizes for symbolic dimensions (ONNX dim_param), e.g. {"batch", 1}. A
+  // graph input with a symbolic dimension not named here is an error.
+  absl::flat_hash_map<std::string, std::int64_t> dims;
+};
+
+// `file` names the model in error messages; external data files are read
+// relative to its directory.
+absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
+                                       const OnnxImportOptions& options = {});
+absl::StatusOr<Graph> load_onnx_model(const std::string& path,
+                                      const OnnxImportOptions& options = {});
+
+// The serialized ONNX model (checked with the ONNX checker).
+absl::StatusOr<std::string> to_onnx_model(const Graph& graph);
+absl::Status save_onnx_model(const Graph& graph, const std::string& path);
+
+// Runs the ONNX checker on a serialized model.
+absl::Status check_onnx_model(std::string_view bytes, const std::string& file);
+
+// A serialized ONNX TensorProto (the reference data files of ONNX's tests).
+absl::StatusOr<Tensor> load_onnx_tensor(const std::string& path);
+
+// The highest default-domain opset this build of ONNX knows.
+std::int64_t max_onnx_opset();
+
+}  // namespace saturn::tensor

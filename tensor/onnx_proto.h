@@ -1,0 +1,49 @@
+// Internal to the ONNX importer and exporter: conversions between ONNX
+// protobuf messages and the IR's types and tensors, and the attribute keys
+// that carry ONNX-only information through Opaque nodes.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "tensor/tensor.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor::onnx_io {
+
+// Opaque-node attributes (besides op_type, domain, out_shapes, out_dtypes):
+// the node's ONNX attributes, base64 of a NodeProto holding only them;
+inline constexpr std::string_view kAttrBlob = "onnx_attributes";
+// positions of omitted optional inputs and outputs ("" in ONNX);
+inline constexpr std::string_view kAbsentInputs = "absent_inputs";
+inline constexpr std::string_view kAbsentOutputs = "absent_outputs";
+// how many IR inputs are the node's own; the rest are values its subgraphs
+// (If, Loop, Scan bodies) read from the enclosing graph;
+inline constexpr std::string_view kExplicitInputs = "explicit_inputs";
+// for random operators, the node's identity, so two draws never merge;
+inline constexpr std::string_view kInstance = "instance";
+// for an output that is not a tensor: "out_type_<i>", its TypeProto (base64).
+inline constexpr std::string_view kOutTypePrefix = "out_type_";
+
+// The metadata key naming stripped weights (tensor/fixtures/README.md).
+inline constexpr std::string_view kSeededWeights = "saturn.seeded_weights";
+
+std::optional<DType> dtype_from_onnx(int elem_type);
+int dtype_to_onnx(DType dtype);
+
+// The tensor a TensorProto holds (raw or typed fields). External data must
+// have been loaded into raw_data already.
+absl::StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& proto);
+void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
+
+std::string serialize_base64(const google::protobuf::MessageLite& message);
+bool parse_base64(std::string_view text, google::protobuf::MessageLite* message);
+
+// Names a subgraph (and its nested subgraphs) reads without defining them:
+// the values it takes from enclosing graphs, sorted.
+std::set<std::string> outer_names(const onnx::GraphProto& graph);
+
+}  // namespace saturn::tensor::onnx_io
