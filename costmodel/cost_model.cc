@@ -253,4 +253,21 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
   };
 }
 
+absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
+                                  EGraphCostOptions options) {
+  absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(graph);
+  if (!types.ok()) return types.status();
+  const std::vector<bool> weight_only = tensor::weight_only_nodes(graph);
+  double total = 0;
+  std::vector<tensor::ValueType> inputs;
+  for (int i = 0; i < graph.size(); ++i) {
+    const tensor::Node& n = graph.nodes[i];
+    if (options.weight_only_free && weight_only[i]) continue;
+    inputs.clear();
+    for (int in : n.inputs) inputs.push_back((*types)[in]);
+    total += model.node_cost(n.op, n.attributes, inputs, (*types)[i]);
+  }
+  return total;
+}
+
 }  // namespace saturn

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "egraph/egraph.h"
 #include "tensor/analysis.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 #include "tensor/types.h"
 
@@ -129,5 +130,10 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
                                                              const EGraph& egraph,
                                                              const tensor::TensorAnalysis& analysis,
                                                              EGraphCostOptions options = {});
+
+// The cost of a whole tensor graph: the sum of its operators' costs
+// (weight-only operators free when `options.weight_only_free`).
+absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
+                                  EGraphCostOptions options = {});
 
 }  // namespace saturn

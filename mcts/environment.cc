@@ -319,6 +319,11 @@ StepResult Environment::finish_step(StepRecord record, StepResult result) {
   history_.push_back(std::move(record));
   result.reward = initial_cost_ > 0 ? (before - cost()) / initial_cost_ : 0.0;
   result.done = !has_budget();
+  if (config_.on_progress) {
+    config_.on_progress(SearchProgress{history_.size(), egraph_->num_nodes(),
+                                       config_.budget.max_nodes, cost(), initial_cost_,
+                                       clock_.seconds()});
+  }
   return result;
 }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +46,17 @@ struct SearchBudget {
   double time_limit_seconds = 60;              // wall time from reset(); default 60 s
 };
 
+// Reported after every step (real or simulated) to an optional observer, for
+// progress displays. MCTS calls it from its worker threads.
+struct SearchProgress {
+  std::size_t steps = 0;      // steps of this environment's episode
+  std::size_t nodes = 0;      // e-nodes now
+  std::size_t max_nodes = 0;  // the budget
+  double cost = 0;            // the current state's cost
+  double initial_cost = 0;
+  double seconds = 0;  // since the environment was created
+};
+
 struct EnvironmentConfig {
   const tensor::Graph* graph = nullptr;   // must outlive the environment
   const RuleSet* rules = nullptr;         // over a TensorLanguage; must outlive it
@@ -54,6 +66,7 @@ struct EnvironmentConfig {
   // depend on itself (TENSAT's cycle filtering).
   bool filter_cycles = true;
   EGraphCostOptions cost_options;
+  std::function<void(const SearchProgress&)> on_progress;  // optional; must be thread-safe
 };
 
 // What an agent sees of a state.

@@ -36,7 +36,8 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                            .cost_model = cost_model.get(),
                            .budget = options.budget,
                            .filter_cycles = true,
-                           .cost_options = options.cost_options};
+                           .cost_options = options.cost_options,
+                           .on_progress = options.on_progress};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
   if (!outcome.ok()) return outcome.status();
   result.times.search = phase.seconds();

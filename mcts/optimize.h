@@ -33,6 +33,8 @@ struct OptimizeOptions {
   std::vector<std::string> rule_files;
   // Seconds for the exact ILP extraction; 0 uses the greedy DAG extraction only.
   double ilp_seconds = 10;
+  // Called after every search step (from several threads with MCTS).
+  std::function<void(const SearchProgress&)> on_progress;
 };
 
 struct RuleApplication {

@@ -101,4 +101,41 @@ int total_ops(const Graph& graph) {
   return total;
 }
 
+std::string to_dot(const Graph& graph) {
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(graph);
+  auto quote = [](std::string_view text) {
+    std::string out;
+    for (char c : text) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out;
+  };
+  std::string out =
+      fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [fontsize=10];\n", quote(graph.name));
+  auto hidden = [&](int i) {
+    Op op = graph.nodes[i].op;
+    return op == Op::kWeight || op == Op::kConstant;
+  };
+  for (int i = 0; i < graph.size(); ++i) {
+    if (hidden(i)) continue;
+    const Node& n = graph.nodes[i];
+    std::string label =
+        n.op == Op::kOpaque ? *n.attributes.get_string("op_type") : std::string(op_name(n.op));
+    if (n.op == Op::kInput) label = *n.attributes.get_string("name");
+    std::string shape = types.ok() ? to_string((*types)[i]) : "";
+    out += fmt::format("  n{} [label=\"{}\\n{}\", shape={}];\n", i, quote(label), quote(shape),
+                       n.op == Op::kInput ? "ellipse" : "box");
+    for (int in : n.inputs) {
+      if (!hidden(in)) out += fmt::format("  n{} -> n{};\n", in, i);
+    }
+  }
+  for (std::size_t k = 0; k < graph.outputs.size(); ++k) {
+    out += fmt::format("  out{} [label=\"{}\", shape=ellipse];\n  n{} -> out{};\n", k,
+                       quote(graph.outputs[k].name), graph.outputs[k].node, k);
+  }
+  out += "}\n";
+  return out;
+}
+
 }  // namespace saturn::tensor

@@ -76,4 +76,8 @@ int total_ops(const Graph& graph);
 // A node's display name: its own name, or "%<index>".
 std::string node_label(const Graph& graph, int index);
 
+// The graph in Graphviz DOT: one box per operator (with its output shape),
+// inputs and outputs as ellipses; weights are left out to keep it readable.
+std::string to_dot(const Graph& graph);
+
 }  // namespace saturn::tensor

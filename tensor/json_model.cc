@@ -189,7 +189,8 @@ class ModelReader {
                                           dtype_name(type.dtype), type.num_bytes()));
         }
         const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-        init.data = std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
+        init.data =
+            std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
         return init;
       }
       if (!d->is_array() || static_cast<std::int64_t>(d->size()) != type.num_elements()) {

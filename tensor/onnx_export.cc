@@ -60,7 +60,8 @@ class Exporter {
     for (int i = 0; i < g_.size(); ++i) {
       if (!live_[i] || folded_[i]) continue;
       if (absl::Status s = emit(i); !s.ok())
-        return with_context(s, fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));
+        return with_context(
+            s, fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));
     }
     if (absl::Status s = write_interface(); !s.ok()) return s;
     if (model_.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
@@ -109,7 +110,8 @@ class Exporter {
       if (!live_[i] || folded_[i]) continue;
       for (int in : g_.nodes[i].inputs) frontier_[in] = frontier_[in] || folded_[in];
     }
-    for (const GraphOutput& o : g_.outputs) frontier_[o.node] = frontier_[o.node] || folded_[o.node];
+    for (const GraphOutput& o : g_.outputs)
+      frontier_[o.node] = frontier_[o.node] || folded_[o.node];
   }
 
   std::string fresh(std::string_view base) {
@@ -228,7 +230,9 @@ class Exporter {
     return constant(Tensor(TensorType{DType::kInt64, {static_cast<std::int64_t>(values.size())}},
                            Ints(values)));
   }
-  std::string scalar_constant(double value) { return constant(Tensor::scalar(static_cast<float>(value))); }
+  std::string scalar_constant(double value) {
+    return constant(Tensor::scalar(static_cast<float>(value)));
+  }
 
   onnx::NodeProto* node(std::string_view op_type, std::vector<std::string> inputs,
                         std::vector<std::string> outputs) {
@@ -477,8 +481,8 @@ class Exporter {
             fmt::format("two values would need the name '{}' that a subgraph reads", outer[k]));
       if (fresh_alias) {
         if (taken_.contains(outer[k]))
-          return absl::InvalidArgumentError(
-              fmt::format("the name '{}' that a subgraph reads is taken by another value", outer[k]));
+          return absl::InvalidArgumentError(fmt::format(
+              "the name '{}' that a subgraph reads is taken by another value", outer[k]));
         taken_.insert(outer[k]);
         unary("Identity", have, outer[k]);
       }

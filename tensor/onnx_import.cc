@@ -127,7 +127,8 @@ class Importer {
     if (absl::Status s = prepare(model); !s.ok()) return s;
     const onnx::GraphProto& g = model.graph();
     graph_.name = g.name().empty() ? std::filesystem::path(file_).stem().string() : g.name();
-    for (const auto& op : model.opset_import()) graph_.opsets.emplace_back(op.domain(), op.version());
+    for (const auto& op : model.opset_import())
+      graph_.opsets.emplace_back(op.domain(), op.version());
 
     for (const auto& v : g.input()) types_by_name_[v.name()] = v.type();
     for (const auto& v : g.value_info()) types_by_name_[v.name()] = v.type();
@@ -183,8 +184,7 @@ class Importer {
     onnx::GraphProto* g = model.mutable_graph();
     for (onnx::TensorProto& t : *g->mutable_initializer()) {
       if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
-      if (absl::Status s = load_external_data(t, dir); !s.ok())
-        return error("{}", message(s));
+      if (absl::Status s = load_external_data(t, dir); !s.ok()) return error("{}", message(s));
     }
     for (const auto& entry : model.metadata_props()) {
       if (entry.key() != kSeededWeights) continue;
@@ -286,8 +286,8 @@ class Importer {
     if (auto it = seeded_.find(v.name()); it != seeded_.end()) {
       absl::StatusOr<TensorType> t = tensor_type(v.type(), v.name(), true);
       if (!t.ok()) return error("{}", message(t.status()));
-      graph_.weights[v.name()] = WeightInit{nullptr, stable_hash(v.name()), it->second.first,
-                                            it->second.second};
+      graph_.weights[v.name()] =
+          WeightInit{nullptr, stable_hash(v.name()), it->second.first, it->second.second};
       return define(v.name(), append(Op::kWeight, leaf_attributes(v.name(), *t), {}, v.name()));
     }
     if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
@@ -305,7 +305,8 @@ class Importer {
   }
 
   static Attributes leaf_attributes(const std::string& name, const TensorType& t) {
-    return Attributes{{"name", name}, {"shape", t.dims}, {"dtype", std::string(dtype_name(t.dtype))}};
+    return Attributes{
+        {"name", name}, {"shape", t.dims}, {"dtype", std::string(dtype_name(t.dtype))}};
   }
 
   void add_weight(const std::string& name, const Tensor& value) {
@@ -444,12 +445,12 @@ class Importer {
     }
 
     static const std::pair<std::string_view, Op> kSame[] = {
-        {"Relu", Op::kRelu},       {"Sigmoid", Op::kSigmoid},
-        {"Tanh", Op::kTanh},       {"Sqrt", Op::kSqrt},
-        {"Erf", Op::kErf},         {"Add", Op::kAdd},
-        {"Sub", Op::kSub},         {"Mul", Op::kMul},
-        {"Div", Op::kDiv},         {"Pow", Op::kPow},
-        {"MatMul", Op::kMatMul},   {"GlobalAveragePool", Op::kGlobalAveragePool},
+        {"Relu", Op::kRelu},         {"Sigmoid", Op::kSigmoid},
+        {"Tanh", Op::kTanh},         {"Sqrt", Op::kSqrt},
+        {"Erf", Op::kErf},           {"Add", Op::kAdd},
+        {"Sub", Op::kSub},           {"Mul", Op::kMul},
+        {"Div", Op::kDiv},           {"Pow", Op::kPow},
+        {"MatMul", Op::kMatMul},     {"GlobalAveragePool", Op::kGlobalAveragePool},
         {"Identity", Op::kIdentity},
     };
     std::optional<Mapped> m;
@@ -647,7 +648,8 @@ class Importer {
   absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple) {
     for (int o = 0; o < n.output_size(); ++o) {
       if (n.output(o).empty()) continue;
-      absl::StatusOr<int> get = append(Op::kTupleGet, {{"index", std::int64_t{o}}}, {tuple}, n.output(o));
+      absl::StatusOr<int> get =
+          append(Op::kTupleGet, {{"index", std::int64_t{o}}}, {tuple}, n.output(o));
       if (!get.ok()) return get.status();
       values_[n.output(o)] = *get;
     }
@@ -702,7 +704,8 @@ class Importer {
       absl::StatusOr<TensorType> t = value_type(n.output(o));
       if (!t.ok()) return t.status();
       if (t->dtype == DType::kOther)
-        a.set(fmt::format("{}{}", kOutTypePrefix, o), serialize_base64(types_by_name_.at(n.output(o))));
+        a.set(fmt::format("{}{}", kOutTypePrefix, o),
+              serialize_base64(types_by_name_.at(n.output(o))));
       outputs.push_back(std::move(*t));
     }
     if (outputs.empty()) return absl::InvalidArgumentError("the node has no outputs");

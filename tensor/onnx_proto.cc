@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "absl/strings/escaping.h"
+#include "fmt/format.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "fmt/format.h"
 
 namespace saturn::tensor::onnx_io {
 
@@ -19,14 +19,22 @@ struct DTypePair {
 };
 
 constexpr DTypePair kPairs[] = {
-    {DType::kFloat32, TensorProto::FLOAT},       {DType::kInt64, TensorProto::INT64},
-    {DType::kBool, TensorProto::BOOL},           {DType::kInt8, TensorProto::INT8},
-    {DType::kUInt8, TensorProto::UINT8},         {DType::kInt16, TensorProto::INT16},
-    {DType::kUInt16, TensorProto::UINT16},       {DType::kInt32, TensorProto::INT32},
-    {DType::kUInt32, TensorProto::UINT32},       {DType::kUInt64, TensorProto::UINT64},
-    {DType::kFloat16, TensorProto::FLOAT16},     {DType::kBFloat16, TensorProto::BFLOAT16},
-    {DType::kFloat64, TensorProto::DOUBLE},      {DType::kComplex64, TensorProto::COMPLEX64},
-    {DType::kComplex128, TensorProto::COMPLEX128}, {DType::kString, TensorProto::STRING},
+    {DType::kFloat32, TensorProto::FLOAT},
+    {DType::kInt64, TensorProto::INT64},
+    {DType::kBool, TensorProto::BOOL},
+    {DType::kInt8, TensorProto::INT8},
+    {DType::kUInt8, TensorProto::UINT8},
+    {DType::kInt16, TensorProto::INT16},
+    {DType::kUInt16, TensorProto::UINT16},
+    {DType::kInt32, TensorProto::INT32},
+    {DType::kUInt32, TensorProto::UINT32},
+    {DType::kUInt64, TensorProto::UINT64},
+    {DType::kFloat16, TensorProto::FLOAT16},
+    {DType::kBFloat16, TensorProto::BFLOAT16},
+    {DType::kFloat64, TensorProto::DOUBLE},
+    {DType::kComplex64, TensorProto::COMPLEX64},
+    {DType::kComplex128, TensorProto::COMPLEX128},
+    {DType::kString, TensorProto::STRING},
 };
 
 template <typename T>
@@ -81,8 +89,8 @@ absl::StatusOr<std::vector<std::byte>> typed_bytes(const TensorProto& p, DType d
       s = from_ints(p.int32_data(), 1);
   }
   if (!s.ok())
-    return absl::InvalidArgumentError(
-        fmt::format("tensor '{}': the data does not match its shape ({})", p.name(), std::string(s.message())));
+    return absl::InvalidArgumentError(fmt::format(
+        "tensor '{}': the data does not match its shape ({})", p.name(), std::string(s.message())));
   return out;
 }
 
@@ -111,13 +119,14 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
   TensorType type{*dtype, Dims(p.dims().begin(), p.dims().end())};
   for (std::int64_t d : type.dims) {
     if (d < 0)
-      return absl::InvalidArgumentError(fmt::format("tensor '{}' has a negative dimension", p.name()));
+      return absl::InvalidArgumentError(
+          fmt::format("tensor '{}' has a negative dimension", p.name()));
   }
   const std::int64_t count = type.num_elements();
   if (*dtype == DType::kString) {
     if (p.string_data_size() != count)
-      return absl::InvalidArgumentError(fmt::format(
-          "tensor '{}' holds {} strings, expects {}", p.name(), p.string_data_size(), count));
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} strings, expects {}",
+                                                    p.name(), p.string_data_size(), count));
     return Tensor(type, std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
   }
   std::vector<std::byte> bytes;
@@ -189,7 +198,8 @@ std::string serialize_base64(const google::protobuf::MessageLite& message) {
 
 bool parse_base64(std::string_view text, google::protobuf::MessageLite* message) {
   std::string bytes;
-  return absl::Base64Unescape(absl::string_view(text.data(), text.size()), &bytes) && message->ParseFromString(bytes);
+  return absl::Base64Unescape(absl::string_view(text.data(), text.size()), &bytes) &&
+         message->ParseFromString(bytes);
 }
 
 namespace {

@@ -15,10 +15,23 @@ struct DTypeRow {
 };
 
 constexpr std::array<DTypeRow, kNumDTypes> kDTypes = {{
-    {"float32", 4},   {"int64", 8},      {"bool", 1},        {"int8", 1},   {"uint8", 1},
-    {"int16", 2},     {"uint16", 2},     {"int32", 4},       {"uint32", 4}, {"uint64", 8},
-    {"float16", 2},   {"bfloat16", 2},   {"float64", 8},     {"complex64", 8},
-    {"complex128", 16}, {"string", 0},   {"other", 0},
+    {"float32", 4},
+    {"int64", 8},
+    {"bool", 1},
+    {"int8", 1},
+    {"uint8", 1},
+    {"int16", 2},
+    {"uint16", 2},
+    {"int32", 4},
+    {"uint32", 4},
+    {"uint64", 8},
+    {"float16", 2},
+    {"bfloat16", 2},
+    {"float64", 8},
+    {"complex64", 8},
+    {"complex128", 16},
+    {"string", 0},
+    {"other", 0},
 }};
 
 }  // namespace

@@ -47,7 +47,9 @@ std::optional<DType> parse_dtype(std::string_view name);
 // Bytes per element (strings and kOther count as 0: their size is unknown).
 std::size_t dtype_bytes(DType dtype);
 // Whether the interpreter computes with this element type.
-inline bool is_computable(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kInt64; }
+inline bool is_computable(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kInt64;
+}
 
 using Dims = std::vector<std::int64_t>;
 

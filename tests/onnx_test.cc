@@ -6,11 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
+#include "mcts/optimize.h"
+#include "mcts/search.h"
+#include "onnx/onnx_pb.h"
 #include "tensor/interpreter.h"
 #include "tensor/onnx.h"
 
@@ -47,9 +51,34 @@ std::vector<std::string> signature(const Graph& g) {
     }
   }
   for (const GraphOutput& o : g.outputs)
-    out.push_back(fmt::format("output {} {}", o.name, types.ok() ? to_string((*types)[o.node]) : "?"));
+    out.push_back(
+        fmt::format("output {} {}", o.name, types.ok() ? to_string((*types)[o.node]) : "?"));
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Sizes for the symbolic input dimensions of a test model, read from its
+// reference inputs (a user gives them on the command line).
+OnnxImportOptions reference_dims(const fs::path& dir) {
+  OnnxImportOptions options;
+  onnx::ModelProto model;
+  std::ifstream in(dir / "model.onnx", std::ios::binary);
+  if (!model.ParseFromIstream(&in)) return options;
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  int k = 0;
+  for (const auto& v : model.graph().input()) {
+    if (initializers.contains(v.name())) continue;
+    const fs::path data = dir / "test_data_set_0" / fmt::format("input_{}.pb", k++);
+    if (!v.type().has_tensor_type()) continue;
+    absl::StatusOr<Tensor> t = load_onnx_tensor(data.string());
+    if (!t.ok()) continue;
+    const auto& dims = v.type().tensor_type().shape().dim();
+    for (int d = 0; d < dims.size() && d < static_cast<int>(t->dims().size()); ++d) {
+      if (!dims[d].dim_param().empty()) options.dims[dims[d].dim_param()] = t->dims()[d];
+    }
+  }
+  return options;
 }
 
 bool has_opaque(const Graph& g) {
@@ -72,7 +101,8 @@ std::string check_reference(const Graph& g, const fs::path& dir) {
   absl::StatusOr<std::vector<Tensor>> out = evaluate(g, inputs);
   if (!out.ok()) return std::string(out.status().message());
   for (std::size_t i = 0; i < out->size(); ++i) {
-    absl::StatusOr<Tensor> want = load_onnx_tensor((data / fmt::format("output_{}.pb", i)).string());
+    absl::StatusOr<Tensor> want =
+        load_onnx_tensor((data / fmt::format("output_{}.pb", i)).string());
     if (!want.ok()) return std::string(want.status().message());
     double err = max_error_ratio((*out)[i], *want, 1e-3, 1e-4);
     if (!(err <= 1.0))
@@ -83,12 +113,13 @@ std::string check_reference(const Graph& g, const fs::path& dir) {
 
 TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
   std::vector<fs::path> models = testdata_models();
-  if (models.empty()) GTEST_SKIP() << "libonnx-testdata is not installed at " << SATURN_ONNX_TESTDATA;
+  if (models.empty())
+    GTEST_SKIP() << "libonnx-testdata is not installed at " << SATURN_ONNX_TESTDATA;
   int evaluated = 0, opaque = 0;
   std::vector<std::string> failures;
   for (const fs::path& dir : models) {
     const std::string name = dir.filename().string();
-    absl::StatusOr<Graph> g = load_onnx_model((dir / "model.onnx").string());
+    absl::StatusOr<Graph> g = load_onnx_model((dir / "model.onnx").string(), reference_dims(dir));
     if (!g.ok()) {
       failures.push_back(fmt::format("{}: import: {}", name, message(g.status())));
       continue;
@@ -104,7 +135,8 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
       continue;
     }
     if (signature(*g) != signature(*back)) {
-      failures.push_back(fmt::format("{}: the round trip changed the interface or an opaque node", name));
+      failures.push_back(
+          fmt::format("{}: the round trip changed the interface or an opaque node", name));
       continue;
     }
     if (has_opaque(*g)) {
@@ -115,7 +147,8 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
     for (const Graph* graph : {&*g, &*back}) {
       std::string problem = check_reference(*graph, dir);
       if (!problem.empty()) {
-        failures.push_back(fmt::format("{}{}: {}", name, graph == &*g ? "" : " (round trip)", problem));
+        failures.push_back(
+            fmt::format("{}{}: {}", name, graph == &*g ? "" : " (round trip)", problem));
         break;
       }
     }
@@ -124,10 +157,152 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
   for (const std::string& f : failures) report += f + "\n";
   EXPECT_TRUE(failures.empty()) << failures.size() << " of " << models.size() << " models fail:\n"
                                 << report;
-  std::printf("libonnx-testdata: %zu models round-trip; %d evaluated against the reference "
-              "outputs, %d keep opaque operators\n",
-              models.size(), evaluated, opaque);
+  std::printf(
+      "libonnx-testdata: %zu models round-trip; %d evaluated against the reference "
+      "outputs, %d keep opaque operators\n",
+      models.size(), evaluated, opaque);
 }
+
+}  // namespace
+}  // namespace saturn::tensor
+
+namespace saturn::tensor {
+namespace {
+
+// A small valid model: y = Relu(x), opset 13.
+onnx::ModelProto relu_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("relu");
+  auto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("x");
+  n->add_output("y");
+  for (auto* v : {g->add_input(), g->add_output()}) {
+    v->set_name(v == &g->input(0) ? "x" : "y");
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(2);
+    t->mutable_shape()->add_dim()->set_dim_value(3);
+  }
+  return m;
+}
+
+std::string bytes_of(const onnx::ModelProto& m) {
+  std::string out;
+  m.SerializeToString(&out);
+  return out;
+}
+
+void expect_error(const absl::StatusOr<Graph>& g, std::string_view text) {
+  ASSERT_FALSE(g.ok());
+  const std::string_view m = message(g.status());
+  EXPECT_NE(m.find(text), std::string_view::npos) << m;
+  EXPECT_NE(m.find("bad.onnx"), std::string_view::npos) << m;
+}
+
+TEST(OnnxErrors, ValidSmallModelImports) {
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(relu_model()), "bad.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(op_counts(*g).at(Op::kRelu), 1);
+}
+
+TEST(OnnxErrors, TruncatedFile) {
+  std::string bytes = *read_text_file(std::string(SATURN_FIXTURES) + "/squeezenet1_1.onnx");
+  expect_error(parse_onnx_model(bytes.substr(0, bytes.size() / 2), "bad.onnx"),
+               "not an ONNX model");
+}
+
+TEST(OnnxErrors, WrongMagicAndEmptyFile) {
+  expect_error(parse_onnx_model("{\"format\": \"saturn-model\"}", "bad.onnx"), "not an ONNX model");
+  expect_error(parse_onnx_model("", "bad.onnx"), "empty");
+}
+
+TEST(OnnxErrors, CheckerFailure) {
+  onnx::ModelProto m = relu_model();
+  m.mutable_graph()->mutable_node(0)->set_input(0, "undefined_value");
+  expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "the ONNX checker rejects the model");
+}
+
+TEST(OnnxErrors, UnknownOpset) {
+  onnx::ModelProto m = relu_model();
+  m.mutable_opset_import(0)->set_version(99);
+  expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "opset 99 is not supported");
+}
+
+TEST(OnnxErrors, UnresolvedDynamicShapeAndItsFix) {
+  onnx::ModelProto m = relu_model();
+  for (auto* v : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+        "batch");
+  expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "dynamic dimension 0 ('batch')");
+  OnnxImportOptions options;
+  options.dims["batch"] = 4;
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(m), "bad.onnx", options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(*g);
+  ASSERT_TRUE(types.ok());
+  EXPECT_EQ(types->at(g->outputs[0].node).tensor().dims, (Dims{4, 3}));
+}
+
+TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
+  onnx::ModelProto m = relu_model();
+  m.mutable_graph()->mutable_node(0)->set_op_type("Softsign");  // not in the IR
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(m), "bad.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(op_counts(*g).at(Op::kOpaque), 1);
+  absl::StatusOr<std::string> out = to_onnx_model(*g);
+  ASSERT_TRUE(out.ok()) << out.status();
+  onnx::ModelProto back;
+  ASSERT_TRUE(back.ParseFromString(*out));
+  ASSERT_EQ(back.graph().node_size(), 1);
+  EXPECT_EQ(back.graph().node(0).op_type(), "Softsign");
+  EXPECT_EQ(back.graph().output(0).name(), "y");
+}
+
+// Each fixture: import, optimize with every strategy, export (the checker
+// runs), import again, and compute what the original computes.
+class Fixtures : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fixtures, OptimizeWithEveryStrategyExportAndEvaluate) {
+  const std::string path = fmt::format("{}/{}.onnx", SATURN_FIXTURES, GetParam());
+  absl::StatusOr<Graph> g = load_onnx_model(path);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(op_counts(*g).count(Op::kOpaque), 0u) << "every fixture operator maps to the IR";
+  Inputs inputs = random_inputs(*g, 7);
+  absl::StatusOr<std::vector<Tensor>> want = evaluate(*g, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (Strategy strategy : kAllStrategies) {
+    SCOPED_TRACE(std::string(to_string(strategy)));
+    OptimizeOptions options;
+    options.search.strategy = strategy;
+    options.search.threads = 1;
+    options.budget.max_nodes = 3000;
+    options.budget.time_limit_seconds = 10;
+    options.ilp_seconds = 1;
+    absl::StatusOr<OptimizeResult> r = optimize(*g, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::StatusOr<std::string> bytes = to_onnx_model(r->graph);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    ASSERT_TRUE(check_onnx_model(*bytes, path).ok());
+    absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
+    ASSERT_TRUE(back.ok()) << back.status();
+    absl::StatusOr<std::vector<Tensor>> got = evaluate(*back, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), want->size());
+    for (std::size_t i = 0; i < got->size(); ++i)
+      EXPECT_LE(max_error_ratio((*got)[i], (*want)[i], 1e-3, 1e-4), 1.0) << "output " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, Fixtures,
+                         ::testing::Values("resnet50", "inception_v3", "squeezenet1_1",
+                                           "mobilenet_v2", "bert_base"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace saturn::tensor

@@ -3,17 +3,24 @@
 //   saturn zoo                      list the zoo models with their op counts
 //   saturn zoo --eval [NAME...]     also run them in the reference interpreter
 //   saturn zoo NAME --save OUT.json write a zoo model in saturn's JSON format
-//   saturn check MODEL.json         load, type-check, count ops and evaluate a model
+//   saturn check MODEL              load, type-check, count ops and evaluate a model
+//   saturn info MODEL               inputs, outputs, ops by type, weights and cost
 //   saturn rules list [FILE...]     each rule's name, kind and group (default: the shipped rules)
 //   saturn rules verify [FILE...]   check each rule's soundness on random shapes and values
-//   saturn optimize MODEL [-o OUT.json] [options]   search, extract, report (see --help)
+//   saturn optimize MODEL [-o OUT] [options]   search, extract, report (see --help)
 //   saturn env                      the search environment over line-based JSON on stdin/stdout
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "egraph/file.h"
 #include "egraph/status.h"
@@ -26,6 +33,7 @@
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/interpreter.h"
 #include "tensor/json_model.h"
+#include "tensor/onnx.h"
 #include "tensor/zoo/zoo.h"
 
 namespace {
@@ -34,13 +42,16 @@ using namespace saturn;
 using namespace saturn::tensor;
 
 constexpr std::string_view kUsage = R"(usage:
+  MODEL is an ONNX file (.onnx), a saturn JSON model (.json) or a zoo model name;
+  --dim NAME=SIZE gives a symbolic ONNX input dimension its size (any command that reads MODEL).
   saturn zoo [--eval] [NAME...]      list zoo models (op counts; --eval: interpreter time)
-  saturn zoo NAME --save OUT.json    write a zoo model as saturn JSON
-  saturn check MODEL.json [--eval]   load and type-check a JSON model, print its op counts
+  saturn zoo NAME --save OUT         write a zoo model (.json or .onnx)
+  saturn check MODEL [--eval]        load and type-check a model, print its op counts
+  saturn info MODEL [--cost C]       inputs, outputs, ops by type, weights, cost
   saturn rules list [FILE...]        list rules: name, kind, group (default: the shipped tensor rules)
   saturn rules verify [FILE...]      verify rules on random shapes and values; non-zero exit if any fails
-  saturn optimize MODEL [options]    optimize a zoo model or a JSON model (MODEL: name or .json)
-      -o OUT.json                    write the optimized model (never the input file)
+  saturn optimize MODEL [options]    search, extract, report
+      -o OUT                         write the optimized model, .onnx or .json (never the input file)
       --search mcts|greedy|default|taso   (default mcts)
       --budget-nodes N               e-node budget (default 2000)
       --budget-mem BYTES             byte budget (default unlimited)
@@ -50,9 +61,53 @@ constexpr std::string_view kUsage = R"(usage:
       --threads N  --seed N          (defaults 2 and 1)
       --ilp-seconds S                exact extraction time limit; 0: greedy only (default 10)
       --report FILE.json             write the summary as JSON
+      --dot DIR                      write before.dot and after.dot (and .svg when graphviz is installed)
+      --quiet                        no progress line and no summary (errors still go to stderr)
   saturn env                         serve the search environment: JSON requests on stdin, one per line
 Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
+
+// An ONNX file, a saturn JSON file, or a zoo model by name.
+absl::StatusOr<Graph> load_model(const std::string& name, const OnnxImportOptions& onnx = {}) {
+  if (name.ends_with(".onnx")) return load_onnx_model(name, onnx);
+  if (name.ends_with(".json")) return load_json_model(name);
+  if (name.find('/') != std::string::npos || std::filesystem::exists(name))
+    return absl::InvalidArgumentError(
+        fmt::format("{}: unknown model format (expected .onnx or .json)", name));
+  return build_zoo_model(name);
+}
+
+absl::Status save_model(const Graph& graph, const std::string& path) {
+  if (path.ends_with(".onnx")) return save_onnx_model(graph, path);
+  if (path.ends_with(".json")) return save_json_model(graph, path);
+  return absl::InvalidArgumentError(
+      fmt::format("{}: unknown output format (use .onnx or .json)", path));
+}
+
+// Splits `--dim NAME=SIZE` options out of `args`; false on a malformed one.
+bool take_dims(std::vector<std::string>& args, OnnxImportOptions& onnx, std::string& error) {
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--dim") {
+      rest.push_back(args[i]);
+      continue;
+    }
+    const std::string spec = i + 1 < args.size() ? args[++i] : "";
+    const std::size_t eq = spec.find('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(spec);
+      std::size_t used = 0;
+      const long long size = std::stoll(spec.substr(eq + 1), &used);
+      if (used != spec.size() - eq - 1 || size < 0) throw std::invalid_argument(spec);
+      onnx.dims[spec.substr(0, eq)] = size;
+    } catch (const std::exception&) {
+      error = fmt::format("--dim needs NAME=SIZE, got '{}'", spec);
+      return false;
+    }
+  }
+  args = std::move(rest);
+  return true;
+}
 
 int fail(const absl::Status& status) {
   fmt::print(stderr, "saturn: {}\n", message(status));
@@ -114,21 +169,70 @@ int zoo(const std::vector<std::string>& args) {
     if (!graph.ok()) return fail(graph.status());
     if (int rc = describe(*graph, eval); rc != 0) return rc;
     if (!save.empty()) {
-      if (absl::Status s = save_json_model(*graph, save); !s.ok()) return fail(s);
+      if (absl::Status s = save_model(*graph, save); !s.ok()) return fail(s);
       fmt::print("wrote {}\n", save);
     }
   }
   return 0;
 }
 
-int check(const std::vector<std::string>& args) {
+int check(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   if (args.empty() || args.size() > 2 || (args.size() == 2 && args[1] != "--eval")) {
     fmt::print(stderr, "{}", kUsage);
     return 2;
   }
-  absl::StatusOr<Graph> graph = load_json_model(args[0]);
+  absl::StatusOr<Graph> graph = load_model(args[0], onnx);
   if (!graph.ok()) return fail(graph.status());
   return describe(*graph, args.size() == 2);
+}
+
+int info(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
+  std::string model, cost = "roofline";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--cost" && i + 1 < args.size())
+      cost = args[++i];
+    else if (args[i].starts_with("-") || !model.empty())
+      return fmt::print(stderr, "saturn info: unexpected '{}'\n{}", args[i], kUsage), 2;
+    else
+      model = args[i];
+  }
+  if (model.empty()) return fmt::print(stderr, "saturn info: which model?\n{}", kUsage), 2;
+  absl::StatusOr<Graph> graph = load_model(model, onnx);
+  if (!graph.ok()) return fail(graph.status());
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(*graph);
+  if (!types.ok()) return fail(with_context(types.status(), model));
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
+  if (!cost_model.ok()) return fail(cost_model.status());
+  fmt::print("{}: {} ops\n", graph->name, total_ops(*graph));
+  if (!graph->opsets.empty()) {
+    std::string opsets;
+    for (const auto& [domain, version] : graph->opsets)
+      opsets +=
+          fmt::format(" {}{}", domain.empty() ? "ai.onnx" : domain, fmt::format(":{}", version));
+    fmt::print("  opsets:{}\n", opsets);
+  }
+  std::int64_t weight_bytes = 0, weights = 0;
+  std::map<std::string, int> opaque;
+  for (int i = 0; i < graph->size(); ++i) {
+    const Node& n = graph->nodes[i];
+    if (n.op == Op::kInput)
+      fmt::print("  input  {:<24} {}\n", *n.attributes.get_string("name"), to_string((*types)[i]));
+    if (n.op == Op::kWeight) {
+      ++weights;
+      weight_bytes += (*types)[i].tensor().num_bytes();
+    }
+    if (n.op == Op::kOpaque) ++opaque[*n.attributes.get_string("op_type")];
+  }
+  for (const GraphOutput& o : graph->outputs)
+    fmt::print("  output {:<24} {}\n", o.name, to_string((*types)[o.node]));
+  fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
+  fmt::print("  ops: {}\n", op_summary(*graph));
+  for (const auto& [op_type, count] : opaque)
+    fmt::print("  kept as opaque: {} x{}\n", op_type, count);
+  absl::StatusOr<double> c = graph_cost(**cost_model, *graph);
+  if (!c.ok()) return fail(c.status());
+  fmt::print("  cost ({}): {:.2f}\n", (*cost_model)->name(), *c);
+  return 0;
 }
 
 int rules_command(const std::vector<std::string>& args) {
@@ -170,19 +274,63 @@ int rules_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-// A zoo model by name, or a saturn JSON model file.
-absl::StatusOr<Graph> load_model(const std::string& name) {
-  if (name.ends_with(".json")) return load_json_model(name);
-  return build_zoo_model(name);
-}
-
 int usage_error(std::string_view command, const std::string& what) {
   fmt::print(stderr, "saturn {}: {}\n{}", command, what, kUsage);
   return 2;
 }
 
-int optimize_command(const std::vector<std::string>& args) {
-  std::string model, out, report, cost = "roofline";
+// The progress line: rewritten in place on a terminal, at most 10 times a
+// second, from any search thread.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+  ~ProgressLine() { finish(); }
+
+  void update(const SearchProgress& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    best_ = std::min(best_, p.cost);
+    if (!enabled_ || (shown_ && clock_.seconds() - last_ < 0.1)) return;
+    last_ = clock_.seconds();
+    shown_ = true;
+    fmt::print(stderr, "\r  search {:6.1f} s  {:>7} / {} e-nodes  best cost {:.2f} ({:+.2f}%)   ",
+               last_, p.nodes, p.max_nodes, best_,
+               p.initial_cost > 0 ? 100.0 * (best_ - p.initial_cost) / p.initial_cost : 0.0);
+    std::fflush(stderr);
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shown_) fmt::print(stderr, "\r{:80}\r", "");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  std::mutex mutex_;
+  Stopwatch clock_;
+  double last_ = 0, best_ = std::numeric_limits<double>::infinity();
+  bool shown_ = false;
+};
+
+// Writes graph.dot (and graph.svg when Graphviz's `dot` is on the PATH).
+absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
+                       const std::string& stem) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()));
+  const std::filesystem::path dot = dir / (stem + ".dot");
+  if (absl::Status s = write_text_file(dot.string(), to_dot(graph)); !s.ok()) return s;
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    const std::string cmd =
+        fmt::format("dot -Tsvg '{}' -o '{}'", dot.string(), (dir / (stem + ".svg")).string());
+    if (std::system(cmd.c_str()) != 0)
+      return absl::InternalError(fmt::format("{}: graphviz could not render it", dot.string()));
+  }
+  return absl::OkStatus();
+}
+
+int optimize_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
+  std::string model, out, report, dot_dir, cost = "roofline";
+  bool quiet = false;
   OptimizeOptions options;
   options.search.threads = 2;
   try {
@@ -214,6 +362,10 @@ int optimize_command(const std::vector<std::string>& args) {
         options.ilp_seconds = std::stod(value());
       else if (a == "--report")
         report = value();
+      else if (a == "--dot")
+        dot_dir = value();
+      else if (a == "--quiet")
+        quiet = true;
       else if (a == "--rules") {
         while (i + 1 < args.size() && !args[i + 1].starts_with("-"))
           options.rule_files.push_back(args[++i]);
@@ -232,28 +384,41 @@ int optimize_command(const std::vector<std::string>& args) {
       std::filesystem::equivalent(out, model, ec))
     return fail(
         absl::InvalidArgumentError(fmt::format("{}: will not overwrite the input model", out)));
-  absl::StatusOr<Graph> graph = load_model(model);
+  if (!out.empty() && !out.ends_with(".onnx") && !out.ends_with(".json"))
+    return usage_error("optimize", "-o needs a .onnx or .json file name");
+  absl::StatusOr<Graph> graph = load_model(model, onnx);
   if (!graph.ok()) return fail(graph.status());
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   options.cost_model = *cost_model;
+  ProgressLine progress(!quiet && isatty(fileno(stderr)));
+  options.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
   absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
+  progress.finish();
   if (!r.ok()) return fail(with_context(r.status(), model));
-
-  fmt::print(
-      "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
-      graph->name, r->stats.strategy, r->cost_model, r->cost_before, r->cost_after,
-      r->improvement_percent(), r->speedup());
-  fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n", total_ops(*graph),
-             total_ops(r->graph), r->stats.peak_nodes, options.budget.max_nodes,
-             r->stats.stop_reason, to_string(r->extraction));
-  fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
-             r->times.rules, r->times.search, r->times.extract, r->times.total);
-  for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
-    fmt::print("  {:>6}  {}\n", r->rules_applied[i].count, r->rules_applied[i].name);
   if (!out.empty()) {
-    if (absl::Status s = save_json_model(r->graph, out); !s.ok()) return fail(s);
-    fmt::print("wrote {}\n", out);
+    if (absl::Status s = save_model(r->graph, out); !s.ok()) return fail(s);
+  }
+  if (!dot_dir.empty()) {
+    for (const auto& [g, stem] : {std::pair{&*graph, "before"}, std::pair{&r->graph, "after"}}) {
+      if (absl::Status s = write_dot(*g, dot_dir, stem); !s.ok()) return fail(s);
+    }
+  }
+
+  if (!quiet) {
+    fmt::print(
+        "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
+        graph->name, r->stats.strategy, r->cost_model, r->cost_before, r->cost_after,
+        r->improvement_percent(), r->speedup());
+    fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n",
+               total_ops(*graph), total_ops(r->graph), r->stats.peak_nodes,
+               options.budget.max_nodes, r->stats.stop_reason, to_string(r->extraction));
+    fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
+               r->times.rules, r->times.search, r->times.extract, r->times.total);
+    for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
+      fmt::print("  {:>6}  {}\n", r->rules_applied[i].count, r->rules_applied[i].name);
+    if (!out.empty()) fmt::print("wrote {}\n", out);
+    if (!dot_dir.empty()) fmt::print("wrote {}/before.dot and {}/after.dot\n", dot_dir, dot_dir);
   }
   if (!report.empty()) {
     nlohmann::json rules = nlohmann::json::array();
@@ -286,7 +451,8 @@ int optimize_command(const std::vector<std::string>& args) {
 
 int env_command(const std::vector<std::string>& args) {
   if (!args.empty()) return usage_error("env", "takes no arguments");
-  return serve_environment(std::cin, std::cout, load_model) == 0 ? 0 : 1;
+  auto loader = [](const std::string& name) { return load_model(name); };
+  return serve_environment(std::cin, std::cout, loader) == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -305,10 +471,16 @@ int main(int argc, char** argv) {
     fmt::print("{}", kUsage);
     return 0;
   }
+  OnnxImportOptions onnx;
+  if (std::string error; !take_dims(args, onnx, error)) {
+    fmt::print(stderr, "saturn {}: {}\n", command, error);
+    return 2;
+  }
   if (command == "zoo") return zoo(args);
-  if (command == "check") return check(args);
+  if (command == "check") return check(args, onnx);
+  if (command == "info") return info(args, onnx);
   if (command == "rules") return rules_command(args);
-  if (command == "optimize") return optimize_command(args);
+  if (command == "optimize") return optimize_command(args, onnx);
   if (command == "env") return env_command(args);
   fmt::print(stderr, "saturn: unknown command '{}'\n{}", command, kUsage);
   return 2;
