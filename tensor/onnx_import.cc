@@ -126,7 +126,8 @@ class Importer {
   absl::StatusOr<Graph> run(onnx::ModelProto& model) {
     if (absl::Status s = prepare(model); !s.ok()) return s;
     const onnx::GraphProto& g = model.graph();
-    graph_.name = g.name().empty() ? std::filesystem::path(file_).stem().string() : g.name();
+    // Exporters name graphs generically ("torch_jit", "main_graph"): the file names the model.
+    graph_.name = std::filesystem::path(file_).stem().string();
     for (const auto& op : model.opset_import())
       graph_.opsets.emplace_back(op.domain(), op.version());
 

@@ -11,7 +11,7 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSATURN_SANITIZE=ON \
   -DSATURN_ENGINE_ONLY=OFF >/dev/null
-cmake --build build-asan -j "$(nproc)" --target engine_tests tensor_tests search_tests
+cmake --build build-asan -j "$(nproc)" --target engine_tests tensor_tests search_tests onnx_tests
 # Saturating the ten zoo models takes about 30 s in Release; under the
 # sanitizers it would take many minutes, so that one test runs in Release only.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -22,4 +22,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   GTEST_FILTER='Environment.*:Protocol.*:Strategies/SearchTest.ImpossibleBudget*' \
   ctest --test-dir build-asan --output-on-failure -R '^search_tests$'
+# ONNX import and export (libonnx-testdata, malformed files) under the
+# sanitizers; the fixture optimizations are Release-only.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -R '^onnx_tests$'
 echo "saturn: all tests passed"
