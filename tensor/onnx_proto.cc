@@ -154,12 +154,12 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
   }
   if (*dtype == DType::kFloat32) {
     std::vector<float> v(static_cast<std::size_t>(count));
-    std::memcpy(v.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
     return Tensor(type, std::move(v));
   }
   if (*dtype == DType::kInt64) {
     std::vector<std::int64_t> v(static_cast<std::size_t>(count));
-    std::memcpy(v.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
     return Tensor(type, std::move(v));
   }
   return Tensor(type, std::move(bytes));
