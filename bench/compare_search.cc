@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "bench/report.h"
 #include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
@@ -99,66 +100,6 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   return a;
 }
 
-std::string machine_description() {
-  std::string cpu = "unknown CPU";
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);) {
-    if (line.starts_with("model name")) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
-}
-
-// ---- SVG plot ----------------------------------------------------------
-
-const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
-
-// Grouped bars: for each group (model) one bar per series (strategy).
-std::string bar_chart(const std::string& title, const std::vector<std::string>& groups,
-                      const std::vector<std::string>& series,
-                      const std::vector<std::vector<double>>& values, double x0, double y0) {
-  const double width = 900, height = 260, left = 50, bottom = 60;
-  double top = 1;
-  for (const auto& row : values)
-    for (double v : row) top = std::max(top, v);
-  top = std::ceil(top / 5) * 5;
-  std::string s = fmt::format("<g transform=\"translate({},{})\">\n", x0, y0);
-  s += fmt::format("<text x=\"{}\" y=\"15\" font-size=\"14\">{}</text>\n", left, title);
-  const double plot_h = height - bottom - 25, plot_w = width - left - 10;
-  auto y_of = [&](double v) { return 25 + plot_h * (1 - std::max(v, 0.0) / top); };
-  for (int t = 0; t <= 5; ++t) {
-    double v = top * t / 5;
-    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
-                     left, left + plot_w, y_of(v), y_of(v));
-    s += fmt::format(
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.0f}%</text>\n",
-        left - 4, y_of(v) + 3, v);
-  }
-  const double group_w = plot_w / static_cast<double>(std::max<std::size_t>(groups.size(), 1));
-  const double bar_w = group_w * 0.8 / static_cast<double>(std::max<std::size_t>(series.size(), 1));
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (std::size_t k = 0; k < series.size(); ++k) {
-      double v = values[g][k];
-      double x = left + g * group_w + group_w * 0.1 + k * bar_w;
-      s += fmt::format(
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", x,
-          y_of(v), bar_w, y_of(0) - y_of(v), kColors[k % 5]);
-    }
-    s += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
-        left + (g + 0.5) * group_w, y_of(0) + 14, groups[g]);
-  }
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n",
-                     left + k * 110, height - 25, kColors[k % 5]);
-    s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>\n", left + k * 110 + 14,
-                     height - 16, series[k]);
-  }
-  return s + "</g>\n";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,7 +113,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Run> runs;
-  const std::string machine = machine_description();
+  const std::string machine = bench::machine_description();
   fmt::print("machine: {}\n\n", machine);
   fmt::print(
       "| model | cost | budget | strategy | before | after | improvement % | e-nodes | peak MB | "
@@ -294,9 +235,9 @@ int main(int argc, char** argv) {
       }
       per_model.push_back(row);
     }
-    svg += bar_chart(fmt::format("cost reduction (%) per model, {} cost, {} e-node budget",
-                                 cost_name, args->budgets.front()),
-                     args->models, args->strategies, per_model, 10, y);
+    svg += bench::bar_chart(fmt::format("cost reduction (%) per model, {} cost, {} e-node budget",
+                                        cost_name, args->budgets.front()),
+                            args->models, args->strategies, per_model, 10, y);
     y += 270;
     std::vector<std::string> budget_names;
     std::vector<std::vector<double>> per_budget;
@@ -309,8 +250,9 @@ int main(int argc, char** argv) {
       }
       per_budget.push_back(row);
     }
-    svg += bar_chart(fmt::format("mean cost reduction (%) against budget, {} cost", cost_name),
-                     budget_names, args->strategies, per_budget, 10, y);
+    svg +=
+        bench::bar_chart(fmt::format("mean cost reduction (%) against budget, {} cost", cost_name),
+                         budget_names, args->strategies, per_budget, 10, y);
     y += 270;
   }
   svg = fmt::format(

@@ -194,7 +194,8 @@ class ModelReader {
         return init;
       }
       if (!d->is_array() || static_cast<std::int64_t>(d->size()) != type.num_elements()) {
-        return error(where, fmt::format("data must be a list of {} values", type.num_elements()));
+        return error(where, fmt::format("data must be a list of {} {}", type.num_elements(),
+                                        type.dtype == DType::kString ? "strings" : "numbers"));
       }
       if (type.dtype == DType::kString) {
         std::vector<std::string> values;

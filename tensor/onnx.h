@@ -51,6 +51,11 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path,
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph);
 absl::Status save_onnx_model(const Graph& graph, const std::string& path);
 
+// The model as another runtime should run it: the file's bytes, except that
+// weights stripped under `saturn.seeded_weights` become initializers holding
+// exactly the values saturn's importer gives them.
+absl::StatusOr<std::string> runtime_onnx_model(const std::string& path);
+
 // Runs the ONNX checker on a serialized model.
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file);
 

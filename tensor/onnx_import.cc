@@ -118,6 +118,28 @@ absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::pat
   return absl::OkStatus();
 }
 
+// The weights a model names under `saturn.seeded_weights`: name -> [low, high).
+using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
+
+absl::StatusOr<SeededWeights> seeded_weights(const onnx::ModelProto& model) {
+  SeededWeights out;
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() != kSeededWeights) continue;
+    nlohmann::json j = nlohmann::json::parse(entry.value(), nullptr, false);
+    if (!j.is_object())
+      return absl::InvalidArgumentError(
+          fmt::format("metadata '{}' must be a JSON object", kSeededWeights));
+    for (const auto& [name, range] : j.items()) {
+      if (!range.is_object() || !range.contains("low") || !range.contains("high") ||
+          !range["low"].is_number() || !range["high"].is_number())
+        return absl::InvalidArgumentError(
+            fmt::format("metadata '{}': '{}' needs numbers low and high", kSeededWeights, name));
+      out[name] = {range["low"].get<float>(), range["high"].get<float>()};
+    }
+  }
+  return out;
+}
+
 class Importer {
  public:
   Importer(std::string file, const OnnxImportOptions& options)
@@ -187,17 +209,9 @@ class Importer {
       if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
       if (absl::Status s = load_external_data(t, dir); !s.ok()) return error("{}", message(s));
     }
-    for (const auto& entry : model.metadata_props()) {
-      if (entry.key() != kSeededWeights) continue;
-      nlohmann::json j = nlohmann::json::parse(entry.value(), nullptr, false);
-      if (!j.is_object()) return error("metadata '{}' must be a JSON object", kSeededWeights);
-      for (const auto& [name, range] : j.items()) {
-        if (!range.is_object() || !range.contains("low") || !range.contains("high") ||
-            !range["low"].is_number() || !range["high"].is_number())
-          return error("metadata '{}': '{}' needs numbers low and high", kSeededWeights, name);
-        seeded_[name] = {range["low"].get<float>(), range["high"].get<float>()};
-      }
-    }
+    absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
+    if (!seeded.ok()) return error("{}", message(seeded.status()));
+    seeded_ = std::move(*seeded);
     for (onnx::ValueInfoProto& v : *g->mutable_input()) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
       int axis = 0;
@@ -764,7 +778,7 @@ class Importer {
   absl::flat_hash_map<std::string, int> values_;
   absl::flat_hash_map<std::string, Tensor> constants_;
   absl::flat_hash_map<std::string, onnx::TypeProto> types_by_name_;
-  absl::flat_hash_map<std::string, std::pair<float, float>> seeded_;
+  SeededWeights seeded_;
 };
 
 }  // namespace
@@ -792,6 +806,40 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
   absl::StatusOr<std::string> bytes = read_text_file(path);
   if (!bytes.ok()) return bytes.status();
   return parse_onnx_model(*bytes, path, options);
+}
+
+absl::StatusOr<std::string> runtime_onnx_model(const std::string& path) {
+  absl::StatusOr<std::string> bytes = read_text_file(path);
+  if (!bytes.ok()) return bytes.status();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(*bytes))
+    return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", path));
+  absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
+  if (!seeded.ok()) return with_context(seeded.status(), path);
+  if (seeded->empty()) return bytes;
+  onnx::GraphProto* g = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+  for (const onnx::ValueInfoProto& v : g->input()) {
+    auto it = seeded->find(v.name());
+    if (it == seeded->end()) {
+      *inputs.Add() = v;
+      continue;
+    }
+    // The values the importer's weight gets (materialize_weight).
+    std::optional<DType> dtype = onnx_io::dtype_from_onnx(v.type().tensor_type().elem_type());
+    TensorType type{dtype.value_or(DType::kFloat32), {}};
+    for (const auto& d : v.type().tensor_type().shape().dim()) type.dims.push_back(d.dim_value());
+    Tensor value = random_tensor(type, stable_hash(v.name()), it->second.first, it->second.second);
+    onnx_io::tensor_to_proto(value, v.name(), g->add_initializer());
+  }
+  *g->mutable_input() = std::move(inputs);
+  auto* props = model.mutable_metadata_props();
+  for (int i = props->size() - 1; i >= 0; --i) {
+    if (props->Get(i).key() == kSeededWeights) props->DeleteSubrange(i, 1);
+  }
+  std::string out;
+  model.SerializeToString(&out);
+  return out;
 }
 
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file) {

@@ -3,10 +3,13 @@
 // outputs; the fixtures import, export and evaluate to the same outputs;
 // malformed files fail with their error.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+
+#include <sys/wait.h>
 
 #include "egraph/file.h"
 #include "egraph/status.h"
@@ -262,6 +265,46 @@ TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   ASSERT_EQ(back.graph().node_size(), 1);
   EXPECT_EQ(back.graph().node(0).op_type(), "Softsign");
   EXPECT_EQ(back.graph().output(0).name(), "y");
+}
+
+// `saturn verify` in onnxruntime: a model matches itself, and a model with
+// one weight changed is reported as a mismatch with a non-zero exit.
+TEST(OnnxRuntime, VerifyDetectsAChangedWeight) {
+  absl::StatusOr<Graph> g = load_onnx_model(std::string(SATURN_FIXTURES) + "/squeezenet1_1.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const fs::path dir = fs::temp_directory_path() / "saturn-onnx-test-verify";
+  fs::create_directories(dir);
+  const std::string good = (dir / "good.onnx").string(), bad = (dir / "bad.onnx").string();
+  ASSERT_TRUE(save_onnx_model(*g, good).ok());
+  // Change the last convolution's kernel.
+  std::string changed;
+  for (const Node& n : g->nodes) {
+    if (n.op == Op::kWeight && n.attributes.get_ints("shape")->size() == 4)
+      changed = *n.attributes.get_string("name");
+  }
+  ASSERT_FALSE(changed.empty());
+  absl::StatusOr<Tensor> w =
+      materialize_weight(*g, *std::find_if(g->nodes.begin(), g->nodes.end(), [&](const Node& n) {
+        return n.op == Op::kWeight && *n.attributes.get_string("name") == changed;
+      }));
+  ASSERT_TRUE(w.ok());
+  g->weights[changed] =
+      WeightInit{std::make_shared<const Tensor>(random_tensor(w->type(), /*seed=*/99, 0.5f, 1.0f))};
+  ASSERT_TRUE(save_onnx_model(*g, bad).ok());
+  auto run = [&](const std::string& a, const std::string& b) {
+    const std::string log = (dir / "log.txt").string();
+    const std::string cmd =
+        fmt::format("'{}' verify '{}' '{}' --runs 1 --warmup 0 > '{}' 2>&1", SATURN_CLI, a, b, log);
+    const int status = std::system(cmd.c_str());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, *read_text_file(log)};
+  };
+  auto [same_code, same_text] = run(good, good);
+  EXPECT_EQ(same_code, 0) << same_text;
+  EXPECT_NE(same_text.find("outputs match"), std::string::npos) << same_text;
+  auto [bad_code, bad_text] = run(good, bad);
+  EXPECT_EQ(bad_code, 1) << bad_text;
+  EXPECT_NE(bad_text.find("MISMATCH"), std::string::npos) << bad_text;
+  fs::remove_all(dir);
 }
 
 // Each fixture: import, optimize with every strategy, export (the checker

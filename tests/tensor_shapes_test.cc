@@ -37,7 +37,7 @@ TEST(TensorShapes, Leaves) {
                 .dtype,
             DType::kInt64);
   EXPECT_EQ(dims_of(Op::kConstant, {}, {{"value", 0.5}}), Dims{});
-  EXPECT_NE(error_of(Op::kInput, {}, {{"name", "x"}, {"shape", Ints{2}}, {"dtype", "float16"}})
+  EXPECT_NE(error_of(Op::kInput, {}, {{"name", "x"}, {"shape", Ints{2}}, {"dtype", "float8"}})
                 .find("unknown dtype"),
             std::string::npos);
   EXPECT_NE(error_of(Op::kInput, {}, {{"name", "x"}, {"shape", Ints{-2}}}).find("negative"),

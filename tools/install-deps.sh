@@ -25,3 +25,19 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The onnxruntime harness (saturn verify, saturn calibrate): onnxruntime-node
+# from the npm registry, CPU only (ONNXRUNTIME_NODE_INSTALL=skip: no CUDA
+# downloads), at the version package-lock.json pins.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "install-deps: installing nodejs npm"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+ort_dir="$(dirname "$0")/ort"
+if [[ ! -d "$ort_dir/node_modules/onnxruntime-node" ]]; then
+  echo "install-deps: installing onnxruntime-node"
+  (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --silent >/dev/null)
+fi

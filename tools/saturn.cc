@@ -8,6 +8,8 @@
 //   saturn rules list [FILE...]     each rule's name, kind and group (default: the shipped rules)
 //   saturn rules verify [FILE...]   check each rule's soundness on random shapes and values
 //   saturn optimize MODEL [-o OUT] [options]   search, extract, report (see --help)
+//   saturn verify A.onnx B.onnx     compare and time two models in onnxruntime
+//   saturn calibrate MODEL... -o T  measure operator signatures in onnxruntime
 //   saturn env                      the search environment over line-based JSON on stdin/stdout
 #include <algorithm>
 #include <cstdio>
@@ -35,6 +37,7 @@
 #include "tensor/json_model.h"
 #include "tensor/onnx.h"
 #include "tensor/zoo/zoo.h"
+#include "tools/runtime.h"
 
 namespace {
 
@@ -63,6 +66,16 @@ constexpr std::string_view kUsage = R"(usage:
       --report FILE.json             write the summary as JSON
       --dot DIR                      write before.dot and after.dot (and .svg when graphviz is installed)
       --quiet                        no progress line and no summary (errors still go to stderr)
+      --verify                       run the output and the input in onnxruntime: outputs must match (-o .onnx)
+      --verify-runs N                timed runs for --verify (default 20)
+  saturn verify ORIGINAL OPTIMIZED [--runs N] [--warmup N] [--rtol R] [--atol A] [--seed S]
+                [--threads T] [--json FILE]
+                                     run both in onnxruntime (CPU, all graph optimizations) on the same
+                                     seeded inputs: compare every output, time them (median, A/B alternating);
+                                     exit 1 on a mismatch
+  saturn calibrate MODEL... -o COSTS.json [--runs N]
+                                     time each distinct operator signature in onnxruntime; writes (or
+                                     extends) the table for --cost measured:COSTS.json
   saturn env                         serve the search environment: JSON requests on stdin, one per line
 Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
@@ -328,9 +341,121 @@ absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
   return absl::OkStatus();
 }
 
+// Parses the options of the onnxruntime commands; false on a bad one.
+bool runtime_option(const std::vector<std::string>& args, std::size_t& i, cli::RuntimeOptions& o,
+                    std::string& json) {
+  const std::string& a = args[i];
+  if (i + 1 >= args.size()) return false;
+  const std::string& v = args[i + 1];
+  if (a == "--runs")
+    o.runs = std::stoi(v);
+  else if (a == "--warmup")
+    o.warmup = std::stoi(v);
+  else if (a == "--rtol")
+    o.rtol = std::stod(v);
+  else if (a == "--atol")
+    o.atol = std::stod(v);
+  else if (a == "--seed")
+    o.seed = std::stoull(v);
+  else if (a == "--threads")
+    o.threads = std::stoi(v);
+  else if (a == "--json")
+    json = v;
+  else
+    return false;
+  ++i;
+  return true;
+}
+
+// Runs ORIGINAL and OPTIMIZED in onnxruntime and prints the comparison;
+// 0 when the outputs match.
+int run_verify(const std::string& original, const Graph& original_graph,
+               const std::string& optimized, const Graph& optimized_graph,
+               const cli::RuntimeOptions& options, const std::string& json) {
+  cli::TempDir dir;
+  absl::StatusOr<std::string> a =
+      cli::runtime_file(original, original_graph, dir.path(), "original");
+  if (!a.ok()) return fail(a.status());
+  absl::StatusOr<std::string> b =
+      cli::runtime_file(optimized, optimized_graph, dir.path(), "optimized");
+  if (!b.ok()) return fail(b.status());
+  absl::StatusOr<cli::VerifyReport> r = cli::verify_models(*a, *b, options);
+  if (!r.ok()) return fail(r.status());
+  r->json["original"] = original;
+  r->json["optimized"] = optimized;
+  fmt::print("verify {} against {}:\n{}", optimized, original, cli::describe(*r));
+  if (!json.empty()) {
+    if (absl::Status s = write_text_file(json, r->json.dump(2) + "\n"); !s.ok()) return fail(s);
+  }
+  return r->ok ? 0 : 1;
+}
+
+int verify_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
+  cli::RuntimeOptions options;
+  std::string json;
+  std::vector<std::string> models;
+  try {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i].starts_with("-")) {
+        if (!runtime_option(args, i, options, json))
+          return usage_error("verify", "unexpected '" + args[i] + "'");
+      } else {
+        models.push_back(args[i]);
+      }
+    }
+  } catch (const std::exception& e) {
+    return usage_error("verify", e.what());
+  }
+  if (models.size() != 2) return usage_error("verify", "needs ORIGINAL and OPTIMIZED");
+  absl::StatusOr<Graph> a = load_model(models[0], onnx);
+  if (!a.ok()) return fail(a.status());
+  absl::StatusOr<Graph> b = load_model(models[1], onnx);
+  if (!b.ok()) return fail(b.status());
+  return run_verify(models[0], *a, models[1], *b, options, json);
+}
+
+int calibrate_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
+  cli::RuntimeOptions options;
+  options.runs = 10;
+  std::string out, json;
+  std::vector<std::string> models;
+  try {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "-o" && i + 1 < args.size())
+        out = args[++i];
+      else if (args[i].starts_with("-")) {
+        if (!runtime_option(args, i, options, json))
+          return usage_error("calibrate", "unexpected '" + args[i] + "'");
+      } else
+        models.push_back(args[i]);
+    }
+  } catch (const std::exception& e) {
+    return usage_error("calibrate", e.what());
+  }
+  if (models.empty() || out.empty())
+    return usage_error("calibrate", "needs MODEL... -o COSTS.json");
+  std::vector<Graph> graphs;
+  for (const std::string& m : models) {
+    absl::StatusOr<Graph> g = load_model(m, onnx);
+    if (!g.ok()) return fail(g.status());
+    graphs.push_back(std::move(*g));
+  }
+  std::vector<const Graph*> pointers;
+  for (const Graph& g : graphs) pointers.push_back(&g);
+  const Stopwatch clock;
+  absl::StatusOr<cli::CalibrationStats> stats = cli::calibrate(pointers, out, options);
+  if (!stats.ok()) return fail(stats.status());
+  fmt::print(
+      "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
+      "({:.1f} s)\n",
+      stats->signatures, stats->measured, stats->cached, stats->skipped, out, clock.seconds());
+  return 0;
+}
+
 int optimize_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   std::string model, out, report, dot_dir, cost = "roofline";
-  bool quiet = false;
+  bool quiet = false, verify = false;
+  cli::RuntimeOptions verify_options;
   OptimizeOptions options;
   options.search.threads = 2;
   try {
@@ -366,6 +491,10 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         dot_dir = value();
       else if (a == "--quiet")
         quiet = true;
+      else if (a == "--verify")
+        verify = true;
+      else if (a == "--verify-runs")
+        verify_options.runs = std::stoi(value());
       else if (a == "--rules") {
         while (i + 1 < args.size() && !args[i + 1].starts_with("-"))
           options.rule_files.push_back(args[++i]);
@@ -386,6 +515,8 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         absl::InvalidArgumentError(fmt::format("{}: will not overwrite the input model", out)));
   if (!out.empty() && !out.ends_with(".onnx") && !out.ends_with(".json"))
     return usage_error("optimize", "-o needs a .onnx or .json file name");
+  if (verify && !out.ends_with(".onnx"))
+    return usage_error("optimize", "--verify needs -o OUT.onnx");
   absl::StatusOr<Graph> graph = load_model(model, onnx);
   if (!graph.ok()) return fail(graph.status());
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
@@ -446,6 +577,7 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                           {"total", r->times.total}}}};
     if (absl::Status s = write_text_file(report, j.dump(2) + "\n"); !s.ok()) return fail(s);
   }
+  if (verify) return run_verify(model, *graph, out, r->graph, verify_options, "");
   return 0;
 }
 
@@ -481,6 +613,8 @@ int main(int argc, char** argv) {
   if (command == "info") return info(args, onnx);
   if (command == "rules") return rules_command(args);
   if (command == "optimize") return optimize_command(args, onnx);
+  if (command == "verify") return verify_command(args, onnx);
+  if (command == "calibrate") return calibrate_command(args, onnx);
   if (command == "env") return env_command(args);
   fmt::print(stderr, "saturn: unknown command '{}'\n{}", command, kUsage);
   return 2;

@@ -1,0 +1,245 @@
+// bench/real_latency: the number saturn must win on. For every ONNX fixture
+// and zoo model, every search strategy optimizes the model under the cost
+// model measured in onnxruntime (calibrated first, cached in the table), and
+// onnxruntime (CPU, all its graph optimizations on) runs the original and
+// the optimized model on the same inputs: outputs compared, median latency
+// over alternating A/B runs. Prints a Markdown table and writes it as JSON
+// and an SVG plot.
+//
+//   build/bench/real_latency [--models resnet50,bert,...] [--strategies mcts,greedy,default,taso]
+//       [--budget 2000] [--time-limit 30] [--ilp-seconds 10] [--runs 20] [--threads 2]
+//       [--costs FILE] [--out DIR]
+//
+// A model name is a fixture (tensor/fixtures/NAME.onnx) when one exists,
+// otherwise a zoo model (exported to ONNX for onnxruntime).
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "bench/report.h"
+#include "egraph/file.h"
+#include "egraph/status.h"
+#include "egraph/stopwatch.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "saturn.h"
+#include "tensor/onnx.h"
+#include "tools/runtime.h"
+
+using namespace saturn;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kFixtures[] = {"resnet50", "inception_v3", "squeezenet1_1", "mobilenet_v2",
+                                 "bert_base"};
+
+struct Args {
+  std::vector<std::string> models, strategies = {"mcts", "greedy", "default", "taso"};
+  std::size_t budget = 2000;
+  double time_limit = 30, ilp_seconds = 10;
+  int runs = 20, threads = 2;
+  std::string costs = "bench/results/ort_costs.json", out = "real_latency";
+};
+
+absl::StatusOr<Args> parse_args(int argc, char** argv) {
+  Args a;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string flag = argv[i];
+      if (i + 1 >= argc) return absl::InvalidArgumentError("missing value after " + flag);
+      const std::string v = argv[++i];
+      if (flag == "--models")
+        a.models = absl::StrSplit(v, ',');
+      else if (flag == "--strategies")
+        a.strategies = absl::StrSplit(v, ',');
+      else if (flag == "--budget")
+        a.budget = std::stoul(v);
+      else if (flag == "--time-limit")
+        a.time_limit = std::stod(v);
+      else if (flag == "--ilp-seconds")
+        a.ilp_seconds = std::stod(v);
+      else if (flag == "--runs")
+        a.runs = std::stoi(v);
+      else if (flag == "--threads")
+        a.threads = std::stoi(v);
+      else if (flag == "--costs")
+        a.costs = v;
+      else if (flag == "--out")
+        a.out = v;
+      else
+        return absl::InvalidArgumentError("unknown option " + flag);
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  if (a.models.empty()) {
+    for (const char* f : kFixtures) a.models.emplace_back(f);
+    for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
+  }
+  for (const std::string& s : a.strategies)
+    if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
+  return a;
+}
+
+struct Model {
+  std::string name, source;  // source: the ONNX file, or the zoo name
+  tensor::Graph graph;
+};
+
+absl::StatusOr<Model> load(const std::string& name) {
+  const std::string fixture = fmt::format("{}/{}.onnx", SATURN_FIXTURES, name);
+  if (fs::exists(fixture)) {
+    absl::StatusOr<tensor::Graph> g = tensor::load_onnx_model(fixture);
+    if (!g.ok()) return g.status();
+    return Model{name, fixture, std::move(*g)};
+  }
+  absl::StatusOr<tensor::Graph> g = tensor::build_zoo_model(name);
+  if (!g.ok()) return g.status();
+  return Model{name, name, std::move(*g)};
+}
+
+double geometric_mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<Args> args = parse_args(argc, argv);
+  if (!args.ok()) {
+    fmt::print(stderr,
+               "real_latency: {}\nusage: real_latency [--models a,b] [--strategies ...] "
+               "[--budget N] [--time-limit S] [--ilp-seconds S] [--runs N] [--threads N] "
+               "[--costs FILE] [--out DIR]\n",
+               message(args.status()));
+    return 2;
+  }
+  std::vector<Model> models;
+  for (const std::string& name : args->models) {
+    absl::StatusOr<Model> m = load(name);
+    if (!m.ok()) return fmt::print(stderr, "real_latency: {}\n", message(m.status())), 2;
+    models.push_back(std::move(*m));
+  }
+  const std::string machine = bench::machine_description();
+  fmt::print("machine: {}\n", machine);
+
+  // The measured cost model: every operator signature timed in onnxruntime.
+  cli::RuntimeOptions calibration;
+  calibration.runs = 10;
+  calibration.threads = args->threads;
+  std::vector<const tensor::Graph*> graphs;
+  for (const Model& m : models) graphs.push_back(&m.graph);
+  Stopwatch clock;
+  absl::StatusOr<cli::CalibrationStats> cal = cli::calibrate(graphs, args->costs, calibration);
+  if (!cal.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cal.status())), 1;
+  fmt::print(
+      "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n\n",
+      cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost =
+      cost_model_by_name("measured:" + args->costs);
+  if (!cost.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cost.status())), 1;
+
+  fmt::print(
+      "| model | strategy | before ms [p10, p90] | after ms [p10, p90] | speedup [p10, p90] | "
+      "outputs | predicted us before -> after | optimize s |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|\n");
+  nlohmann::json rows = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> speedups;  // per strategy
+  std::vector<std::vector<double>> chart(models.size());
+  bool all_match = true;
+  for (std::size_t mi = 0; mi < models.size(); ++mi) {
+    const Model& m = models[mi];
+    cli::TempDir dir;
+    absl::StatusOr<std::string> original =
+        cli::runtime_file(m.source, m.graph, dir.path(), "original");
+    if (!original.ok())
+      return fmt::print(stderr, "real_latency: {}\n", message(original.status())), 1;
+    for (const std::string& strategy : args->strategies) {
+      OptimizeOptions options;
+      options.search.strategy = *parse_strategy(strategy);
+      options.search.threads = args->threads;
+      options.budget.max_nodes = args->budget;
+      options.budget.time_limit_seconds = args->time_limit;
+      options.ilp_seconds = args->ilp_seconds;
+      options.cost_model = *cost;
+      absl::StatusOr<OptimizeResult> r = optimize(m.graph, options);
+      if (!r.ok())
+        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(r.status())), 1;
+      const std::string optimized = (dir.path() / (strategy + ".onnx")).string();
+      if (absl::Status s = tensor::save_onnx_model(r->graph, optimized); !s.ok())
+        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(s)), 1;
+      cli::RuntimeOptions timing;
+      timing.runs = args->runs;
+      timing.threads = args->threads;
+      absl::StatusOr<cli::VerifyReport> v = cli::verify_models(*original, optimized, timing);
+      if (!v.ok())
+        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(v.status())), 1;
+      const nlohmann::json& a = v->json["latency"]["original"];
+      const nlohmann::json& b = v->json["latency"]["optimized"];
+      auto ms = [](const nlohmann::json& s, const char* k) { return s[k].get<double>() / 1000; };
+      fmt::print(
+          "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] "
+          "| "
+          "{} | {:.1f} -> {:.1f} | {:.1f} |\n",
+          m.name, strategy, ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"),
+          ms(b, "median_us"), ms(b, "p10_us"), ms(b, "p90_us"), v->speedup,
+          v->json["speedup_p10"].get<double>(), v->json["speedup_p90"].get<double>(),
+          v->ok ? "match" : "DIFFER", r->cost_before, r->cost_after, r->times.total);
+      std::fflush(stdout);
+      all_match = all_match && v->ok;
+      speedups[strategy].push_back(v->speedup);
+      chart[mi].push_back(100.0 * (1.0 - 1.0 / v->speedup));
+      rows.push_back({{"model", m.name},
+                      {"strategy", strategy},
+                      {"outputs_match", v->ok},
+                      {"speedup", v->speedup},
+                      {"speedup_p10", v->json["speedup_p10"]},
+                      {"speedup_p90", v->json["speedup_p90"]},
+                      {"latency_us", v->json["latency"]},
+                      {"outputs", v->json["outputs"]},
+                      {"predicted_us_before", r->cost_before},
+                      {"predicted_us_after", r->cost_after},
+                      {"ops_before", tensor::total_ops(m.graph)},
+                      {"ops_after", tensor::total_ops(r->graph)},
+                      {"optimize_seconds", r->times.total}});
+    }
+  }
+  fmt::print("\ngeometric-mean onnxruntime speedup over {} models:", models.size());
+  nlohmann::json geomeans = nlohmann::json::object();
+  for (const std::string& s : args->strategies) {
+    geomeans[s] = geometric_mean(speedups[s]);
+    fmt::print(" {} {:.3f}x", s, geometric_mean(speedups[s]));
+  }
+  fmt::print("\noutputs: {}\n", all_match ? "all match" : "SOME DIFFER");
+
+  std::error_code ec;
+  fs::create_directories(args->out, ec);
+  nlohmann::json j = {
+      {"machine", machine},        {"budget_nodes", args->budget},       {"runs", args->runs},
+      {"cost_table", args->costs}, {"geometric_mean_speedup", geomeans}, {"rows", rows}};
+  const std::string json_path = args->out + "/real_latency.json";
+  if (absl::Status s = write_text_file(json_path, j.dump(1) + "\n"); !s.ok())
+    return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;
+  std::vector<std::string> names;
+  for (const Model& m : models) names.push_back(m.name);
+  std::string svg = bench::bar_chart(
+      fmt::format("onnxruntime latency reduction (%) per model, measured cost, {} e-nodes",
+                  args->budget),
+      names, args->strategies, chart, 10, 10);
+  svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"920\" height=\"300\" "
+      "font-family=\"sans-serif\">\n{}<text x=\"10\" y=\"290\" "
+      "font-size=\"10\">{}</text>\n</svg>\n",
+      svg, machine);
+  const std::string svg_path = args->out + "/real_latency.svg";
+  if (absl::Status s = write_text_file(svg_path, svg); !s.ok())
+    return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;
+  fmt::print("wrote {} and {}\n", json_path, svg_path);
+  return all_match ? 0 : 1;
+}

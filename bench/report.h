@@ -1,0 +1,20 @@
+// Shared by the benchmark binaries: a description of the machine and the
+// grouped bar chart of their SVG plots.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace saturn::bench {
+
+// "CPU model, N hardware threads".
+std::string machine_description();
+
+// Grouped bars as an SVG group at (x0, y0), 900 x 260: for each group (a
+// model) one bar per series (a strategy); values are percentages (negative
+// ones are drawn as zero).
+std::string bar_chart(const std::string& title, const std::vector<std::string>& groups,
+                      const std::vector<std::string>& series,
+                      const std::vector<std::vector<double>>& values, double x0, double y0);
+
+}  // namespace saturn::bench

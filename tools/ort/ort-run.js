@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// saturn's onnxruntime harness (CPU execution provider, graph optimization
+// level "all"). The saturn command line calls it; it prints one JSON object.
+//
+//   node ort-run.js verify A.onnx B.onnx [--runs N] [--warmup N] [--rtol R]
+//                   [--atol A] [--seed S] [--threads T]
+//     Runs both models on the same seeded random inputs, compares every
+//     output, and times them: each model in a fresh session, the timed runs
+//     alternating A, B, A, B, ... so that drift in the machine's speed hits
+//     both alike.
+//   node ort-run.js time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
+//     The median latency of each model (for measured cost tables).
+'use strict';
+
+const ort = require('onnxruntime-node');
+
+function parseArgs(argv) {
+  const opts = { runs: 20, warmup: 3, rtol: 1e-3, atol: 1e-4, seed: 1, threads: 2, files: [] };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    if (a.startsWith('--')) {
+      const key = a.slice(2);
+      if (!(key in opts) || key === 'files' || i + 1 >= argv.length) throw new Error(`bad option ${a}`);
+      const v = Number(argv[++i]);
+      if (!Number.isFinite(v)) throw new Error(`${a} needs a number`);
+      opts[key] = v;
+    } else {
+      opts.files.push(a);
+    }
+  }
+  return opts;
+}
+
+// FNV-1a over a string, then a 32-bit mixing generator (mulberry32): the
+// same inputs for the same seed and input name, in every run.
+function hash32(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; ++i) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+function generator(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomTensor(meta, seed) {
+  if (!meta.isTensor) throw new Error(`input '${meta.name}' is not a tensor`);
+  const dims = meta.shape.map((d) => {
+    if (typeof d !== 'number' || d < 0) throw new Error(`input '${meta.name}' has a dynamic shape`);
+    return d;
+  });
+  const n = dims.reduce((a, b) => a * b, 1);
+  const next = generator(seed ^ hash32(meta.name));
+  switch (meta.type) {
+    case 'float32': {
+      const v = new Float32Array(n);
+      for (let i = 0; i < n; ++i) v[i] = 2 * next() - 1;
+      return new ort.Tensor('float32', v, dims);
+    }
+    case 'int64': {
+      const v = new BigInt64Array(n);
+      for (let i = 0; i < n; ++i) v[i] = BigInt(Math.floor(10 * next()));
+      return new ort.Tensor('int64', v, dims);
+    }
+    case 'int32': {
+      const v = new Int32Array(n);
+      for (let i = 0; i < n; ++i) v[i] = Math.floor(10 * next());
+      return new ort.Tensor('int32', v, dims);
+    }
+    case 'bool': {
+      const v = new Uint8Array(n);
+      for (let i = 0; i < n; ++i) v[i] = next() < 0.5 ? 1 : 0;
+      return new ort.Tensor('bool', v, dims);
+    }
+    default:
+      throw new Error(`input '${meta.name}' has element type ${meta.type}, which the harness does not generate`);
+  }
+}
+
+async function openSession(file, threads) {
+  return ort.InferenceSession.create(file, {
+    graphOptimizationLevel: 'all',
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+  });
+}
+
+function inputsFor(session, seed) {
+  const feeds = {};
+  for (const meta of session.inputMetadata) feeds[meta.name] = randomTensor(meta, seed);
+  return feeds;
+}
+
+async function timedRun(session, feeds) {
+  const t0 = process.hrtime.bigint();
+  const out = await session.run(feeds);
+  return { out, us: Number(process.hrtime.bigint() - t0) / 1e3 };
+}
+
+function quantile(sorted, q) {
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+function summary(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  return { median_us: quantile(s, 0.5), p10_us: quantile(s, 0.1), p90_us: quantile(s, 0.9), runs: s.length };
+}
+
+// Largest |a-b| / (atol + rtol*|b|) over the elements (<= 1 means close).
+function compare(a, b, rtol, atol) {
+  if (a.type !== b.type || a.dims.join(',') !== b.dims.join(','))
+    return { ratio: Infinity, max_abs: Infinity, detail: `shape or type ${a.type}[${a.dims}] vs ${b.type}[${b.dims}]` };
+  let ratio = 0, maxAbs = 0;
+  for (let i = 0; i < a.data.length; ++i) {
+    const x = Number(a.data[i]), y = Number(b.data[i]);
+    if (Number.isNaN(x) || Number.isNaN(y)) {
+      if (Number.isNaN(x) !== Number.isNaN(y)) return { ratio: Infinity, max_abs: Infinity, detail: `NaN at ${i}` };
+      continue;
+    }
+    const d = Math.abs(x - y);
+    maxAbs = Math.max(maxAbs, d);
+    ratio = Math.max(ratio, d / (atol + rtol * Math.abs(y)));
+  }
+  return { ratio, max_abs: maxAbs };
+}
+
+async function verify(opts) {
+  if (opts.files.length !== 2) throw new Error('verify needs two models: ORIGINAL OPTIMIZED');
+  const [fa, fb] = opts.files;
+  const a = await openSession(fa, opts.threads);
+  const b = await openSession(fb, opts.threads);
+  const names = (s) => s.inputMetadata.map((m) => `${m.name}:${m.type}[${m.shape}]`).join(' ');
+  if (names(a) !== names(b)) throw new Error(`the models' inputs differ: ${names(a)} vs ${names(b)}`);
+  const feeds = inputsFor(a, opts.seed);
+  const ra = await a.run(feeds), rb = await b.run(feeds);
+  const outputs = [];
+  let ok = true;
+  for (const name of a.outputNames) {
+    if (!(name in rb)) {
+      outputs.push({ name, ok: false, detail: 'missing from the optimized model' });
+      ok = false;
+      continue;
+    }
+    const c = compare(rb[name], ra[name], opts.rtol, opts.atol);
+    const good = c.ratio <= 1;
+    ok = ok && good;
+    outputs.push({ name, ok: good, max_abs_diff: c.max_abs, error_ratio: c.ratio, ...(c.detail ? { detail: c.detail } : {}) });
+  }
+  for (let i = 0; i < opts.warmup; ++i) {
+    await a.run(feeds);
+    await b.run(feeds);
+  }
+  const ta = [], tb = [];
+  for (let i = 0; i < opts.runs; ++i) {
+    ta.push((await timedRun(a, feeds)).us);
+    tb.push((await timedRun(b, feeds)).us);
+  }
+  const sa = summary(ta), sb = summary(tb);
+  // The spread of the speedup: the ratio of the per-pair latencies' quantiles.
+  const ratios = ta.map((x, i) => x / tb[i]).sort((x, y) => x - y);
+  return {
+    original: fa, optimized: fb, ok, rtol: opts.rtol, atol: opts.atol, seed: opts.seed,
+    outputs, latency: { original: sa, optimized: sb },
+    speedup: sa.median_us / sb.median_us,
+    speedup_p10: quantile(ratios, 0.1), speedup_p90: quantile(ratios, 0.9),
+  };
+}
+
+async function time(opts) {
+  const results = [];
+  for (const file of opts.files) {
+    const s = await openSession(file, opts.threads);
+    const feeds = inputsFor(s, opts.seed);
+    for (let i = 0; i < opts.warmup; ++i) await s.run(feeds);
+    const t = [];
+    for (let i = 0; i < opts.runs; ++i) t.push((await timedRun(s, feeds)).us);
+    results.push({ model: file, ...summary(t) });
+  }
+  return { models: results };
+}
+
+(async () => {
+  const [command, ...rest] = process.argv.slice(2);
+  const opts = parseArgs(rest);
+  let result;
+  if (command === 'verify') result = await verify(opts);
+  else if (command === 'time') result = await time(opts);
+  else throw new Error(`unknown command '${command}' (verify or time)`);
+  process.stdout.write(JSON.stringify(result) + '\n');
+})().catch((e) => {
+  process.stderr.write(`ort-run: ${e.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,76 @@
+// The saturn command line's bridge to onnxruntime: it runs the Node.js
+// harness tools/ort/ort-run.js (onnxruntime-node, CPU, graph optimization
+// level "all") and reads the JSON it prints.
+//
+//   RuntimeOptions o;                       // 20 timed runs, rtol 1e-3, atol 1e-4
+//   absl::StatusOr<VerifyReport> r = verify_models("a.onnx", "b.onnx", o);
+//   r->ok;  r->speedup;  r->json;
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "tensor/graph.h"
+
+namespace saturn::cli {
+
+struct RuntimeOptions {
+  int runs = 20;  // timed runs per model
+  int warmup = 3;
+  double rtol = 1e-3, atol = 1e-4;
+  std::uint64_t seed = 1;
+  int threads = 2;  // onnxruntime intra-op threads
+};
+
+// A directory removed (with its files) when this object goes away.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// An ONNX file onnxruntime can run for `graph` as loaded from `model`: the
+// file itself (seeded weights written out) when `model` is ONNX, otherwise
+// the graph exported into `dir`.
+absl::StatusOr<std::string> runtime_file(const std::string& model, const tensor::Graph& graph,
+                                         const std::filesystem::path& dir, const std::string& stem);
+
+struct VerifyReport {
+  bool ok = false;  // every output within tolerance
+  double speedup = 0;
+  nlohmann::json json;  // everything the harness measured
+};
+
+// Compares and times two ONNX files (see ort-run.js).
+absl::StatusOr<VerifyReport> verify_models(const std::string& original,
+                                           const std::string& optimized,
+                                           const RuntimeOptions& options);
+
+// The human-readable lines for a report.
+std::string describe(const VerifyReport& report);
+
+struct CalibrationStats {
+  std::size_t signatures = 0;  // distinct operator signatures in the models
+  std::size_t cached = 0;      // already in the table
+  std::size_t measured = 0;
+  std::size_t skipped = 0;  // operators a single-operator model cannot show (non-tensor inputs)
+};
+
+// Times every distinct operator signature of `graphs` as a single-operator
+// ONNX model in onnxruntime and writes (or extends) the measured cost table
+// at `table_path`; signatures already in the table are not measured again.
+absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph*>& graphs,
+                                           const std::string& table_path,
+                                           const RuntimeOptions& options);
+
+}  // namespace saturn::cli
