@@ -54,12 +54,25 @@ class TreeExtractor final : public Extractor {
   ExtractionResult extract(const ExtractionProblem& problem) const override;
 };
 
+struct DagGreedyOptions {
+  // After the greedy pass: how many shared classes to try prepaying (a class
+  // several chosen classes could read, such as the Split of a merged Q/K/V
+  // projection, which pays off only when all readers switch together);
+  // 0 turns the improvement off.
+  int sharing_trials = 16;
+};
+
 class DagGreedyExtractor final : public Extractor {
  public:
+  explicit DagGreedyExtractor(DagGreedyOptions options = {}) : options_(options) {}
   std::string_view name() const override { return "dag-greedy"; }
   // Returns the better (by DAG cost) of its own answer and the tree
-  // extractor's, so it is never worse than TreeExtractor.
+  // extractor's, so it is never worse than TreeExtractor; then tries the
+  // sharing improvement.
   ExtractionResult extract(const ExtractionProblem& problem) const override;
+
+ private:
+  DagGreedyOptions options_;
 };
 
 struct IlpOptions {

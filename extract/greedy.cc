@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <set>
 
 #include "egraph/stopwatch.h"
 #include "extract/extractor.h"
@@ -111,7 +112,9 @@ void merge_into(const std::vector<std::pair<std::uint32_t, double>>& a,
   out.insert(out.end(), b.begin() + j, b.end());
 }
 
-Selection dag_selection(const ExtractionProblem& p, const Parents& parents) {
+// `cost` is per node (the problem's costs, or those with some nodes prepaid).
+Selection dag_selection(const ExtractionProblem& p, const Parents& parents,
+                        std::span<const double> cost) {
   std::vector<CostSet> sets(p.num_classes());
   Selection s{std::vector<std::int32_t>(p.num_classes(), -1)};
   NodeQueue queue(p.num_nodes());
@@ -124,7 +127,7 @@ Selection dag_selection(const ExtractionProblem& p, const Parents& parents) {
     std::uint32_t c = p.node_class[n];
     std::span<const std::uint32_t> kids = p.children(n);
     // A union costs at least its largest part: skip hopeless candidates.
-    double bound = p.node_cost[n];
+    double bound = cost[n];
     double largest = 0;
     for (std::uint32_t k : kids) largest = std::max(largest, sets[k].total);
     if (!(bound + largest < sets[c].total)) continue;
@@ -136,7 +139,7 @@ Selection dag_selection(const ExtractionProblem& p, const Parents& parents) {
     auto at =
         std::lower_bound(acc.begin(), acc.end(), std::pair<std::uint32_t, double>{c, -kInfinity});
     if (at != acc.end() && at->first == c) continue;  // would make a cycle
-    acc.insert(at, {c, p.node_cost[n]});
+    acc.insert(at, {c, cost[n]});
     double total = 0;
     for (const auto& item : acc) total += item.second;
     if (!(total < sets[c].total)) continue;
@@ -146,6 +149,81 @@ Selection dag_selection(const ExtractionProblem& p, const Parents& parents) {
     for (std::uint32_t parent : parents.of(c)) queue.push(parent);
   }
   return s;
+}
+
+// The chosen nodes under `root` in a selection (root included), not
+// descending into classes already in use.
+std::vector<std::uint32_t> chosen_under(const ExtractionProblem& p, const Selection& s,
+                                        std::uint32_t root, const std::vector<bool>& in_use) {
+  std::vector<std::uint32_t> nodes;
+  std::vector<bool> seen = in_use;
+  std::vector<std::uint32_t> stack = {root};
+  seen[root] = true;
+  while (!stack.empty()) {
+    const std::uint32_t c = stack.back();
+    stack.pop_back();
+    if (s.choice[c] < 0) continue;
+    const auto n = static_cast<std::uint32_t>(s.choice[c]);
+    nodes.push_back(n);
+    for (std::uint32_t k : p.children(n)) {
+      if (!seen[k]) {
+        seen[k] = true;
+        stack.push_back(k);
+      }
+    }
+  }
+  return nodes;
+}
+
+// Sharing the greedy pass cannot see: a class several chosen classes could
+// read (the Split of merged Q, K and V projections) pays off only when all of
+// them switch to it together, while each one alone would pay for the whole
+// merged operator. For each such class (most readers first, at most
+// `max_trials`), the greedy pass runs again with that class's sub-DAG
+// prepaid; the result is kept when its true DAG cost is lower.
+ExtractionResult improve_by_sharing(const ExtractionProblem& p, const Parents& parents,
+                                    const Selection& full, ExtractionResult best,
+                                    const Stopwatch& clock, int max_trials) {
+  if (best.status == ExtractionStatus::kNoSolution) return best;
+  std::vector<bool> in_use(p.num_classes(), false);
+  for (std::size_t c = 0; c < p.num_classes(); ++c) in_use[c] = best.selection.choice[c] >= 0;
+  std::vector<std::pair<int, std::uint32_t>> candidates;  // (readers, class)
+  std::vector<std::uint32_t> readers;
+  // One candidate per set of readers: the rest would offer the same switch
+  // (a merge applied in several operand orders, say).
+  std::set<std::vector<std::uint32_t>> reader_sets;
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (in_use[c] || full.choice[c] < 0) continue;
+    readers.clear();
+    for (std::uint32_t parent : parents.of(c)) {
+      const std::uint32_t pc = p.node_class[parent];
+      if (in_use[pc]) readers.push_back(pc);
+    }
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    if (readers.size() >= 2 && reader_sets.insert(readers).second)
+      candidates.emplace_back(static_cast<int>(readers.size()), c);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  if (static_cast<int>(candidates.size()) > max_trials) candidates.resize(max_trials);
+  std::vector<double> cost(p.node_cost.begin(), p.node_cost.end());
+  for (const auto& [count, c] : candidates) {
+    if (in_use[c]) continue;  // an earlier switch already uses it
+    // Prepay only what the switch adds: the class's sub-DAG down to the
+    // classes already in use (prepaying those would make the current
+    // choices look free).
+    std::vector<double> trial = cost;
+    for (std::uint32_t n : chosen_under(p, full, c, in_use)) trial[n] = 0;
+    ExtractionResult r = finish(p, dag_selection(p, parents, trial), clock);
+    if (r.dag_cost < best.dag_cost) {
+      best = std::move(r);
+      cost = std::move(trial);  // later trials build on this sharing
+      for (std::size_t k = 0; k < p.num_classes(); ++k) in_use[k] = best.selection.choice[k] >= 0;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -174,9 +252,12 @@ ExtractionResult TreeExtractor::extract(const ExtractionProblem& p) const {
 ExtractionResult DagGreedyExtractor::extract(const ExtractionProblem& p) const {
   const Stopwatch clock;
   Parents parents(p);
-  ExtractionResult dag = finish(p, dag_selection(p, parents), clock);
+  const Selection full = dag_selection(p, parents, p.node_cost);
+  ExtractionResult dag = finish(p, full, clock);
   ExtractionResult tree = finish(p, tree_selection(p, parents), clock);
-  ExtractionResult& best = dag.dag_cost <= tree.dag_cost ? dag : tree;
+  ExtractionResult best = dag.dag_cost <= tree.dag_cost ? std::move(dag) : std::move(tree);
+  if (options_.sharing_trials > 0)
+    best = improve_by_sharing(p, parents, full, std::move(best), clock, options_.sharing_trials);
   best.seconds = clock.seconds();
   return best;
 }

@@ -184,6 +184,7 @@ class Environment {
   std::unique_ptr<tensor::TensorAnalysis> analysis_;
   std::unique_ptr<EGraph> egraph_;
   std::vector<Id> graph_ids_;  // the e-class of each input graph node
+  static const DagGreedyExtractor& reward_extractor();
   double initial_cost_ = 0;
   bool budget_hit_ = false;
   std::vector<StepRecord> history_;

@@ -151,30 +151,41 @@ class Exporter {
       }
     }
     names_.assign(n, {});
+    // Graph inputs and weights keep their names; a graph output's producer
+    // takes the output's name; other values take their own name only when
+    // it is nobody's reserved name.
+    for (int i = 0; i < n; ++i) {
+      const Node& node = g_.nodes[i];
+      if (live_[i] && (node.op == Op::kInput || node.op == Op::kWeight))
+        names_[i] = {claim(*node.attributes.get_string("name"), true)};
+    }
+    auto wanted = [&](int i) {
+      return output_name[i].empty() ? std::pair{g_.nodes[i].name, false}
+                                    : std::pair{output_name[i], true};
+    };
     // TupleGet consumers name the parts of the tuple they read.
-    std::vector<std::vector<std::string>> part_wish(n);
+    std::vector<std::vector<std::pair<std::string, bool>>> part_wish(n);
     for (int i = 0; i < n; ++i) {
       const Node& node = g_.nodes[i];
       if (node.op != Op::kTupleGet || !live_[i]) continue;
       auto& wish = part_wish[node.inputs[0]];
       wish.resize(types_[node.inputs[0]].parts.size());
-      std::string& w = wish[*node.attributes.get_int("index")];
-      if (w.empty()) w = output_name[i].empty() ? node.name : output_name[i];
+      auto& w = wish[*node.attributes.get_int("index")];
+      if (w.first.empty() || (!w.second && wanted(i).second)) w = wanted(i);
     }
     for (int i = 0; i < n; ++i) {
-      if (!live_[i]) continue;
       const Node& node = g_.nodes[i];
+      if (!live_[i] || !names_[i].empty()) continue;
       if (node.op == Op::kTupleGet) {
         names_[i] = {names_[node.inputs[0]][*node.attributes.get_int("index")]};
       } else if (node.op == Op::kTuple) {
         for (int in : node.inputs) names_[i].push_back(names_[in][0]);
       } else if (types_[i].is_tuple) {
         part_wish[i].resize(types_[i].parts.size());
-        for (const std::string& w : part_wish[i]) names_[i].push_back(claim(w, true));
-      } else if (node.op == Op::kInput || node.op == Op::kWeight) {
-        names_[i] = {claim(*node.attributes.get_string("name"), true)};
+        for (const auto& [w, owner] : part_wish[i]) names_[i].push_back(claim(w, owner));
       } else {
-        names_[i] = {claim(output_name[i].empty() ? node.name : output_name[i], true)};
+        const auto [w, owner] = wanted(i);
+        names_[i] = {claim(w, owner)};
       }
     }
   }

@@ -252,6 +252,48 @@ TEST(OnnxErrors, UnresolvedDynamicShapeAndItsFix) {
   EXPECT_EQ(types->at(g->outputs[0].node).tensor().dims, (Dims{4, 3}));
 }
 
+// y = x + b, with b's values in an external data file next to the model.
+TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
+  const fs::path dir = fs::temp_directory_path() / "saturn-onnx-test-external";
+  fs::create_directories(dir);
+  onnx::ModelProto m = relu_model();
+  auto* node = m.mutable_graph()->mutable_node(0);
+  node->set_op_type("Add");
+  node->add_input("b");
+  onnx::TensorProto* b = m.mutable_graph()->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(2);
+  b->add_dims(3);
+  b->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (auto [key, value] : {std::pair{"location", "b.bin"}, {"offset", "8"}, {"length", "24"}}) {
+    auto* e = b->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  }
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  std::string data(8, '\0');  // the tensor starts at offset 8
+  data.append(reinterpret_cast<const char*>(values.data()), 24);
+  ASSERT_TRUE(write_text_file((dir / "b.bin").string(), data).ok());
+  const std::string path = (dir / "model.onnx").string();
+  ASSERT_TRUE(write_text_file(path, bytes_of(m)).ok());
+
+  absl::StatusOr<Graph> g = load_onnx_model(path);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->weights.contains("b"));
+  ASSERT_TRUE(g->weights.at("b").data);
+  const auto f = g->weights.at("b").data->floats();
+  EXPECT_EQ(std::vector<float>(f.begin(), f.end()), values);
+
+  fs::remove(dir / "b.bin");
+  absl::StatusOr<Graph> missing = load_onnx_model(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(message(missing.status()).find("initializer 'b': cannot open external data file"),
+            std::string_view::npos)
+      << missing.status();
+  fs::remove_all(dir);
+}
+
 TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   onnx::ModelProto m = relu_model();
   m.mutable_graph()->mutable_node(0)->set_op_type("Softsign");  // not in the IR
@@ -265,6 +307,8 @@ TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   ASSERT_EQ(back.graph().node_size(), 1);
   EXPECT_EQ(back.graph().node(0).op_type(), "Softsign");
   EXPECT_EQ(back.graph().output(0).name(), "y");
+  ASSERT_EQ(back.opset_import_size(), 1);
+  EXPECT_EQ(back.opset_import(0).version(), 13) << "the original opset is kept";
 }
 
 // `saturn verify` in onnxruntime: a model matches itself, and a model with
