@@ -65,6 +65,38 @@ absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
   return ids;
 }
 
+namespace {
+
+// The source's graph inputs, all of them and in their order, come first
+// (they are the model's interface, used or not); the source's opsets carry
+// over.
+void keep_interface(const Graph& source, Graph& out) {
+  out.opsets = source.opsets;
+  std::vector<Node> nodes;
+  std::vector<int> remap(out.nodes.size(), -1);
+  absl::flat_hash_map<std::string, int> inputs;  // name -> index in out
+  for (int i = 0; i < out.size(); ++i) {
+    if (out.nodes[i].op == Op::kInput) inputs[*out.nodes[i].attributes.get_string("name")] = i;
+  }
+  for (const Node& n : source.nodes) {
+    if (n.op != Op::kInput) continue;
+    auto it = inputs.find(*n.attributes.get_string("name"));
+    if (it != inputs.end()) remap[it->second] = static_cast<int>(nodes.size());
+    nodes.push_back(Node{Op::kInput, n.attributes, {}, n.name});
+  }
+  for (int i = 0; i < out.size(); ++i) {
+    if (remap[i] >= 0) continue;
+    Node n = std::move(out.nodes[i]);
+    for (int& in : n.inputs) in = remap[in];
+    remap[i] = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(n));
+  }
+  out.nodes = std::move(nodes);
+  for (GraphOutput& o : out.outputs) o.node = remap[o.node];
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> graph_from_egraph(const EGraph& egraph, const Graph& source,
                                         std::span<const ClassOutput> outputs,
                                         const std::function<const ENode*(Id)>& chosen) {
@@ -105,6 +137,7 @@ absl::StatusOr<Graph> graph_from_egraph(const EGraph& egraph, const Graph& sourc
     }
     out.outputs.push_back(GraphOutput{index.at(root), o.name});
   }
+  keep_interface(source, out);
   return out;
 }
 

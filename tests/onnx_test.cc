@@ -378,6 +378,15 @@ TEST_P(Fixtures, OptimizeWithEveryStrategyExportAndEvaluate) {
     ASSERT_TRUE(check_onnx_model(*bytes, path).ok());
     absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
     ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->opsets, g->opsets) << "the original opset is kept";
+    auto input_names = [](const Graph& graph) {
+      std::vector<std::string> names;
+      for (const Node& n : graph.nodes) {
+        if (n.op == Op::kInput) names.push_back(*n.attributes.get_string("name"));
+      }
+      return names;
+    };
+    EXPECT_EQ(input_names(*back), input_names(*g)) << "the inputs keep their order";
     absl::StatusOr<std::vector<Tensor>> got = evaluate(*back, inputs);
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), want->size());

@@ -140,7 +140,8 @@ async function verify(opts) {
   const [fa, fb] = opts.files;
   const a = await openSession(fa, opts.threads);
   const b = await openSession(fb, opts.threads);
-  const names = (s) => s.inputMetadata.map((m) => `${m.name}:${m.type}[${m.shape}]`).join(' ');
+  // Inputs are fed by name: the same names, types and shapes, in any order.
+  const names = (s) => s.inputMetadata.map((m) => `${m.name}:${m.type}[${m.shape}]`).sort().join(' ');
   if (names(a) !== names(b)) throw new Error(`the models' inputs differ: ${names(a)} vs ${names(b)}`);
   const feeds = inputsFor(a, opts.seed);
   const ra = await a.run(feeds), rb = await b.run(feeds);
