@@ -11,7 +11,8 @@
 //       [--costs FILE] [--out DIR]
 //
 // A model name is a fixture (tensor/fixtures/NAME.onnx) when one exists,
-// otherwise a zoo model (exported to ONNX for onnxruntime).
+// otherwise a zoo model (exported to ONNX for onnxruntime); "zoo:NAME" is
+// always the zoo model (the default list names the zoo models so).
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -78,7 +79,7 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   }
   if (a.models.empty()) {
     for (const char* f : kFixtures) a.models.emplace_back(f);
-    for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
+    for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.push_back("zoo:" + std::string(m.name));
   }
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
@@ -91,6 +92,11 @@ struct Model {
 };
 
 absl::StatusOr<Model> load(const std::string& name) {
+  if (name.starts_with("zoo:")) {
+    absl::StatusOr<tensor::Graph> g = tensor::build_zoo_model(name.substr(4));
+    if (!g.ok()) return g.status();
+    return Model{name, name.substr(4), std::move(*g)};
+  }
   const std::string fixture = fmt::format("{}/{}.onnx", SATURN_FIXTURES, name);
   if (fs::exists(fixture)) {
     absl::StatusOr<tensor::Graph> g = tensor::load_onnx_model(fixture);
