@@ -79,7 +79,8 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   }
   if (a.models.empty()) {
     for (const char* f : kFixtures) a.models.emplace_back(f);
-    for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.push_back("zoo:" + std::string(m.name));
+    for (const tensor::ZooModel& m : tensor::zoo_models())
+      a.models.push_back("zoo:" + std::string(m.name));
   }
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
@@ -162,8 +163,7 @@ int main(int argc, char** argv) {
   for (std::size_t mi = 0; mi < models.size(); ++mi) {
     const Model& m = models[mi];
     cli::TempDir dir;
-    absl::StatusOr<std::string> original =
-        cli::runtime_file(m.source, m.graph, dir.path(), "original");
+    absl::StatusOr<std::string> original = cli::runtime_file(m.source, m.graph, dir, "original");
     if (!original.ok())
       return fmt::print(stderr, "real_latency: {}\n", message(original.status())), 1;
     for (const std::string& strategy : args->strategies) {

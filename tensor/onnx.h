@@ -16,7 +16,8 @@
 // models built in saturn): weight-only subgraphs that rewrites created (a
 // concatenated kernel, batch norm folded into a convolution) are computed by
 // the interpreter and written as initializers; intermediate shapes go into
-// value_info; the result passes the ONNX checker.
+// value_info; the result passes the ONNX checker (which, in ONNX 1.12, does
+// not type-check operators).
 //
 // Models whose large weights were stripped (tensor/fixtures/README.md) name
 // them in the metadata entry `saturn.seeded_weights`; import turns those
@@ -51,10 +52,12 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path,
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph);
 absl::Status save_onnx_model(const Graph& graph, const std::string& path);
 
-// The model as another runtime should run it: the file's bytes, except that
-// weights stripped under `saturn.seeded_weights` become initializers holding
-// exactly the values saturn's importer gives them.
-absl::StatusOr<std::string> runtime_onnx_model(const std::string& path);
+// The model as another runtime should run it from anywhere: the file's
+// model with external data inline, symbolic input dimensions sized as
+// `options` says, and weights stripped under `saturn.seeded_weights` turned
+// into initializers holding exactly the values saturn's importer gives them.
+absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
+                                               const OnnxImportOptions& options = {});
 
 // Runs the ONNX checker on a serialized model.
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file);

@@ -197,11 +197,7 @@ class Exporter {
     if (blob == nullptr || !node.attributes.get_int(kExplicitInputs)) return {};
     onnx::NodeProto attrs;
     if (!parse_base64(*blob, &attrs)) return {};
-    std::set<std::string> outer;
-    for (const auto& a : attrs.attribute()) {
-      if (a.has_g()) outer.merge(outer_names(a.g()));
-      for (const auto& sub : a.graphs()) outer.merge(outer_names(sub));
-    }
+    const std::set<std::string> outer = node_outer_names(attrs);
     return {outer.begin(), outer.end()};
   }
 
@@ -409,7 +405,7 @@ class Exporter {
         set_int(node("Flatten", in, {out}), "axis", *a.get_int("axis"));
         return absl::OkStatus();
       case Op::kConcat:
-        set_int(node("Concat", in, {out}), "axis", *a.get_int("axis"));
+        set_int(node("Concat", in, {out}), "axis", axis_of(n, 0));
         return absl::OkStatus();
       case Op::kSplit: {
         onnx::NodeProto* s;
@@ -419,7 +415,7 @@ class Exporter {
         } else {
           s = node("Split", {in[0], ints_constant(*a.get_ints("split"))}, names_[i]);
         }
-        set_int(s, "axis", *a.get_int("axis"));
+        set_int(s, "axis", axis_of(n, 0));
         return absl::OkStatus();
       }
       case Op::kSlice: {
@@ -446,7 +442,7 @@ class Exporter {
         return absl::OkStatus();
       }
       case Op::kGather:
-        set_int(node("Gather", in, {out}), "axis", *a.get_int("axis"));
+        set_int(node("Gather", in, {out}), "axis", axis_of(n, 0));
         return absl::OkStatus();
       case Op::kPad:
         if (opset_ < 11) {
@@ -454,9 +450,10 @@ class Exporter {
           set_ints(p, "pads", *a.get_ints("pads"));
           set_float(p, "value", *a.get_float("value"));
         } else {
-          node("Pad",
-               {in[0], ints_constant(*a.get_ints("pads")), scalar_constant(*a.get_float("value"))},
-               {out});
+          std::vector<std::string> args = {in[0], ints_constant(*a.get_ints("pads"))};
+          // The pad value in the data's own type; 0, the default, is left out.
+          if (*a.get_float("value") != 0.0) args.push_back(scalar_constant(*a.get_float("value")));
+          node("Pad", args, {out});
         }
         return absl::OkStatus();
       case Op::kMaxPool:
@@ -478,9 +475,21 @@ class Exporter {
     }
   }
 
+  // A node's `axis` attribute as a non-negative axis of input `k` (negative
+  // axes are valid ONNX only from opset 11).
+  std::int64_t axis_of(const Node& n, std::size_t k) const {
+    const std::int64_t axis = *n.attributes.get_int("axis");
+    return normalize_axis(axis, types_[n.inputs[k]].parts[0].rank()).value_or(axis);
+  }
+
   absl::Status emit_opaque(int i, std::vector<std::string> in) {
     const Attributes& a = g_.nodes[i].attributes;
     std::vector<std::string> outer = subgraph_reads(g_.nodes[i]);
+    if (outer.size() > in.size() ||
+        a.get_int(kExplicitInputs).value_or(static_cast<std::int64_t>(in.size())) !=
+            static_cast<std::int64_t>(in.size() - outer.size()))
+      return absl::InvalidArgumentError(
+          "the opaque node's subgraph inputs do not match its inputs");
     const std::size_t explicit_count = in.size() - outer.size();
     // Values a subgraph reads by name must be visible under that name.
     for (std::size_t k = 0; k < outer.size(); ++k) {
@@ -500,11 +509,19 @@ class Exporter {
     }
     in.resize(explicit_count);
     if (const Ints* absent = a.get_ints(kAbsentInputs)) {
-      for (std::int64_t pos : *absent) in.insert(in.begin() + pos, std::string());
+      for (std::int64_t pos : *absent) {
+        if (pos < 0 || pos > static_cast<std::int64_t>(in.size()))
+          return absl::InvalidArgumentError("malformed absent_inputs");
+        in.insert(in.begin() + pos, std::string());
+      }
     }
     std::vector<std::string> outs = names_[i];
     if (const Ints* absent = a.get_ints(kAbsentOutputs)) {
-      for (std::int64_t pos : *absent) outs[pos].clear();
+      for (std::int64_t pos : *absent) {
+        if (pos < 0 || pos >= static_cast<std::int64_t>(outs.size()))
+          return absl::InvalidArgumentError("malformed absent_outputs");
+        outs[pos].clear();
+      }
     }
     onnx::NodeProto* n = node(*a.get_string("op_type"), in, outs);
     n->set_domain(*a.get_string("domain"));

@@ -1,5 +1,6 @@
 // ONNX → IR. See onnx.h for what is mapped and what is kept opaque.
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,38 +84,77 @@ bool is_random_op(const std::string& op_type) {
 absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::path& dir) {
   std::string location;
   std::int64_t offset = 0, length = -1;
+  auto bad = [&](std::string_view what) {
+    return absl::InvalidArgumentError(
+        fmt::format("initializer '{}': external data {}", t.name(), what));
+  };
   for (const auto& e : t.external_data()) {
     if (e.key() == "location") location = e.value();
-    if (e.key() == "offset") offset = std::stoll(e.value());
-    if (e.key() == "length") length = std::stoll(e.value());
+    if (e.key() == "offset" || e.key() == "length") {
+      std::int64_t v = 0;
+      const char* end = e.value().data() + e.value().size();
+      auto [ptr, ec] = std::from_chars(e.value().data(), end, v);
+      if (ec != std::errc() || ptr != end || v < 0)
+        return bad(fmt::format("{} '{}' is not a non-negative integer", e.key(), e.value()));
+      (e.key() == "offset" ? offset : length) = v;
+    }
   }
   std::filesystem::path rel(location);
   if (location.empty() || rel.is_absolute() ||
       std::any_of(rel.begin(), rel.end(), [](const auto& part) { return part == ".."; })) {
-    return absl::InvalidArgumentError(fmt::format(
-        "initializer '{}': external data location '{}' must be a relative path inside the "
-        "model's directory",
-        t.name(), location));
+    return bad(fmt::format("location '{}' must be a relative path inside the model's directory",
+                           location));
   }
-  std::ifstream in(dir / rel, std::ios::binary);
-  if (!in) {
+  const std::filesystem::path file = dir / rel;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
     return absl::NotFoundError(fmt::format("initializer '{}': cannot open external data file {}",
-                                           t.name(), (dir / rel).string()));
-  }
-  in.seekg(0, std::ios::end);
-  const std::int64_t size = in.tellg();
+                                           t.name(), file.string()));
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
+  if (ec) return bad(fmt::format("file {}: {}", file.string(), ec.message()));
   if (length < 0) length = size - offset;
-  if (offset < 0 || offset + length > size) {
-    return absl::InvalidArgumentError(
-        fmt::format("initializer '{}': external data {} has {} bytes, the model reads {} at {}",
-                    t.name(), location, size, length, offset));
-  }
+  if (offset > size || length < 0 || length > size - offset)
+    return bad(fmt::format("{} has {} bytes; the model reads {} at offset {}", location, size,
+                           length, offset));
+  std::ifstream in(file, std::ios::binary);
   std::string bytes(static_cast<std::size_t>(length), '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
+  if (!in) return bad(fmt::format("reading {} failed", file.string()));
   t.set_raw_data(std::move(bytes));
   t.clear_external_data();
   t.set_data_location(onnx::TensorProto::DEFAULT);
+  return absl::OkStatus();
+}
+
+// Reads every external initializer of `model` (relative to `dir`) into it.
+absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir) {
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    if (absl::Status s = load_external_data(t, dir); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Gives the symbolic dimensions of the graph inputs their sizes.
+absl::Status resolve_input_dims(onnx::ModelProto& model, const OnnxImportOptions& options) {
+  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    int axis = 0;
+    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!d.has_dim_value()) {
+        auto it = options.dims.find(d.dim_param());
+        if (d.dim_param().empty() || it == options.dims.end()) {
+          return absl::InvalidArgumentError(fmt::format(
+              "input '{}' has a dynamic dimension {} ('{}'); give its size (saturn: --dim "
+              "NAME=SIZE)",
+              v.name(), axis, d.dim_param()));
+        }
+        d.set_dim_value(it->second);
+      }
+      ++axis;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -203,32 +243,17 @@ class Importer {
                      max_onnx_opset());
       }
     }
-    const std::filesystem::path dir = std::filesystem::path(file_).parent_path();
-    onnx::GraphProto* g = model.mutable_graph();
-    for (onnx::TensorProto& t : *g->mutable_initializer()) {
-      if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
-      if (absl::Status s = load_external_data(t, dir); !s.ok()) return error("{}", message(s));
-    }
+    if (model.functions_size() > 0)
+      return error("model-local functions are not supported (function '{}')",
+                   model.functions(0).name());
+    if (absl::Status st = inline_external_data(model, std::filesystem::path(file_).parent_path());
+        !st.ok())
+      return error("{}", message(st));
     absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
     if (!seeded.ok()) return error("{}", message(seeded.status()));
     seeded_ = std::move(*seeded);
-    for (onnx::ValueInfoProto& v : *g->mutable_input()) {
-      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-      int axis = 0;
-      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
-        if (!d.has_dim_value()) {
-          auto it = options_.dims.find(d.dim_param());
-          if (d.dim_param().empty() || it == options_.dims.end()) {
-            return error(
-                "input '{}' has a dynamic dimension {} ('{}'); give its size (saturn: --dim "
-                "NAME=SIZE)",
-                v.name(), axis, d.dim_param());
-          }
-          d.set_dim_value(it->second);
-        }
-        ++axis;
-      }
-    }
+    if (absl::Status st = resolve_input_dims(model, options_); !st.ok())
+      return error("{}", message(st));
     try {
       onnx::checker::check_model(model);
     } catch (const std::exception& e) {
@@ -420,8 +445,18 @@ class Importer {
   // Convolution and pooling padding from auto_pad, or the pads attribute.
   std::optional<Ints> window_pads(AttrReader& r, const Dims& in, const Ints& kernel,
                                   const Ints& strides, const Ints& dilations) {
+    const auto ok = [&](const Ints& v) {
+      return v.size() == kernel.size() &&
+             std::ranges::all_of(v, [](std::int64_t x) { return x > 0; });
+    };
+    if (!ok(strides) || !ok(dilations) || !ok(kernel) || in.size() != kernel.size() + 2)
+      return std::nullopt;
     std::string mode = r.s("auto_pad").value_or("NOTSET");
-    if (mode == "NOTSET") return r.ints("pads").value_or(Ints(2 * kernel.size(), 0));
+    if (mode == "NOTSET") {
+      Ints pads = r.ints("pads").value_or(Ints(2 * kernel.size(), 0));
+      if (pads.size() != 2 * kernel.size()) return std::nullopt;
+      return pads;
+    }
     if (r.find("pads") != nullptr) return std::nullopt;
     Ints begin(kernel.size(), 0), end(kernel.size(), 0);
     if (mode == "VALID") {
@@ -504,9 +539,15 @@ class Importer {
       if (dilations != Ints{1, 1}) return std::nullopt;
       std::optional<Ints> pads = window_pads(r, dims(0), *kernel, strides, dilations);
       if (!pads) return std::nullopt;
-      // ceil_mode changes the output size only; the type check below
-      // rejects the node when it does.
-      r.i("ceil_mode");
+      // ceil_mode rounds the output size up: the same windows as the IR's
+      // (which rounds down) exactly when the division is exact.
+      if (r.i("ceil_mode").value_or(0) != 0) {
+        for (std::size_t k = 0; k < 2; ++k) {
+          const std::int64_t span = (*kernel)[k],
+                             padded = dims(0)[2 + k] + (*pads)[k] + (*pads)[k + 2];
+          if (padded < span || (padded - span) % strides[k] != 0) return std::nullopt;
+        }
+      }
       m = Mapped{t == "MaxPool" ? Op::kMaxPool : Op::kAveragePool, {}, in};
       m->attributes.set("kernel_shape", *kernel);
       m->attributes.set("strides", strides);
@@ -601,7 +642,10 @@ class Importer {
     } else if (t == "Gather") {
       m = Mapped{Op::kGather, {{"axis", r.i("axis").value_or(0)}}, in};
     } else if (t == "Pad") {
-      if (r.s("mode").value_or("constant") != "constant") return std::nullopt;
+      // Float tensors only: the IR's pad value is a float.
+      if (r.s("mode").value_or("constant") != "constant" ||
+          types_[in[0]].parts[0].dtype != DType::kFloat32)
+        return std::nullopt;
       std::optional<Ints> pads;
       std::optional<double> value = 0.0;
       if (opset_ < 11) {
@@ -620,7 +664,7 @@ class Importer {
       if (present(2)) {
         auto it = constants_.find(n.input(2));
         if (it == constants_.end() || it->second.dtype() != DType::kBool ||
-            it->second.bytes()[0] != std::byte{0})
+            it->second.size() != 1 || it->second.bytes()[0] != std::byte{0})
           return std::nullopt;
       }
       r.f("ratio");
@@ -650,14 +694,14 @@ class Importer {
     for (int o = 0; o < n.output_size(); ++o) {
       if (!agrees(ir->parts[o], n.output(o))) return false;
     }
-    std::string name = n.output_size() == 1 ? n.output(0) : n.output(0) + "_parts";
+    std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);
     absl::StatusOr<int> id = append(m->op, std::move(*a), std::move(m->inputs), name);
     if (!id.ok()) return id.status();
-    if (n.output_size() == 1) {
+    if (!types_[*id].is_tuple) {
       values_[n.output(0)] = *id;
       return true;
     }
-    return add_tuple_gets(n, *id).ok();
+    return add_tuple_gets(n, *id).ok();  // Split: a tuple, even of one part
   }
 
   absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple) {
@@ -696,11 +740,7 @@ class Importer {
       else
         inputs.push_back(values_.at(n.input(i)));
     }
-    std::set<std::string> outer;
-    for (const onnx::AttributeProto& attr : n.attribute()) {
-      if (attr.has_g()) outer.merge(outer_names(attr.g()));
-      for (const auto& sub : attr.graphs()) outer.merge(outer_names(sub));
-    }
+    const std::set<std::string> outer = node_outer_names(n);
     if (!outer.empty()) a.set(kExplicitInputs, static_cast<std::int64_t>(inputs.size()));
     for (const std::string& name : outer) {
       auto it = values_.find(name);
@@ -808,15 +848,21 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
   return parse_onnx_model(*bytes, path, options);
 }
 
-absl::StatusOr<std::string> runtime_onnx_model(const std::string& path) {
+absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
+                                               const OnnxImportOptions& options) {
   absl::StatusOr<std::string> bytes = read_text_file(path);
   if (!bytes.ok()) return bytes.status();
   onnx::ModelProto model;
   if (!model.ParseFromString(*bytes))
     return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", path));
+  // The copy may live elsewhere: external data goes inline; symbolic input
+  // dimensions take the sizes the import gave them.
+  if (absl::Status s = inline_external_data(model, std::filesystem::path(path).parent_path());
+      !s.ok())
+    return with_context(s, path);
+  if (absl::Status s = resolve_input_dims(model, options); !s.ok()) return with_context(s, path);
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return with_context(seeded.status(), path);
-  if (seeded->empty()) return bytes;
   onnx::GraphProto* g = model.mutable_graph();
   google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
   for (const onnx::ValueInfoProto& v : g->input()) {

@@ -233,4 +233,13 @@ std::set<std::string> outer_names(const onnx::GraphProto& graph) {
   return out;
 }
 
+std::set<std::string> node_outer_names(const onnx::NodeProto& node) {
+  std::set<std::string> out;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.has_g()) out.merge(outer_names(a.g()));
+    for (const auto& sub : a.graphs()) out.merge(outer_names(sub));
+  }
+  return out;
+}
+
 }  // namespace saturn::tensor::onnx_io

@@ -45,5 +45,7 @@ bool parse_base64(std::string_view text, google::protobuf::MessageLite* message)
 // Names a subgraph (and its nested subgraphs) reads without defining them:
 // the values it takes from enclosing graphs, sorted.
 std::set<std::string> outer_names(const onnx::GraphProto& graph);
+// The same for all of a node's graph attributes (If's branches, Loop's body).
+std::set<std::string> node_outer_names(const onnx::NodeProto& node);
 
 }  // namespace saturn::tensor::onnx_io

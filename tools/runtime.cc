@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <set>
 
+#include <sys/wait.h>
+
 #include "costmodel/cost_model.h"
 #include "egraph/file.h"
 #include "egraph/status.h"
@@ -26,20 +28,6 @@ fs::path harness_dir() {
   return SATURN_ORT_DIR;
 }
 
-// `text` in single quotes for the shell (a quote inside becomes '\'').
-std::string shell_quote(const std::string& text) {
-  std::string out(1, '\'');
-  for (char c : text) {
-    if (c == '\'') {
-      out.append("'\\''");
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 // Runs `node ort-run.js ARGS...` and parses what it prints.
 absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
                                            const RuntimeOptions& o) {
@@ -59,25 +47,50 @@ absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
   cmd += fmt::format(" --runs {} --warmup {} --rtol {} --atol {} --seed {} --threads {}", o.runs,
                      o.warmup, o.rtol, o.atol, o.seed, o.threads);
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError("cannot start node (is Node.js installed?)");
+  if (pipe == nullptr) return absl::InternalError("cannot start a shell to run node");
   std::string out;
   char buffer[4096];
   while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
   const int status = pclose(pipe);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return absl::FailedPreconditionError("Node.js (node) is not installed");
   if (status != 0) {
     return absl::InternalError(
         "onnxruntime could not run the models (its message is above on stderr)");
   }
   nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  if (j.is_discarded()) return absl::InternalError("the onnxruntime harness printed no JSON");
+  if (j.is_discarded() || !j.is_object())
+    return absl::InternalError("the onnxruntime harness printed no JSON");
   return j;
 }
 
 }  // namespace
 
+// `text` in single quotes for the shell (a quote inside becomes '\'').
+std::string shell_quote(const std::string& text) {
+  std::string out(1, '\'');
+  for (char c : text) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
 TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "saturn-XXXXXX").string();
+  std::error_code ec;
+  const fs::path base = fs::temp_directory_path(ec);
+  if (ec) return;
+  std::string pattern = (base / "saturn-XXXXXX").string();
   if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+}
+
+absl::Status TempDir::status() const {
+  return path_.empty() ? absl::InternalError("cannot create a temporary directory")
+                       : absl::OkStatus();
 }
 
 TempDir::~TempDir() {
@@ -86,10 +99,12 @@ TempDir::~TempDir() {
 }
 
 absl::StatusOr<std::string> runtime_file(const std::string& model, const Graph& graph,
-                                         const fs::path& dir, const std::string& stem) {
-  const std::string path = (dir / (stem + ".onnx")).string();
+                                         const TempDir& dir, const std::string& stem,
+                                         const tensor::OnnxImportOptions& onnx) {
+  if (absl::Status s = dir.status(); !s.ok()) return s;
+  const std::string path = (dir.path() / (stem + ".onnx")).string();
   if (model.ends_with(".onnx")) {
-    absl::StatusOr<std::string> bytes = tensor::runtime_onnx_model(model);
+    absl::StatusOr<std::string> bytes = tensor::runtime_onnx_model(model, onnx);
     if (!bytes.ok()) return bytes.status();
     if (absl::Status s = write_text_file(path, *bytes); !s.ok()) return s;
     return path;
@@ -101,6 +116,7 @@ absl::StatusOr<std::string> runtime_file(const std::string& model, const Graph& 
 absl::StatusOr<VerifyReport> verify_models(const std::string& original,
                                            const std::string& optimized,
                                            const RuntimeOptions& options) {
+  if (options.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
   absl::StatusOr<nlohmann::json> j = run_harness({"verify", original, optimized}, options);
   if (!j.ok()) return j.status();
   VerifyReport r;
@@ -115,7 +131,8 @@ std::string describe(const VerifyReport& r) {
   for (const nlohmann::json& o : r.json["outputs"]) {
     const bool ok = o.value("ok", false);
     out += fmt::format("  output {:<20} {}", o.value("name", "?"), ok ? "match" : "MISMATCH");
-    if (o.contains("max_abs_diff") && o["max_abs_diff"].is_number())
+    if (o.contains("max_abs_diff") && o["max_abs_diff"].is_number() && o.contains("error_ratio") &&
+        o["error_ratio"].is_number())
       out += fmt::format(" (max |diff| {:.3g}, error ratio {:.3g})",
                          o["max_abs_diff"].get<double>(), o["error_ratio"].get<double>());
     if (o.contains("detail")) out += ": " + o["detail"].get<std::string>();
@@ -151,8 +168,10 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     for (const nlohmann::json& e : table["entries"])
       known.insert(e["signature"].get<std::string>());
   }
+  if (options.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
   CalibrationStats stats;
   TempDir dir;
+  if (absl::Status s = dir.status(); !s.ok()) return s;
   std::vector<std::string> files, signatures;
   std::set<std::string> seen;
   for (const Graph* graph : graphs) {
@@ -176,6 +195,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       Graph single;
       single.name = fmt::format("op{}", files.size());
       single.opsets = graph->opsets;
+      // An opaque node whose subgraphs read enclosing values cannot stand alone.
       bool representable = !n.attributes.get_int("explicit_inputs").has_value();
       Node copy{n.op, n.attributes, {}, "y"};
       for (std::size_t k = 0; k < n.inputs.size() && representable; ++k) {
@@ -226,6 +246,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     if (!j.ok()) return j.status();
     const nlohmann::json& models = (*j)["models"];
     for (std::size_t k = 0; k < models.size() && k < signatures.size(); ++k) {
+      if (!models[k]["median_us"].is_number()) continue;
       table["entries"].push_back(
           {{"signature", signatures[k]}, {"us", models[k]["median_us"].get<double>()}});
       ++stats.measured;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "tensor/graph.h"
+#include "tensor/onnx.h"
 
 namespace saturn::cli {
 
@@ -34,16 +35,22 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
+  // An error when the directory could not be created.
+  absl::Status status() const;
 
  private:
   std::filesystem::path path_;
 };
 
-// An ONNX file onnxruntime can run for `graph` as loaded from `model`: the
-// file itself (seeded weights written out) when `model` is ONNX, otherwise
-// the graph exported into `dir`.
+// `text` in single quotes for the shell.
+std::string shell_quote(const std::string& text);
+
+// An ONNX file in `dir` that onnxruntime can run for `graph` as loaded from
+// `model`: the ONNX file's model made self-contained (runtime_onnx_model,
+// with the import's `onnx` options), or the graph exported.
 absl::StatusOr<std::string> runtime_file(const std::string& model, const tensor::Graph& graph,
-                                         const std::filesystem::path& dir, const std::string& stem);
+                                         const TempDir& dir, const std::string& stem,
+                                         const tensor::OnnxImportOptions& onnx = {});
 
 struct VerifyReport {
   bool ok = false;  // every output within tolerance
@@ -63,7 +70,9 @@ struct CalibrationStats {
   std::size_t signatures = 0;  // distinct operator signatures in the models
   std::size_t cached = 0;      // already in the table
   std::size_t measured = 0;
-  std::size_t skipped = 0;  // operators a single-operator model cannot show (non-tensor inputs)
+  // Operators a single-operator model cannot show (non-tensor inputs,
+  // subgraphs reading enclosing values, or an export that fails).
+  std::size_t skipped = 0;
 };
 
 // Times every distinct operator signature of `graphs` as a single-operator

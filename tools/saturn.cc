@@ -333,8 +333,8 @@ absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
   const std::filesystem::path dot = dir / (stem + ".dot");
   if (absl::Status s = write_text_file(dot.string(), to_dot(graph)); !s.ok()) return s;
   if (std::system("command -v dot >/dev/null 2>&1") == 0) {
-    const std::string cmd =
-        fmt::format("dot -Tsvg '{}' -o '{}'", dot.string(), (dir / (stem + ".svg")).string());
+    const std::string cmd = fmt::format("dot -Tsvg {} -o {}", cli::shell_quote(dot.string()),
+                                        cli::shell_quote((dir / (stem + ".svg")).string()));
     if (std::system(cmd.c_str()) != 0)
       return absl::InternalError(fmt::format("{}: graphviz could not render it", dot.string()));
   }
@@ -371,13 +371,14 @@ bool runtime_option(const std::vector<std::string>& args, std::size_t& i, cli::R
 // 0 when the outputs match.
 int run_verify(const std::string& original, const Graph& original_graph,
                const std::string& optimized, const Graph& optimized_graph,
-               const cli::RuntimeOptions& options, const std::string& json) {
+               const cli::RuntimeOptions& options, const std::string& json,
+               const OnnxImportOptions& onnx) {
   cli::TempDir dir;
   absl::StatusOr<std::string> a =
-      cli::runtime_file(original, original_graph, dir.path(), "original");
+      cli::runtime_file(original, original_graph, dir, "original", onnx);
   if (!a.ok()) return fail(a.status());
   absl::StatusOr<std::string> b =
-      cli::runtime_file(optimized, optimized_graph, dir.path(), "optimized");
+      cli::runtime_file(optimized, optimized_graph, dir, "optimized", onnx);
   if (!b.ok()) return fail(b.status());
   absl::StatusOr<cli::VerifyReport> r = cli::verify_models(*a, *b, options);
   if (!r.ok()) return fail(r.status());
@@ -411,7 +412,7 @@ int verify_command(const std::vector<std::string>& args, const OnnxImportOptions
   if (!a.ok()) return fail(a.status());
   absl::StatusOr<Graph> b = load_model(models[1], onnx);
   if (!b.ok()) return fail(b.status());
-  return run_verify(models[0], *a, models[1], *b, options, json);
+  return run_verify(models[0], *a, models[1], *b, options, json, onnx);
 }
 
 int calibrate_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
@@ -577,7 +578,7 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                           {"total", r->times.total}}}};
     if (absl::Status s = write_text_file(report, j.dump(2) + "\n"); !s.ok()) return fail(s);
   }
-  if (verify) return run_verify(model, *graph, out, r->graph, verify_options, "");
+  if (verify) return run_verify(model, *graph, out, r->graph, verify_options, "", onnx);
   return 0;
 }
 

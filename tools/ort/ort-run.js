@@ -28,6 +28,7 @@ function parseArgs(argv) {
       opts.files.push(a);
     }
   }
+  if (!(opts.runs >= 1)) throw new Error('--runs must be at least 1');
   return opts;
 }
 
@@ -122,8 +123,13 @@ function compare(a, b, rtol, atol) {
   if (a.type !== b.type || a.dims.join(',') !== b.dims.join(','))
     return { ratio: Infinity, max_abs: Infinity, detail: `shape or type ${a.type}[${a.dims}] vs ${b.type}[${b.dims}]` };
   let ratio = 0, maxAbs = 0;
+  if (a.type === 'string') {
+    const same = a.data.every((x, i) => x === b.data[i]);
+    return same ? { ratio: 0, max_abs: 0 } : { ratio: Infinity, max_abs: Infinity, detail: 'strings differ' };
+  }
   for (let i = 0; i < a.data.length; ++i) {
     const x = Number(a.data[i]), y = Number(b.data[i]);
+    if (x === y) continue;  // also equal infinities, and 0 with atol 0
     if (Number.isNaN(x) || Number.isNaN(y)) {
       if (Number.isNaN(x) !== Number.isNaN(y)) return { ratio: Infinity, max_abs: Infinity, detail: `NaN at ${i}` };
       continue;
