@@ -71,7 +71,8 @@ struct CalibrationStats {
   std::size_t cached = 0;      // already in the table
   std::size_t measured = 0;
   // Operators a single-operator model cannot show (non-tensor inputs,
-  // subgraphs reading enclosing values, or an export that fails).
+  // subgraphs reading enclosing values, an export that fails, or a model
+  // onnxruntime cannot run).
   std::size_t skipped = 0;
 };
 
