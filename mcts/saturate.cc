@@ -36,6 +36,24 @@ void record_final_state(const Environment& env, SearchStats& stats) {
   stats.rule_applications = env.rule_applications();
 }
 
+namespace {
+
+// The outcome of a strategy that drove one environment to its final state.
+SearchOutcome single_environment_outcome(std::unique_ptr<Environment> env, std::string strategy,
+                                         std::string stop) {
+  SearchOutcome out;
+  out.stats.strategy = std::move(strategy);
+  out.stats.stop_reason = std::move(stop);
+  out.stats.seconds = env->seconds();
+  count_usage(*env, out.stats);
+  record_final_state(*env, out.stats);
+  out.input_cost = env->initial_cost();
+  out.env = std::move(env);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
                                          const SearchOptions& options) {
   if (options.threads < 1) return absl::InvalidArgumentError("search: threads must be at least 1");
@@ -89,15 +107,8 @@ absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
   StepResult last =
       saturate(**env, all, options.greedy.iteration_limit, options.greedy.multi_iterations);
-  SearchOutcome out;
-  out.stats.strategy = "greedy";
-  out.stats.stop_reason = stop_reason(**env, last);
-  out.stats.seconds = (*env)->seconds();
-  count_usage(**env, out.stats);
-  record_final_state(**env, out.stats);
-  out.input_cost = (*env)->initial_cost();
-  out.env = std::move(*env);
-  return out;
+  const std::string stop = stop_reason(**env, last);
+  return single_environment_outcome(std::move(*env), "greedy", stop);
 }
 
 absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
@@ -118,15 +129,8 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
     last = saturate(**env, pass, options.default_order.iterations_per_group,
                     options.default_order.iterations_per_group);
   }
-  SearchOutcome out;
-  out.stats.strategy = "default";
-  out.stats.stop_reason = (*env)->has_budget() ? "pipeline finished" : stop_reason(**env, last);
-  out.stats.seconds = (*env)->seconds();
-  count_usage(**env, out.stats);
-  record_final_state(**env, out.stats);
-  out.input_cost = (*env)->initial_cost();
-  out.env = std::move(*env);
-  return out;
+  const std::string stop = (*env)->has_budget() ? "pipeline finished" : stop_reason(**env, last);
+  return single_environment_outcome(std::move(*env), "default", stop);
 }
 
 }  // namespace saturn

@@ -8,16 +8,6 @@
 
 namespace saturn::tensor {
 
-namespace {
-
-Attributes leaf_attributes(std::string name, Dims dims, DType dtype) {
-  return Attributes{{"name", std::move(name)},
-                    {"shape", std::move(dims)},
-                    {"dtype", std::string(dtype_name(dtype))}};
-}
-
-}  // namespace
-
 GraphBuilder::GraphBuilder(std::string graph_name) { graph_.name = std::move(graph_name); }
 
 void GraphBuilder::set_error(absl::Status status) {

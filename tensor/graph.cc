@@ -56,6 +56,23 @@ std::vector<bool> weight_only_nodes(const Graph& graph) {
   return w;
 }
 
+std::vector<bool> live_nodes(const Graph& graph) {
+  std::vector<bool> live(graph.nodes.size(), false);
+  for (const GraphOutput& o : graph.outputs) live[o.node] = true;
+  for (int i = graph.size() - 1; i >= 0; --i) {
+    if (graph.nodes[i].op == Op::kInput) live[i] = true;
+    if (!live[i]) continue;
+    for (int in : graph.nodes[i].inputs) live[in] = true;
+  }
+  return live;
+}
+
+Attributes leaf_attributes(std::string name, Dims dims, DType dtype) {
+  return Attributes{{"name", std::move(name)},
+                    {"shape", std::move(dims)},
+                    {"dtype", std::string(dtype_name(dtype))}};
+}
+
 absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight) {
   const std::string& name = *weight.attributes.get_string("name");
   TensorType type{parse_dtype(*weight.attributes.get_string("dtype")).value_or(DType::kFloat32),

@@ -68,6 +68,13 @@ std::vector<bool> weight_only_nodes(const Graph& graph);
 // The values of a weight node's tensor.
 absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight);
 
+// Whether each node matters: the graph outputs depend on it, or it is a graph
+// input (inputs are the model's interface, used or not).
+std::vector<bool> live_nodes(const Graph& graph);
+
+// The attributes of an Input or Weight node.
+Attributes leaf_attributes(std::string name, Dims dims, DType dtype);
+
 // Counts of the operators that do work: every node but inputs, weights,
 // constants, tuple plumbing and identities.
 std::map<Op, int> op_counts(const Graph& graph);

@@ -85,13 +85,7 @@ class Exporter {
   // of the graph are written as initializers.
   void mark_live_and_foldable() {
     const int n = g_.size();
-    live_.assign(n, false);
-    for (const GraphOutput& o : g_.outputs) live_[o.node] = true;
-    for (int i = n - 1; i >= 0; --i) {
-      if (g_.nodes[i].op == Op::kInput) live_[i] = true;
-      if (!live_[i]) continue;
-      for (int in : g_.nodes[i].inputs) live_[in] = true;
-    }
+    live_ = live_nodes(g_);
     std::vector<bool> weight_only = weight_only_nodes(g_);
     folded_.assign(n, false);
     for (int i = 0; i < n; ++i) {

@@ -328,7 +328,8 @@ class Importer {
       if (!t.ok()) return error("{}", message(t.status()));
       graph_.weights[v.name()] =
           WeightInit{nullptr, stable_hash(v.name()), it->second.first, it->second.second};
-      return define(v.name(), append(Op::kWeight, leaf_attributes(v.name(), *t), {}, v.name()));
+      return define(v.name(), append(Op::kWeight, leaf_attributes(v.name(), t->dims, t->dtype), {},
+                                     v.name()));
     }
     if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
       return error("input '{}' has no type", v.name());
@@ -336,23 +337,19 @@ class Importer {
     if (v.type().has_tensor_type()) {
       absl::StatusOr<TensorType> t = tensor_type(v.type(), v.name(), true);
       if (!t.ok()) return error("{}", message(t.status()));
-      a = leaf_attributes(v.name(), *t);
+      a = leaf_attributes(v.name(), t->dims, t->dtype);
     } else {
-      a = leaf_attributes(v.name(), TensorType{DType::kOther, {}});
+      a = leaf_attributes(v.name(), {}, DType::kOther);
       a.set("onnx_type", serialize_base64(v.type()));
     }
     return define(v.name(), append(Op::kInput, std::move(a), {}, v.name()));
   }
 
-  static Attributes leaf_attributes(const std::string& name, const TensorType& t) {
-    return Attributes{
-        {"name", name}, {"shape", t.dims}, {"dtype", std::string(dtype_name(t.dtype))}};
-  }
-
   void add_weight(const std::string& name, const Tensor& value) {
     graph_.weights[name] = WeightInit{std::make_shared<const Tensor>(value)};
     constants_[name] = value;
-    absl::StatusOr<int> id = append(Op::kWeight, leaf_attributes(name, value.type()), {}, name);
+    absl::StatusOr<int> id =
+        append(Op::kWeight, leaf_attributes(name, value.dims(), value.dtype()), {}, name);
     values_[name] = *id;  // a weight always type-checks
   }
 
@@ -786,13 +783,7 @@ class Importer {
   // Drops nodes no output depends on (graph inputs stay: they are the
   // model's interface).
   void prune() {
-    std::vector<bool> live(graph_.nodes.size(), false);
-    for (const GraphOutput& o : graph_.outputs) live[o.node] = true;
-    for (int i = graph_.size() - 1; i >= 0; --i) {
-      if (graph_.nodes[i].op == Op::kInput) live[i] = true;
-      if (!live[i]) continue;
-      for (int in : graph_.nodes[i].inputs) live[in] = true;
-    }
+    const std::vector<bool> live = live_nodes(graph_);
     std::vector<int> remap(graph_.nodes.size(), -1);
     std::vector<Node> kept;
     for (int i = 0; i < graph_.size(); ++i) {

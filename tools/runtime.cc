@@ -205,9 +205,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
           break;
         }
         const std::string name = fmt::format("in{}", k);
-        Attributes a{{"name", name},
-                     {"shape", t.tensor().dims},
-                     {"dtype", std::string(tensor::dtype_name(t.tensor().dtype))}};
+        Attributes a = tensor::leaf_attributes(name, t.tensor().dims, t.tensor().dtype);
         const bool weight = weight_only[n.inputs[k]];
         single.nodes.push_back(Node{weight ? Op::kWeight : Op::kInput, a, {}, name});
         copy.inputs.push_back(static_cast<int>(k));
