@@ -42,6 +42,26 @@ namespace {
 constexpr std::size_t kPerIdBytes =
     sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) + sizeof(std::uint64_t) + sizeof(Id);
 
+// Sorts a list that is one long sorted run followed by short unsorted
+// appendices (merge() puts the larger class's list first and appends the
+// other's; repair() appends re-keyed entries): sorting only the tail and
+// merging it in is linear in the long run.
+template <typename T>
+void sort_tail(std::vector<T>& v) {
+  auto mid = std::is_sorted_until(v.begin(), v.end());
+  if (mid == v.end()) return;
+  std::sort(mid, v.end());
+  std::inplace_merge(v.begin(), mid, v.end());
+}
+
+// Appends `from` to `into`, the longer list first.
+template <typename T>
+void append_longer_first(std::vector<T>& into, std::vector<T>& from) {
+  if (from.size() > into.size()) into.swap(from);
+  into.insert(into.end(), std::make_move_iterator(from.begin()),
+              std::make_move_iterator(from.end()));
+}
+
 }  // namespace
 
 EGraph::EGraph(const Language& language, Analysis* analysis)
@@ -85,19 +105,22 @@ void EGraph::log(UndoEntry entry) { trail_.push_back(std::move(entry)); }
 
 AddResult EGraph::add(ENode node) {
   canonicalize(node);
-  if (auto it = memo_.find(node); it != memo_.end()) {
-    return {find(it->second), AddStatus::kExisting};
-  }
-  if (!has_room_for(1)) return {Id(), AddStatus::kNodeLimit};
-  const std::size_t cost = node_cost_bytes(node);
-  if (memory_bytes() + cost > budget_.max_bytes) return {Id(), AddStatus::kByteLimit};
-
   const Id id(static_cast<std::uint32_t>(classes_.size()));
+  // One hash-cons probe: insert first, take the entry back if refused.
+  auto [slot, inserted] = memo_.try_emplace(node, id);
+  if (!inserted) return {find(slot->second), AddStatus::kExisting};
+  auto refuse = [&](AddStatus why) -> AddResult {
+    memo_.erase(slot);
+    return {Id(), why};
+  };
+  if (memo_.size() > budget_.max_nodes) return refuse(AddStatus::kNodeLimit);
+  const std::size_t cost = node_cost_bytes(node);
+  if (memory_bytes() + cost > budget_.max_bytes) return refuse(AddStatus::kByteLimit);
   if (analysis_ != nullptr) {
-    if (!analysis_->make(*this, node, id)) return {Id(), AddStatus::kRejected};
+    if (!analysis_->make(*this, node, id)) return refuse(AddStatus::kRejected);
     if (memory_bytes() + cost > budget_.max_bytes) {
       analysis_->discard_last();
-      return {Id(), AddStatus::kByteLimit};
+      return refuse(AddStatus::kByteLimit);
     }
   }
 
@@ -108,7 +131,6 @@ AddResult EGraph::add(ENode node) {
   if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
   by_op_[node.op.index()].push_back(id);
   if (recording()) log({UndoEntry::MemoInserted{node}});
-  memo_.emplace(node, id);
   classes_.push_back(EClass{{std::move(node)}, {}});
   counters_.engine_bytes += cost;
   ++counters_.num_classes;
@@ -166,9 +188,8 @@ Id EGraph::merge(Id a, Id b) {
     }
     if (changed.into_changed || changed.from_changed) modify_pending_.push_back(root);
   }
-  r.nodes.insert(r.nodes.end(), std::make_move_iterator(l.nodes.begin()),
-                 std::make_move_iterator(l.nodes.end()));
-  r.parents.insert(r.parents.end(), l.parents.begin(), l.parents.end());
+  append_longer_first(r.nodes, l.nodes);
+  append_longer_first(r.parents, l.parents);
   EClass().nodes.swap(l.nodes);
   std::vector<Id>().swap(l.parents);
   --counters_.num_classes;
@@ -216,37 +237,6 @@ void EGraph::take_canonical(std::vector<Id>& queue, std::vector<Id>& out) const 
 
 // Re-canonicalizes a class's nodes. A node that becomes equal to a node of
 // another class is a congruence: the two classes merge.
-namespace {
-
-// Sorts a list that is usually two sorted runs (a merge appends one sorted
-// class to another) or nearly sorted: merging the runs is linear where a
-// full sort is not.
-template <typename T>
-void sort_mostly_sorted(std::vector<T>& v) {
-  auto mid = std::is_sorted_until(v.begin(), v.end());
-  if (mid == v.end()) return;
-  if (std::is_sorted(mid, v.end())) {
-    std::inplace_merge(v.begin(), mid, v.end());
-  } else {
-    std::sort(v.begin(), v.end());
-  }
-}
-
-// Sorts `v` (whose elements kept their relative order) and merges the
-// elements of `extra` into it; `extra` is left empty.
-template <typename T>
-void merge_sorted(std::vector<T>& v, std::vector<T>& extra) {
-  sort_mostly_sorted(v);
-  if (extra.empty()) return;
-  std::sort(extra.begin(), extra.end());
-  const std::size_t mid = v.size();
-  v.insert(v.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
-  std::inplace_merge(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  extra.clear();
-}
-
-}  // namespace
-
 void EGraph::repair(Id id) {
   snapshot_class(id);
   std::vector<std::pair<Id, Id>> congruent;
@@ -277,7 +267,10 @@ void EGraph::repair(Id id) {
       }
     }
     cls.nodes.resize(out);
-    merge_sorted(cls.nodes, rekeyed_nodes_);
+    cls.nodes.insert(cls.nodes.end(), std::make_move_iterator(rekeyed_nodes_.begin()),
+                     std::make_move_iterator(rekeyed_nodes_.end()));
+    rekeyed_nodes_.clear();
+    sort_tail(cls.nodes);
 
     out = 0;
     for (std::size_t i = 0; i < cls.parents.size(); ++i) {
@@ -290,7 +283,9 @@ void EGraph::repair(Id id) {
       }
     }
     cls.parents.resize(out);
-    merge_sorted(cls.parents, moved_parents_);
+    cls.parents.insert(cls.parents.end(), moved_parents_.begin(), moved_parents_.end());
+    moved_parents_.clear();
+    sort_tail(cls.parents);
     const std::size_t before = cls.parents.size();
     cls.parents.erase(std::unique(cls.parents.begin(), cls.parents.end()), cls.parents.end());
     counters_.engine_bytes -= (before - cls.parents.size()) * sizeof(Id);

@@ -114,9 +114,11 @@ class Machine {
       return;
     }
     std::span<const ENode> nodes = egraph_.nodes(regs_[in.reg]);
-    // Nodes are sorted by operator: jump to this operator's run.
-    auto first = std::partition_point(nodes.begin(), nodes.end(),
-                                      [&](const ENode& n) { return n.op < in.op; });
+    // Nodes are sorted by operator: jump to this operator's run (by a scan
+    // in the usual small class, where it beats a binary search's branches).
+    auto before_op = [&](const ENode& n) { return n.op < in.op; };
+    auto first = nodes.size() <= 8 ? std::find_if_not(nodes.begin(), nodes.end(), before_op)
+                                   : std::partition_point(nodes.begin(), nodes.end(), before_op);
     for (auto it = first; it != nodes.end() && it->op == in.op; ++it) {
       if (it->children.size() != in.arity) continue;
       if (in.partial == nullptr ? it->attrs != in.attrs : !match_attributes(in, *it)) continue;

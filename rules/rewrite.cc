@@ -78,7 +78,9 @@ class Instantiator {
         ids_(pattern.nodes.size()) {
     for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
       const PatternNode& n = pattern.nodes[i];
-      if (!n.is_var() && n.attr_vars.empty() && n.attr_calls.empty())
+      if (n.is_var()) continue;
+      ++num_ops_;
+      if (n.attr_vars.empty() && n.attr_calls.empty())
         attrs_[i] = egraph.attrs().intern(n.attributes);
     }
   }
@@ -88,37 +90,25 @@ class Instantiator {
       if (status) *status = AddStatus::kRejected;
       return std::nullopt;
     }
-    // First pass: look nodes up, counting those missing (a node with a
-    // missing child is missing too).
-    std::size_t missing = 0;
+    // The result must fit as a whole: unless there is room for every node,
+    // look the nodes up first and check that the missing ones fit.
+    std::fill(ids_.begin(), ids_.end(), Id());
+    if (!egraph_.has_room_for(num_ops_) && !egraph_.has_room_for(look_up(subst))) {
+      if (status) *status = AddStatus::kNodeLimit;
+      return std::nullopt;
+    }
     for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
       const PatternNode& n = pattern_.nodes[i];
       if (n.is_var()) {
         ids_[i] = subst[n.var];
-        continue;
+      } else if (!ids_[i].valid()) {
+        AddResult r = egraph_.add(node_at(i));
+        if (!r.ok()) {
+          if (status) *status = r.status;
+          return std::nullopt;
+        }
+        ids_[i] = r.id;
       }
-      bool complete = true;
-      for (std::uint32_t c : n.children) complete &= ids_[c].valid();
-      std::optional<Id> found = complete ? egraph_.lookup(node_at(i)) : std::nullopt;
-      if (found) {
-        ids_[i] = *found;
-      } else {
-        ids_[i] = Id();
-        ++missing;
-      }
-    }
-    if (!egraph_.has_room_for(missing)) {
-      if (status) *status = AddStatus::kNodeLimit;
-      return std::nullopt;
-    }
-    for (std::size_t i = 0; i < pattern_.nodes.size() && missing > 0; ++i) {
-      if (pattern_.nodes[i].is_var() || ids_[i].valid()) continue;
-      AddResult r = egraph_.add(node_at(i));
-      if (!r.ok()) {
-        if (status) *status = r.status;
-        return std::nullopt;
-      }
-      ids_[i] = r.id;
     }
     if (status) *status = AddStatus::kExisting;
     return ids_.back();
@@ -149,6 +139,25 @@ class Instantiator {
     return true;
   }
 
+  // Fills `ids_` with the classes of the nodes already present; returns how
+  // many are missing (a node with a missing child is missing too).
+  std::size_t look_up(std::span<const Id> subst) {
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
+      const PatternNode& n = pattern_.nodes[i];
+      if (n.is_var()) {
+        ids_[i] = subst[n.var];
+        continue;
+      }
+      bool complete = true;
+      for (std::uint32_t c : n.children) complete &= ids_[c].valid();
+      std::optional<Id> found = complete ? egraph_.lookup(node_at(i)) : std::nullopt;
+      ids_[i] = found.value_or(Id());
+      missing += !found;
+    }
+    return missing;
+  }
+
   ENode node_at(std::size_t i) const {
     const PatternNode& n = pattern_.nodes[i];
     ENode node(n.op, attrs_[i]);
@@ -161,6 +170,7 @@ class Instantiator {
   std::vector<AttrId> attrs_;
   std::vector<Id> ids_;
   std::vector<Id> args_;
+  std::size_t num_ops_ = 0;  // pattern nodes that are not variables
 };
 
 }  // namespace

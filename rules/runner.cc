@@ -7,8 +7,6 @@
 
 namespace saturn {
 
-namespace {}  // namespace
-
 const char* to_string(StopReason reason) {
   switch (reason) {
     case StopReason::kSaturated:
@@ -33,10 +31,15 @@ bool BackoffScheduler::should_search(std::size_t rule, std::size_t iteration) {
   return iteration >= state_[rule].banned_until;
 }
 
+std::size_t BackoffScheduler::threshold(std::size_t rule) const {
+  return match_limit_ << std::min<std::size_t>(state_[rule].times_banned, 20);
+}
+
+std::size_t BackoffScheduler::search_limit(std::size_t rule) const { return threshold(rule) + 1; }
+
 bool BackoffScheduler::accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) {
   State& s = state_[rule];
-  const std::size_t threshold = match_limit_ << std::min<std::size_t>(s.times_banned, 20);
-  if (num_matches <= threshold) return true;
+  if (num_matches <= threshold(rule)) return true;
   s.banned_until = iteration + (ban_length_ << std::min<std::size_t>(s.times_banned, 20));
   ++s.times_banned;
   return false;
@@ -107,7 +110,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       found[r] = RuleMatches{};
       if (!scheduler_->should_search(r, iter)) continue;
       ++it.rules_searched;
-      RuleMatches m = search_rule(egraph, rules[r]);
+      RuleMatches m = search_rule(egraph, rules[r], scheduler_->search_limit(r));
       report.rules[r].matches += m.size();
       it.matches += m.size();
       if (scheduler_->accept(r, iter, m.size())) found[r] = std::move(m);

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -66,6 +67,9 @@ class Scheduler {
   virtual bool should_search(std::size_t rule, std::size_t iteration) = 0;
   // Whether `num_matches` matches of `rule` may be applied this iteration.
   virtual bool accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) = 0;
+  // How many matches of `rule` are worth finding: a search may stop there
+  // (accept() sees at most this many).
+  virtual std::size_t search_limit(std::size_t /*rule*/) const { return SIZE_MAX; }
   // Called when an iteration changed nothing: may the run stop? (A scheduler
   // with banned rules lifts the bans and says no.)
   virtual bool can_stop(std::size_t iteration) = 0;
@@ -88,6 +92,8 @@ class BackoffScheduler final : public Scheduler {
   void reset(std::size_t num_rules) override;
   bool should_search(std::size_t rule, std::size_t iteration) override;
   bool accept(std::size_t rule, std::size_t iteration, std::size_t num_matches) override;
+  // One past the ban threshold, like egg: more matches would not be applied.
+  std::size_t search_limit(std::size_t rule) const override;
   bool can_stop(std::size_t iteration) override;
 
  private:
@@ -96,6 +102,7 @@ class BackoffScheduler final : public Scheduler {
     std::size_t banned_until = 0;
   };
   std::size_t match_limit_, ban_length_;
+  std::size_t threshold(std::size_t rule) const;
   std::vector<State> state_;
 };
 
