@@ -346,8 +346,17 @@ class Importer {
   }
 
   void add_weight(const std::string& name, const Tensor& value) {
-    graph_.weights[name] = WeightInit{std::make_shared<const Tensor>(value)};
     constants_[name] = value;
+    // A float scalar becomes a Constant node, which carries its value, so
+    // that rules can match it (the 0.5 and sqrt 2 of an exported GELU).
+    if (value.dtype() == DType::kFloat32 && value.size() == 1) {
+      values_[name] = *append(Op::kConstant,
+                              {{"value", static_cast<double>(value.floats()[0])},
+                               {"shape", Ints(value.dims().begin(), value.dims().end())}},
+                              {}, name);
+      return;
+    }
+    graph_.weights[name] = WeightInit{std::make_shared<const Tensor>(value)};
     absl::StatusOr<int> id =
         append(Op::kWeight, leaf_attributes(name, value.dims(), value.dtype()), {}, name);
     values_[name] = *id;  // a weight always type-checks

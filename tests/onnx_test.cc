@@ -11,6 +11,7 @@
 
 #include <sys/wait.h>
 
+#include "costmodel/cost_model.h"
 #include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
@@ -393,6 +394,41 @@ TEST_P(Fixtures, OptimizeWithEveryStrategyExportAndEvaluate) {
     for (std::size_t i = 0; i < got->size(); ++i)
       EXPECT_LE(max_error_ratio((*got)[i], (*want)[i], 1e-3, 1e-4), 1.0) << "output " << i;
   }
+}
+
+// The BERT fixture spells LayerNorm and GELU in primitives, as an opset-13
+// export does: the rules fuse all of them, the fused graph computes the same,
+// and the export (still opset 13) spells them out again.
+TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
+  const std::string path = fmt::format("{}/bert_base.onnx", SATURN_FIXTURES);
+  absl::StatusOr<Graph> g = load_onnx_model(path);
+  ASSERT_TRUE(g.ok()) << g.status();
+  OptimizeOptions options;
+  options.search.strategy = Strategy::kGreedy;
+  options.search.threads = 1;
+  options.budget.max_nodes = 5000;
+  options.cost_model = std::make_shared<OpCountCostModel>();
+  options.ilp_seconds = 0;
+  absl::StatusOr<OptimizeResult> r = optimize(*g, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::map<Op, int> ops = op_counts(r->graph);
+  EXPECT_EQ(ops[Op::kLayerNorm], 24);
+  EXPECT_EQ(ops[Op::kGelu], 12);
+  EXPECT_EQ(ops[Op::kReduceMean], 0);
+  EXPECT_EQ(ops[Op::kErf], 0);
+  Inputs inputs = random_inputs(*g, 5);
+  absl::StatusOr<std::vector<Tensor>> want = evaluate(*g, inputs);
+  absl::StatusOr<std::vector<Tensor>> got = evaluate(r->graph, inputs);
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_LE(max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);
+  absl::StatusOr<std::string> bytes = to_onnx_model(r->graph);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(op_counts(*back)[Op::kLayerNorm], 0) << "LayerNormalization is an operator from opset 17";
+  got = evaluate(*back, inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_LE(max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, Fixtures,

@@ -25,5 +25,5 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # ONNX import and export (libonnx-testdata, malformed files) under the
 # sanitizers; the fixture optimizations and onnxruntime runs are Release-only.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  build-asan/tests/onnx_tests --gtest_brief=1 --gtest_filter='-*Fixtures*:OnnxRuntime.*'
+  build-asan/tests/onnx_tests --gtest_brief=1 --gtest_filter='-*Fixture*:OnnxRuntime.*'
 echo "saturn: all tests passed"

@@ -17,6 +17,7 @@
 namespace saturn {
 
 using tensor::TensorAnalysis;
+using Ints = std::vector<std::int64_t>;
 
 namespace {
 
@@ -60,12 +61,45 @@ ConditionRegistry tensor_conditions() {
       "last-axis", 2,
       [](const EGraph& g, std::span<const Id> a) {
         const tensor::ValueType& t = type_of(g, a[0]);
-        const auto* axis = std::get_if<std::int64_t>(&g.attr_value(AttrId(a[1].value)));
-        if (t.is_tuple || axis == nullptr) return false;
+        const AttrValue& value = g.attr_value(AttrId(a[1].value));
+        std::optional<std::int64_t> axis;
+        if (const auto* one = std::get_if<std::int64_t>(&value)) axis = *one;
+        if (const auto* list = std::get_if<Ints>(&value); list && list->size() == 1)
+          axis = list->front();
+        if (t.is_tuple || !axis) return false;
         std::optional<std::int64_t> n = tensor::normalize_axis(*axis, t.tensor().rank());
         return n && *n + 1 == static_cast<std::int64_t>(t.tensor().rank());
       },
-      "(last-axis ?x ?axis): the attribute value ?axis names the last axis of ?x");
+      "(last-axis ?x ?axis): the attribute value ?axis (an axis, or a list of one) names the "
+      "last axis of ?x");
+  r.add(
+      "identity-perm", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const auto* perm = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        if (perm == nullptr || perm->empty()) return false;
+        for (std::size_t i = 0; i < perm->size(); ++i) {
+          if ((*perm)[i] != static_cast<std::int64_t>(i)) return false;
+        }
+        return true;
+      },
+      "(identity-perm ?p): the permutation ?p keeps every axis in place");
+  r.add(
+      "reshape-keeps-shape", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        if (t.is_tuple) return false;
+        absl::StatusOr<tensor::ValueType> out = tensor::infer_type(
+            tensor::Op::kReshape, Attributes{{"shape", g.attr_value(AttrId(a[1].value))}}, std::span(&t, 1));
+        return out.ok() && *out == t;
+      },
+      "(reshape-keeps-shape ?x ?s): reshaping ?x to the shape ?s gives ?x's own shape");
+  r.add(
+      "no-copied-dims", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const auto* shape = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        return shape != nullptr && std::find(shape->begin(), shape->end(), 0) == shape->end();
+      },
+      "(no-copied-dims ?s): the reshape target ?s has no 0 (a dimension copied from the input)");
   r.add(
       "rank-1", 1,
       [](const EGraph& g, std::span<const Id> a) {
@@ -87,6 +121,21 @@ ConditionRegistry tensor_conditions() {
       return sizes;
     };
   };
+  r.add_function(
+      "compose-perm", 2,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        // Transpose{q}(Transpose{p}(x)) reads x's axis p[q[i]] at axis i.
+        const auto* p = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        const auto* q = std::get_if<Ints>(&g.attr_value(AttrId(a[1].value)));
+        if (p == nullptr || q == nullptr || p->size() != q->size()) return std::nullopt;
+        Ints out;
+        for (std::int64_t i : *q) {
+          if (i < 0 || i >= static_cast<std::int64_t>(p->size())) return std::nullopt;
+          out.push_back((*p)[static_cast<std::size_t>(i)]);
+        }
+        return out;
+      },
+      "(compose-perm ?p ?q): the permutation of a transpose by ?p followed by one by ?q");
   r.add_function("first-dims", -1, extents(0), "[d0 of each argument]: split sizes along axis 0");
   r.add_function("last-dims", -1, extents(-1),
                  "[last dimension of each argument]: split sizes along the last axis");
@@ -139,7 +188,6 @@ std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) {  // inclusive
 // A random value for an attribute variable bound to `key`, or nullopt when
 // the verifier has no sampler for that key.
 std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
-  using Ints = std::vector<std::int64_t>;
   auto one_of = [&](std::vector<AttrValue> values) { return values[rng() % values.size()]; };
   if (key == "strides" || key == "dilations") return one_of({Ints{1, 1}, Ints{2, 2}, Ints{2, 1}});
   if (key == "pads")
@@ -154,6 +202,10 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
   if (key == "epsilon") return one_of({1e-5, 1e-3});
   if (key == "count_include_pad" || key == "transA" || key == "transB")
     return one_of({std::int64_t{0}, std::int64_t{1}});
+  if (key == "axes") return one_of({Ints{-1}, Ints{1}, Ints{2}, Ints{0}});
+  if (key == "shape")
+    return one_of({Ints{-1}, Ints{1, -1}, Ints{-1, 1}, Ints{2, -1}, Ints{-1, 2}, Ints{-1, 1, 1},
+                   Ints{1, -1, 2}, Ints{3, -1}});
   if (key == "perm") {
     Ints perm(static_cast<std::size_t>(pick(rng, 2, 4)));
     for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
