@@ -69,6 +69,7 @@ std::string describe(const VerifyReport& report);
 struct CalibrationStats {
   std::size_t signatures = 0;  // distinct operator signatures in the models
   std::size_t cached = 0;      // already in the table
+  std::size_t stale = 0;       // entries of an older table measured another way, dropped
   std::size_t measured = 0;
   // Operators a single-operator model cannot show (non-tensor inputs,
   // subgraphs reading enclosing values, an export that fails, or a model
@@ -77,8 +78,10 @@ struct CalibrationStats {
 };
 
 // Times every distinct operator signature of `graphs` as a single-operator
-// ONNX model in onnxruntime and writes (or extends) the measured cost table
-// at `table_path`; signatures already in the table are not measured again.
+// ONNX model in onnxruntime (the kernel time its profiler reports) and
+// writes (or extends) the measured cost table at `table_path`; signatures
+// already in the table are not measured again. A table measured another way
+// (an older saturn timed whole runs) is measured anew.
 absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph*>& graphs,
                                            const std::string& table_path,
                                            const RuntimeOptions& options);

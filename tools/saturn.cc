@@ -446,6 +446,9 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
   const Stopwatch clock;
   absl::StatusOr<cli::CalibrationStats> stats = cli::calibrate(pointers, out, options);
   if (!stats.ok()) return fail(stats.status());
+  if (stats->stale > 0)
+    fmt::print("{} held {} entries timed as whole runs (an older method); measured anew\n", out,
+               stats->stale);
   fmt::print(
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
       "({:.1f} s)\n",

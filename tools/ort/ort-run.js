@@ -9,9 +9,17 @@
 //     alternating A, B, A, B, ... so that drift in the machine's speed hits
 //     both alike.
 //   node ort-run.js time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
-//     The median latency of each model (for measured cost tables).
+//     The median latency of each model (for measured cost tables): the wall
+//     time of a run (median_us) and, from onnxruntime's profiler, the time
+//     its kernels took (kernel_us), which leaves out what feeding the inputs
+//     and copying the outputs back to JavaScript costs, and the layout
+//     reorders a lone convolution needs at its edges (a model pays those once
+//     per chain of convolutions, not per operator).
 'use strict';
 
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const ort = require('onnxruntime-node');
 
 function parseArgs(argv) {
@@ -87,13 +95,34 @@ function randomTensor(meta, seed) {
   }
 }
 
-async function openSession(file, threads) {
+async function openSession(file, threads, profilePrefix) {
   return ort.InferenceSession.create(file, {
     graphOptimizationLevel: 'all',
     executionProviders: ['cpu'],
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
+    ...(profilePrefix ? { enableProfiling: true, profileFilePrefix: profilePrefix } : {}),
   });
+}
+
+// Operators that only convert between layouts at the edge of a chain of
+// convolutions in the blocked layout onnxruntime's CPU provider uses.
+const LAYOUT_REORDERS = new Set(['ReorderInput', 'ReorderOutput']);
+
+// Reads an onnxruntime profile: for each model_run event, the summed time of
+// the kernels that ran inside it (layout reorders excepted), in microseconds.
+function kernelTimesPerRun(profileFile) {
+  const events = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
+  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
+    .map((e) => ({ start: e.ts, end: e.ts + e.dur, us: 0 }))
+    .sort((a, b) => a.start - b.start);
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    if (e.args && LAYOUT_REORDERS.has(e.args.op_name)) continue;
+    const run = runs.find((r) => e.ts >= r.start && e.ts <= r.end);
+    if (run) run.us += e.dur;
+  }
+  return runs.map((r) => r.us);
 }
 
 function inputsFor(session, seed) {
@@ -192,13 +221,24 @@ async function time(opts) {
     // A model the harness cannot run (an input type it does not generate,
     // an operator onnxruntime lacks) is reported, not fatal.
     try {
-      const s = await openSession(file, opts.threads);
-      const feeds = inputsFor(s, opts.seed);
-      for (let i = 0; i < opts.warmup; ++i) await s.run(feeds);
-      const t = [];
-      for (let i = 0; i < opts.runs; ++i) t.push((await timedRun(s, feeds)).us);
-      await s.release();
-      results.push({ model: file, ...summary(t) });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-'));
+      try {
+        const s = await openSession(file, opts.threads, path.join(dir, 'run'));
+        const feeds = inputsFor(s, opts.seed);
+        for (let i = 0; i < opts.warmup; ++i) await s.run(feeds);
+        const t = [];
+        for (let i = 0; i < opts.runs; ++i) t.push((await timedRun(s, feeds)).us);
+        const profile = s.endProfiling();
+        await s.release();
+        const profileFile = typeof profile === 'string' && fs.existsSync(profile) ? profile
+          : path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.json')));
+        // The profile holds the warm-up runs too: keep the timed ones.
+        const kernel = kernelTimesPerRun(profileFile).slice(opts.warmup);
+        if (kernel.length !== opts.runs) throw new Error(`the profile shows ${kernel.length} timed runs, not ${opts.runs}`);
+        results.push({ model: file, ...summary(t), kernel_us: summary(kernel).median_us });
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     } catch (e) {
       results.push({ model: file, error: e.message });
     }
