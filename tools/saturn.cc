@@ -68,6 +68,8 @@ constexpr std::string_view kUsage = R"(usage:
       --quiet                        no progress line and no summary (errors still go to stderr)
       --verify                       run the output and the input in onnxruntime: outputs must match (-o .onnx)
       --verify-runs N                timed runs for --verify (default 20)
+      --keep-faster                  --verify, and write the input instead if the output runs slower
+      --min-speedup X                the same, unless the output runs at least X times as fast
   saturn verify ORIGINAL OPTIMIZED [--runs N] [--warmup N] [--rtol R] [--atol A] [--seed S]
                 [--threads T] [--json FILE]
                                      run both in onnxruntime (CPU, all graph optimizations) on the same
@@ -368,11 +370,13 @@ bool runtime_option(const std::vector<std::string>& args, std::size_t& i, cli::R
 }
 
 // Runs ORIGINAL and OPTIMIZED in onnxruntime and prints the comparison;
-// 0 when the outputs match.
+// 0 when the outputs match. An OPTIMIZED whose median speedup is below
+// `min_speedup` (when given) is replaced by the ORIGINAL model as
+// onnxruntime ran it.
 int run_verify(const std::string& original, const Graph& original_graph,
                const std::string& optimized, const Graph& optimized_graph,
                const cli::RuntimeOptions& options, const std::string& json,
-               const OnnxImportOptions& onnx) {
+               const OnnxImportOptions& onnx, std::optional<double> min_speedup = {}) {
   cli::TempDir dir;
   absl::StatusOr<std::string> a =
       cli::runtime_file(original, original_graph, dir, "original", onnx);
@@ -385,6 +389,19 @@ int run_verify(const std::string& original, const Graph& original_graph,
   r->json["original"] = original;
   r->json["optimized"] = optimized;
   fmt::print("verify {} against {}:\n{}", optimized, original, cli::describe(*r));
+  if (min_speedup && r->ok && r->speedup < *min_speedup) {
+    std::error_code ec;
+    std::filesystem::copy_file(*a, optimized, std::filesystem::copy_options::overwrite_existing,
+                               ec);
+    if (ec)
+      return fail(
+          absl::InternalError(fmt::format("{}: cannot write: {}", optimized, ec.message())));
+    fmt::print(
+        "kept the input model: the optimized one ran {:.3f}x as fast (below {:.3f}x); wrote {} "
+        "unchanged\n",
+        r->speedup, *min_speedup, optimized);
+    r->json["kept_input"] = true;
+  }
   if (!json.empty()) {
     if (absl::Status s = write_text_file(json, r->json.dump(2) + "\n"); !s.ok()) return fail(s);
   }
@@ -459,6 +476,7 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
 int optimize_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   std::string model, out, report, dot_dir, cost = "roofline";
   bool quiet = false, verify = false;
+  std::optional<double> min_speedup;  // --keep-faster, --min-speedup
   cli::RuntimeOptions verify_options;
   OptimizeOptions options;
   options.search.threads = 2;
@@ -499,6 +517,10 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         verify = true;
       else if (a == "--verify-runs")
         verify_options.runs = std::stoi(value());
+      else if (a == "--keep-faster")
+        min_speedup = 1.0;
+      else if (a == "--min-speedup")
+        min_speedup = std::stod(value());
       else if (a == "--rules") {
         while (i + 1 < args.size() && !args[i + 1].starts_with("-"))
           options.rule_files.push_back(args[++i]);
@@ -519,8 +541,9 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         absl::InvalidArgumentError(fmt::format("{}: will not overwrite the input model", out)));
   if (!out.empty() && !out.ends_with(".onnx") && !out.ends_with(".json"))
     return usage_error("optimize", "-o needs a .onnx or .json file name");
+  verify = verify || min_speedup.has_value();
   if (verify && !out.ends_with(".onnx"))
-    return usage_error("optimize", "--verify needs -o OUT.onnx");
+    return usage_error("optimize", "--verify, --keep-faster and --min-speedup need -o OUT.onnx");
   absl::StatusOr<Graph> graph = load_model(model, onnx);
   if (!graph.ok()) return fail(graph.status());
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
@@ -581,7 +604,8 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                           {"total", r->times.total}}}};
     if (absl::Status s = write_text_file(report, j.dump(2) + "\n"); !s.ok()) return fail(s);
   }
-  if (verify) return run_verify(model, *graph, out, r->graph, verify_options, "", onnx);
+  if (verify)
+    return run_verify(model, *graph, out, r->graph, verify_options, "", onnx, min_speedup);
   return 0;
 }
 
