@@ -137,9 +137,9 @@ int main(int argc, char** argv) {
   fmt::print("machine: {}\n", machine);
 
   // The measured cost model: every operator signature timed in onnxruntime.
-  cli::RuntimeOptions calibration;
-  calibration.runs = 10;
-  calibration.threads = args->threads;
+  cli::CalibrationOptions calibration;
+  calibration.runtime.threads = args->threads;
+  calibration.explore_nodes = args->budget;
   std::vector<const tensor::Graph*> graphs;
   for (const Model& m : models) graphs.push_back(&m.graph);
   Stopwatch clock;

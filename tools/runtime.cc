@@ -10,6 +10,9 @@
 #include "egraph/file.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
+#include "rules/runner.h"
+#include "rules/tensor/tensor_rules.h"
+#include "tensor/analysis.h"
 #include "tensor/infer.h"
 #include "tensor/onnx.h"
 
@@ -154,7 +157,7 @@ std::string describe(const VerifyReport& r) {
 
 absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& graphs,
                                            const std::string& table_path,
-                                           const RuntimeOptions& options) {
+                                           const CalibrationOptions& options) {
   // What a table entry measures: onnxruntime's own kernel time for the
   // operator (its profiler), not the wall time of a run, which is mostly the
   // cost of moving a single operator's inputs and outputs.
@@ -179,11 +182,69 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       stats.stale = old["entries"].size();  // measured another way: measured again
     }
   }
-  if (options.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
+  if (options.runtime.runs < 1)
+    return absl::InvalidArgumentError("the number of runs must be at least 1");
   TempDir dir;
   if (absl::Status s = dir.status(); !s.ok()) return s;
   std::vector<std::string> files, signatures;
   std::set<std::string> seen;
+  // One operator over fresh inputs (weights stay weights, so the runtime can
+  // prepare them as it would in the model), written as a model to time.
+  auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
+                      const std::vector<bool>& in_weight, const tensor::ValueType& out,
+                      const tensor::Graph& context) {
+    const std::string signature = op_signature(op, attributes, in);
+    if (!seen.insert(signature).second) return;
+    ++stats.signatures;
+    if (known.contains(signature)) {
+      ++stats.cached;
+      return;
+    }
+    Graph single;
+    single.name = fmt::format("op{}", files.size());
+    single.opsets = context.opsets;
+    // An opaque node whose subgraphs read enclosing values cannot stand alone.
+    bool representable = !attributes.get_int("explicit_inputs").has_value();
+    Node copy{op, attributes, {}, "y"};
+    for (std::size_t k = 0; k < in.size() && representable; ++k) {
+      const tensor::ValueType& t = in[k];
+      if (t.is_tuple || t.tensor().dtype == tensor::DType::kOther || !t.tensor().is_static()) {
+        representable = false;
+        break;
+      }
+      const std::string name = fmt::format("in{}", k);
+      Attributes a = tensor::leaf_attributes(name, t.tensor().dims, t.tensor().dtype);
+      single.nodes.push_back(Node{in_weight[k] ? Op::kWeight : Op::kInput, a, {}, name});
+      copy.inputs.push_back(static_cast<int>(k));
+    }
+    if (!representable) {
+      ++stats.skipped;
+      return;
+    }
+    single.nodes.push_back(copy);
+    const int node = single.size() - 1;
+    if (out.is_tuple) {
+      for (std::size_t p = 0; p < out.parts.size(); ++p) {
+        single.nodes.push_back(Node{Op::kTupleGet,
+                                    {{"index", static_cast<std::int64_t>(p)}},
+                                    {node},
+                                    fmt::format("y{}", p)});
+        single.outputs.push_back({single.size() - 1, fmt::format("y{}", p)});
+      }
+    } else {
+      single.outputs.push_back({node, "y"});
+    }
+    const std::string file = (dir.path() / (single.name + ".onnx")).string();
+    if (absl::Status s = tensor::save_onnx_model(single, file); !s.ok()) {
+      ++stats.skipped;
+      return;
+    }
+    files.push_back(file);
+    signatures.push_back(signature);
+  };
+
+  std::vector<tensor::ValueType> in;
+  std::vector<bool> in_weight;
   for (const Graph* graph : graphs) {
     absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(*graph);
     if (!types.ok()) return with_context(types.status(), graph->name);
@@ -191,66 +252,50 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     for (int i = 0; i < graph->size(); ++i) {
       const Node& n = graph->nodes[i];
       if (is_free_operator(n.op) || weight_only[i]) continue;
-      std::vector<tensor::ValueType> in;
-      for (int x : n.inputs) in.push_back((*types)[x]);
-      const std::string signature = op_signature(n.op, n.attributes, in);
-      if (!seen.insert(signature).second) continue;
-      ++stats.signatures;
-      if (known.contains(signature)) {
-        ++stats.cached;
-        continue;
+      in.clear();
+      in_weight.clear();
+      for (int x : n.inputs) {
+        in.push_back((*types)[x]);
+        in_weight.push_back(weight_only[x]);
       }
-      // One operator over fresh inputs (weights stay weights, so the
-      // runtime can prepare them as it would in the model).
-      Graph single;
-      single.name = fmt::format("op{}", files.size());
-      single.opsets = graph->opsets;
-      // An opaque node whose subgraphs read enclosing values cannot stand alone.
-      bool representable = !n.attributes.get_int("explicit_inputs").has_value();
-      Node copy{n.op, n.attributes, {}, "y"};
-      for (std::size_t k = 0; k < n.inputs.size() && representable; ++k) {
-        const tensor::ValueType& t = in[k];
-        if (t.is_tuple || t.tensor().dtype == tensor::DType::kOther || !t.tensor().is_static()) {
-          representable = false;
-          break;
+      consider(n.op, n.attributes, in, in_weight, (*types)[i], *graph);
+    }
+    if (options.explore_nodes == 0) continue;
+    // The operators the rules can rewrite the model into: grow its e-graph
+    // under the budget and take every e-node's signature.
+    tensor::TensorLanguage language;
+    tensor::TensorAnalysis shapes;
+    EGraph egraph(language, &shapes);
+    if (absl::Status s = tensor::add_graph(egraph, *graph).status(); !s.ok())
+      return with_context(s, graph->name);
+    ConditionRegistry conditions = tensor_conditions();
+    absl::StatusOr<RuleSet> rules = load_tensor_rules(language, conditions);
+    if (!rules.ok()) return rules.status();
+    Runner()
+        .with_node_limit(options.explore_nodes)
+        .with_iteration_limit(30)
+        .with_time_limit(std::chrono::seconds(30))
+        .run(egraph, *rules);
+    for (Id id : egraph.class_ids()) {
+      const tensor::TensorInfo& info = shapes.info(id);
+      if (info.weight_only) continue;
+      for (const ENode& e : egraph.nodes(id)) {
+        const Op op = tensor::TensorLanguage::op(e.op);
+        if (is_free_operator(op)) continue;
+        in.clear();
+        in_weight.clear();
+        for (Id c : e.children) {
+          in.push_back(shapes.info(egraph.find(c)).type);
+          in_weight.push_back(shapes.info(egraph.find(c)).weight_only);
         }
-        const std::string name = fmt::format("in{}", k);
-        Attributes a = tensor::leaf_attributes(name, t.tensor().dims, t.tensor().dtype);
-        const bool weight = weight_only[n.inputs[k]];
-        single.nodes.push_back(Node{weight ? Op::kWeight : Op::kInput, a, {}, name});
-        copy.inputs.push_back(static_cast<int>(k));
+        consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type, *graph);
       }
-      if (!representable) {
-        ++stats.skipped;
-        continue;
-      }
-      single.nodes.push_back(copy);
-      const int node = single.size() - 1;
-      const tensor::ValueType& out = (*types)[i];
-      if (out.is_tuple) {
-        for (std::size_t p = 0; p < out.parts.size(); ++p) {
-          single.nodes.push_back(Node{Op::kTupleGet,
-                                      {{"index", static_cast<std::int64_t>(p)}},
-                                      {node},
-                                      fmt::format("y{}", p)});
-          single.outputs.push_back({single.size() - 1, fmt::format("y{}", p)});
-        }
-      } else {
-        single.outputs.push_back({node, "y"});
-      }
-      const std::string file = (dir.path() / (single.name + ".onnx")).string();
-      if (absl::Status s = tensor::save_onnx_model(single, file); !s.ok()) {
-        ++stats.skipped;
-        continue;
-      }
-      files.push_back(file);
-      signatures.push_back(signature);
     }
   }
   if (!files.empty()) {
     std::vector<std::string> args = {"time"};
     args.insert(args.end(), files.begin(), files.end());
-    absl::StatusOr<nlohmann::json> j = run_harness(args, options);
+    absl::StatusOr<nlohmann::json> j = run_harness(args, options.runtime);
     if (!j.ok()) return j.status();
     const nlohmann::json& models = (*j)["models"];
     for (std::size_t k = 0; k < models.size() && k < signatures.size(); ++k) {

@@ -81,9 +81,20 @@ struct CalibrationStats {
 // ONNX model in onnxruntime (the kernel time its profiler reports) and
 // writes (or extends) the measured cost table at `table_path`; signatures
 // already in the table are not measured again. A table measured another way
-// (an older saturn timed whole runs) is measured anew.
+// (an older saturn timed whole runs) is measured anew. With
+// `explore_nodes`, the signatures of the operators the rules can produce are
+// measured too, so that a search under the table prices its candidates from
+// measurements rather than from the roofline fallback.
+struct CalibrationOptions {
+  RuntimeOptions runtime{.runs = 10};
+  // Also time the operators the shipped rules can rewrite each model into:
+  // its e-graph grown (greedily) to this many e-nodes. 0: the model's own
+  // operators only.
+  std::size_t explore_nodes = 2000;
+};
+
 absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph*>& graphs,
                                            const std::string& table_path,
-                                           const RuntimeOptions& options);
+                                           const CalibrationOptions& options);
 
 }  // namespace saturn::cli

@@ -75,9 +75,11 @@ constexpr std::string_view kUsage = R"(usage:
                                      run both in onnxruntime (CPU, all graph optimizations) on the same
                                      seeded inputs: compare every output, time them (median, A/B alternating);
                                      exit 1 on a mismatch
-  saturn calibrate MODEL... -o COSTS.json [--runs N]
-                                     time each distinct operator signature in onnxruntime; writes (or
-                                     extends) the table for --cost measured:COSTS.json
+  saturn calibrate MODEL... -o COSTS.json [--runs N] [--explore N]
+                                     time each distinct operator signature in onnxruntime (its kernel
+                                     time), also those the rules reach in an e-graph of N e-nodes
+                                     (default 2000; 0: the models' own); writes (or extends) the table
+                                     for --cost measured:COSTS.json
   saturn env                         serve the search environment: JSON requests on stdin, one per line
 Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
@@ -433,16 +435,17 @@ int verify_command(const std::vector<std::string>& args, const OnnxImportOptions
 }
 
 int calibrate_command(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
-  cli::RuntimeOptions options;
-  options.runs = 10;
+  cli::CalibrationOptions options;
   std::string out, json;
   std::vector<std::string> models;
   try {
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "-o" && i + 1 < args.size())
         out = args[++i];
+      else if (args[i] == "--explore" && i + 1 < args.size())
+        options.explore_nodes = std::stoul(args[++i]);
       else if (args[i].starts_with("-")) {
-        if (!runtime_option(args, i, options, json))
+        if (!runtime_option(args, i, options.runtime, json))
           return usage_error("calibrate", "unexpected '" + args[i] + "'");
       } else
         models.push_back(args[i]);
