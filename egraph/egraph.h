@@ -14,6 +14,8 @@
 //
 // Ids handed out stay valid forever; `find` maps them to the canonical id of
 // their class. Reads (`nodes`, `classes_with_op`) expect a rebuilt e-graph.
+// One thread at a time: even const reads update caches (`find` compresses
+// union-find paths).
 #pragma once
 
 #include <cstdint>
@@ -108,7 +110,14 @@ class EGraph {
 
   // The canonical id of `id`'s class.
   Id find(Id id) const {
-    while (parent_[id.index()] != id) id = parent_[id.index()];
+    // Path halving shortens later finds; it is skipped while a mark is
+    // active, as rollback would have to undo it.
+    const bool compress = marks_.empty();
+    while (parent_[id.index()] != id) {
+      const Id up = parent_[id.index()];
+      if (compress) parent_[id.index()] = parent_[up.index()];
+      id = up;
+    }
     return id;
   }
   // Replaces each child with its canonical id.
@@ -193,7 +202,7 @@ class EGraph {
   mutable AttrTable attrs_;
   Budget budget_;
 
-  std::vector<Id> parent_;               // union-find
+  mutable std::vector<Id> parent_;       // union-find (find() compresses paths)
   std::vector<std::uint32_t> set_size_;  // union-find set sizes
   std::vector<EClass> classes_;          // by id; empty unless canonical
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
