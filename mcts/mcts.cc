@@ -1,7 +1,8 @@
 // Monte Carlo tree search over rule applications.
 //
 // A state is the e-graph after a sequence of actions (apply rule r to all its
-// matches, or stop); its value is the cost reduction of the greedy DAG
+// matches; sweep: one saturation iteration of every single-pattern rule, the
+// step greedy saturation repeats; or stop); its value is the cost reduction of the greedy DAG
 // extraction, normalized by the input graph's cost. Each real step runs a
 // number of simulations from the current state (selection by UCT, one
 // expansion, a short epsilon-greedy rollout, backpropagation), then takes the
@@ -47,8 +48,15 @@ class Tree {
         rng_(seed),
         options_(options),
         root_(std::make_unique<TreeNode>()),
-        rule_value_(env_->num_rules() + 1, 0.0),
-        rule_tries_(env_->num_rules() + 1, 0) {}
+        rule_value_(num_actions(*env_), 0.0),
+        rule_tries_(num_actions(*env_), 0) {
+    for (std::size_t r = 0; r < env_->num_rules(); ++r)
+      if (!env_->rule(r).is_multi()) single_rules_.push_back(r);
+  }
+
+  // Rules, stop, and the sweep.
+  static std::size_t num_actions(const Environment& env) { return env.num_rules() + 2; }
+  static std::size_t sweep_action(const Environment& env) { return env.num_rules() + 1; }
 
   Environment& env() { return *env_; }
   std::unique_ptr<Environment> release_env() { return std::move(env_); }
@@ -65,7 +73,7 @@ class Tree {
     for (std::unique_ptr<TreeNode>& child : root_->children)
       if (child->action == action) next = std::move(child);
     root_ = next ? std::move(next) : std::make_unique<TreeNode>();
-    return env_->step(action);
+    return act(action);
   }
 
  private:
@@ -81,6 +89,10 @@ class Tree {
       return;
     }
     node.untried = env_->legal_actions();
+    const bool any_single = std::any_of(node.untried.begin(), node.untried.end(), [&](std::size_t a) {
+      return a < env_->num_rules() && !env_->rule(a).is_multi();
+    });
+    if (any_single) node.untried.push_back(sweep_action(*env_));
     std::shuffle(node.untried.begin(), node.untried.end(), rng_);
   }
 
@@ -103,7 +115,7 @@ class Tree {
   // Applies `action` from `node`'s state; returns the child, or null when
   // the action changed nothing (it is then dropped from the tree).
   TreeNode* try_action(TreeNode& node, std::size_t action) {
-    StepResult r = env_->step(action);
+    StepResult r = act(action);
     if (action != env_->stop_action() && r.applied == 0) return nullptr;
     auto child = std::make_unique<TreeNode>();
     child->action = action;
@@ -158,7 +170,7 @@ class Tree {
         break;
       }
       node = select_child(*node);
-      env_->step(node->action);
+      act(node->action);
       path.push_back(node);
     }
     // Rollout: a few cheap actions past the tree.
@@ -169,7 +181,7 @@ class Tree {
     if (!path.back()->terminal && !rollout_candidates.empty()) {
       for (std::size_t d = 0; d < options_.rollout_depth && env_->has_budget(); ++d) {
         std::size_t a = rollout_action(rollout_candidates);
-        env_->step(a);
+        act(a);
         rolled.push_back(a);
       }
     }
@@ -185,6 +197,10 @@ class Tree {
     env_->restore();
   }
 
+  StepResult act(std::size_t action) {
+    return action == sweep_action(*env_) ? env_->step_all(single_rules_) : env_->step(action);
+  }
+
   void credit(std::size_t action, double value) {
     rule_value_[action] += value;
     ++rule_tries_[action];
@@ -198,6 +214,7 @@ class Tree {
   std::vector<std::uint32_t> rule_tries_;
   double best_value_ = 0;
   std::size_t simulations_ = 0;
+  std::vector<std::size_t> single_rules_;  // what a sweep applies
 };
 
 // The action whose simulations reached the best value over all trees' roots
@@ -253,7 +270,7 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
       tbb::parallel_for(std::size_t{0}, num_trees,
                         [&](std::size_t t) { trees[t]->simulate(per_tree); });
     });
-    std::optional<std::size_t> action = choose_action(trees, lead.num_rules() + 1);
+    std::optional<std::size_t> action = choose_action(trees, Tree::num_actions(lead));
     if (!action) {
       stats.stop_reason = lead.out_of_time() ? "time limit" : "no applicable rule";
       break;
