@@ -3,7 +3,9 @@
 //
 //   mcts     UCT tree search over rule applications (Hartmann, He and Yoneki,
 //            PACT 2024; MCTS-GEB): simulations explore from checkpoints and
-//            roll back, rewards come from the sharing-aware greedy extractor
+//            roll back, rewards come from the sharing-aware greedy extractor;
+//            besides one rule or stop, an action may be a sweep (one
+//            saturation iteration of every single-pattern rule)
 //   greedy   TENSAT-style saturation: every rule on every match, iteration
 //            after iteration, until the budget is full
 //   default  a fixed pass order: the rule groups in one canonical sequence,
