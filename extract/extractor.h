@@ -60,6 +60,10 @@ struct DagGreedyOptions {
   // projection, which pays off only when all readers switch together);
   // 0 turns the improvement off.
   int sharing_trials = 16;
+  // The sharing improvement stops after this many trials in a row that did
+  // not lower the cost (candidates are tried most readers first, so the
+  // promising ones come early); 0: no such stop.
+  int sharing_patience = 4;
 };
 
 class DagGreedyExtractor final : public Extractor {

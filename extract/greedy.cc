@@ -180,10 +180,11 @@ std::vector<std::uint32_t> chosen_under(const ExtractionProblem& p, const Select
 // them switch to it together, while each one alone would pay for the whole
 // merged operator. For each such class (most readers first, at most
 // `max_trials`), the greedy pass runs again with that class's sub-DAG
-// prepaid; the result is kept when its true DAG cost is lower.
+// prepaid; the result is kept when its true DAG cost is lower. The pass gives
+// up after `sharing_patience` fruitless trials in a row.
 ExtractionResult improve_by_sharing(const ExtractionProblem& p, const Parents& parents,
                                     const Selection& full, ExtractionResult best,
-                                    const Stopwatch& clock, int max_trials) {
+                                    const Stopwatch& clock, const DagGreedyOptions& options) {
   if (best.status == ExtractionStatus::kNoSolution) return best;
   std::vector<bool> in_use(p.num_classes(), false);
   for (std::size_t c = 0; c < p.num_classes(); ++c) in_use[c] = best.selection.choice[c] >= 0;
@@ -207,9 +208,12 @@ ExtractionResult improve_by_sharing(const ExtractionProblem& p, const Parents& p
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  if (static_cast<int>(candidates.size()) > max_trials) candidates.resize(max_trials);
+  if (static_cast<int>(candidates.size()) > options.sharing_trials)
+    candidates.resize(static_cast<std::size_t>(options.sharing_trials));
   std::vector<double> cost(p.node_cost.begin(), p.node_cost.end());
+  int fruitless = 0;  // trials in a row that did not help
   for (const auto& [count, c] : candidates) {
+    if (options.sharing_patience > 0 && fruitless >= options.sharing_patience) break;
     if (in_use[c]) continue;  // an earlier switch already uses it
     // Prepay only what the switch adds: the class's sub-DAG down to the
     // classes already in use (prepaying those would make the current
@@ -217,7 +221,9 @@ ExtractionResult improve_by_sharing(const ExtractionProblem& p, const Parents& p
     std::vector<double> trial = cost;
     for (std::uint32_t n : chosen_under(p, full, c, in_use)) trial[n] = 0;
     ExtractionResult r = finish(p, dag_selection(p, parents, trial), clock);
+    ++fruitless;
     if (r.dag_cost < best.dag_cost) {
+      fruitless = 0;
       best = std::move(r);
       cost = std::move(trial);  // later trials build on this sharing
       for (std::size_t k = 0; k < p.num_classes(); ++k) in_use[k] = best.selection.choice[k] >= 0;
@@ -257,7 +263,7 @@ ExtractionResult DagGreedyExtractor::extract(const ExtractionProblem& p) const {
   ExtractionResult tree = finish(p, tree_selection(p, parents), clock);
   ExtractionResult best = dag.dag_cost <= tree.dag_cost ? std::move(dag) : std::move(tree);
   if (options_.sharing_trials > 0)
-    best = improve_by_sharing(p, parents, full, std::move(best), clock, options_.sharing_trials);
+    best = improve_by_sharing(p, parents, full, std::move(best), clock, options_);
   best.seconds = clock.seconds();
   return best;
 }

@@ -54,7 +54,7 @@ absl::StatusOr<std::string> runtime_file(const std::string& model, const tensor:
 
 struct VerifyReport {
   bool ok = false;  // every output within tolerance
-  double speedup = 0;
+  double speedup = 0;  // median over the A/B run pairs of their latency ratio
   nlohmann::json json;  // everything the harness measured
 };
 
