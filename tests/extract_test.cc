@@ -76,6 +76,28 @@ TEST(Extract, SharingThatTheGreedyPassMissesIsFound) {
   EXPECT_DOUBLE_EQ(ilp.dag_cost, 6);
 }
 
+TEST(Extract, SharingTrialsGiveUpAfterTheirPatience) {
+  // Roots A, B, C are leaves of cost 4 each. X (cost 100) could serve all
+  // three and is tried first (most readers) but does not pay; S (cost 4)
+  // serves A and B and does: 1 + 1 + 4 + 4 = 10 < 12.
+  ExtractionProblem p = make_problem({{0, 4, {}},
+                                      {0, 1, {3}},
+                                      {0, 1, {4}},
+                                      {1, 4, {}},
+                                      {1, 1, {3}},
+                                      {1, 1, {4}},
+                                      {2, 4, {}},
+                                      {2, 1, {3}},
+                                      {3, 100, {}},
+                                      {4, 4, {}}},
+                                     {0, 1, 2});
+  EXPECT_DOUBLE_EQ(DagGreedyExtractor().extract(p).dag_cost, 10);
+  EXPECT_DOUBLE_EQ(DagGreedyExtractor(DagGreedyOptions{.sharing_patience = 1}).extract(p).dag_cost,
+                   12);
+  EXPECT_DOUBLE_EQ(DagGreedyExtractor(DagGreedyOptions{.sharing_patience = 0}).extract(p).dag_cost,
+                   10);
+}
+
 TEST(Extract, CyclesAreAvoided) {
   // A = f(B) | 10, B = g(A) | 5 | h(B): only f(B) with B = 5 is acyclic and cheap.
   ExtractionProblem p =

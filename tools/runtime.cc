@@ -149,9 +149,10 @@ std::string describe(const VerifyReport& r) {
       "{:.3f}], optimized {:.3f} ms [{:.3f}, {:.3f}]\n",
       a["runs"].get<int>(), ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"),
       ms(b, "median_us"), ms(b, "p10_us"), ms(b, "p90_us"));
-  out += fmt::format("  speedup {:.3f}x (median over run pairs) [p10 {:.3f}, p90 {:.3f}]; outputs {}\n", r.speedup,
-                     r.json["speedup_p10"].get<double>(), r.json["speedup_p90"].get<double>(),
-                     r.ok ? "match" : "DIFFER");
+  out += fmt::format(
+      "  speedup {:.3f}x (median over run pairs) [p10 {:.3f}, p90 {:.3f}]; outputs {}\n", r.speedup,
+      r.json["speedup_p10"].get<double>(), r.json["speedup_p90"].get<double>(),
+      r.ok ? "match" : "DIFFER");
   return out;
 }
 

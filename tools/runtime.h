@@ -53,8 +53,8 @@ absl::StatusOr<std::string> runtime_file(const std::string& model, const tensor:
                                          const tensor::OnnxImportOptions& onnx = {});
 
 struct VerifyReport {
-  bool ok = false;  // every output within tolerance
-  double speedup = 0;  // median over the A/B run pairs of their latency ratio
+  bool ok = false;      // every output within tolerance
+  double speedup = 0;   // median over the A/B run pairs of their latency ratio
   nlohmann::json json;  // everything the harness measured
 };
 
