@@ -55,12 +55,15 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   if (!best.ok()) return best.status();
   result.times.extract = phase.seconds();
   result.extraction = extraction.status;
-  if (extraction.dag_cost <= result.cost_before) {
+  // Only a strictly cheaper graph replaces the input: an equal-cost one is a
+  // rearrangement (operands commuted, sums re-associated) that the cost
+  // model cannot tell apart but a runtime's own pattern fusions can. And a
+  // heuristic extraction can miss the input graph itself: never return
+  // something worse than what came in.
+  if (extraction.dag_cost < result.cost_before * (1 - 1e-9)) {
     result.graph = std::move(*best);
     result.cost_after = extraction.dag_cost;
   } else {
-    // A heuristic extraction can miss the input graph itself; never return
-    // something worse than what came in.
     result.graph = graph;
     result.cost_after = result.cost_before;
   }
