@@ -89,9 +89,9 @@ class Tree {
       return;
     }
     node.untried = env_->legal_actions();
-    const bool any_single = std::any_of(node.untried.begin(), node.untried.end(), [&](std::size_t a) {
-      return a < env_->num_rules() && !env_->rule(a).is_multi();
-    });
+    const bool any_single = std::any_of(
+        node.untried.begin(), node.untried.end(),
+        [&](std::size_t a) { return a < env_->num_rules() && !env_->rule(a).is_multi(); });
     if (any_single) node.untried.push_back(sweep_action(*env_));
     std::shuffle(node.untried.begin(), node.untried.end(), rng_);
   }

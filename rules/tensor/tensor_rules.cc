@@ -89,7 +89,8 @@ ConditionRegistry tensor_conditions() {
         const tensor::ValueType& t = type_of(g, a[0]);
         if (t.is_tuple) return false;
         absl::StatusOr<tensor::ValueType> out = tensor::infer_type(
-            tensor::Op::kReshape, Attributes{{"shape", g.attr_value(AttrId(a[1].value))}}, std::span(&t, 1));
+            tensor::Op::kReshape, Attributes{{"shape", g.attr_value(AttrId(a[1].value))}},
+            std::span(&t, 1));
         return out.ok() && *out == t;
       },
       "(reshape-keeps-shape ?x ?s): reshaping ?x to the shape ?s gives ?x's own shape");
