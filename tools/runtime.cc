@@ -244,6 +244,15 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     signatures.push_back(signature);
   };
 
+  // The rules that explore each model's rewrites, loaded once.
+  tensor::TensorLanguage language;
+  const ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules;
+  if (options.explore_nodes > 0) {
+    absl::StatusOr<RuleSet> loaded = load_tensor_rules(language, conditions);
+    if (!loaded.ok()) return loaded.status();
+    rules = *std::move(loaded);
+  }
   std::vector<tensor::ValueType> in;
   std::vector<bool> in_weight;
   for (const Graph* graph : graphs) {
@@ -264,19 +273,15 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
     // under the budget and take every e-node's signature.
-    tensor::TensorLanguage language;
     tensor::TensorAnalysis shapes;
     EGraph egraph(language, &shapes);
     if (absl::Status s = tensor::add_graph(egraph, *graph).status(); !s.ok())
       return with_context(s, graph->name);
-    ConditionRegistry conditions = tensor_conditions();
-    absl::StatusOr<RuleSet> rules = load_tensor_rules(language, conditions);
-    if (!rules.ok()) return rules.status();
     Runner()
         .with_node_limit(options.explore_nodes)
         .with_iteration_limit(30)
         .with_time_limit(std::chrono::seconds(30))
-        .run(egraph, *rules);
+        .run(egraph, rules);
     for (Id id : egraph.class_ids()) {
       const tensor::TensorInfo& info = shapes.info(id);
       if (info.weight_only) continue;
