@@ -6,17 +6,17 @@ ConditionRegistry::ConditionRegistry() {
   add(
       "distinct", 2,
       [](const EGraph& g, std::span<const Id> args) { return g.find(args[0]) != g.find(args[1]); },
-      "the two arguments are different e-classes");
+      "the two arguments are different e-classes")
+      .symmetric = true;
 }
 
-void ConditionRegistry::add(std::string_view name, int arity, ConditionFn fn, std::string doc) {
+ConditionRegistry::Entry& ConditionRegistry::add(std::string_view name, int arity, ConditionFn fn,
+                                                 std::string doc) {
+  Entry entry{std::string(name), arity, std::move(fn), std::move(doc)};
   for (Entry& e : entries_) {
-    if (e.name == name) {
-      e = Entry{std::string(name), arity, std::move(fn), std::move(doc)};
-      return;
-    }
+    if (e.name == name) return e = std::move(entry);
   }
-  entries_.push_back(Entry{std::string(name), arity, std::move(fn), std::move(doc)});
+  return entries_.emplace_back(std::move(entry));
 }
 
 const ConditionRegistry::Entry* ConditionRegistry::find(std::string_view name) const {

@@ -32,6 +32,7 @@ class ConditionRegistry {
     int arity;
     ConditionFn fn;
     std::string doc;
+    bool symmetric = false;  // holds for any order of its arguments, like `distinct`
   };
 
   // Starts with the built-in `(distinct ?a ?b)`: the two are different classes.
@@ -44,8 +45,8 @@ class ConditionRegistry {
     std::string doc;
   };
 
-  // Registers (or replaces) a condition.
-  void add(std::string_view name, int arity, ConditionFn fn, std::string doc = "");
+  // Registers (or replaces) a condition; returns its entry (to mark it symmetric).
+  Entry& add(std::string_view name, int arity, ConditionFn fn, std::string doc = "");
   const Entry* find(std::string_view name) const;
   const std::vector<Entry>& entries() const { return entries_; }
 

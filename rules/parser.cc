@@ -258,6 +258,7 @@ class RuleParser {
       made.push_back(std::move(rule));
     }
     for (Rule& r : made) {
+      find_interchangeable_patterns(r);
       auto [it, inserted] = defined_at_.try_emplace(r.name, r.loc);
       if (!inserted) {
         return reader_.error(name_loc, fmt::format("duplicate rule name '{}' (first defined at "

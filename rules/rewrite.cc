@@ -13,8 +13,10 @@ namespace {
 using Key = absl::InlinedVector<Id, 4>;
 
 // Joins the matches so far with one more pattern's matches on the variables
-// both bind.
-RuleMatches join(const RuleMatches& left, const PatternMatches& right, std::size_t limit) {
+// both bind. `before` lists the earlier patterns whose root must be a lower
+// class than the new pattern's (interchangeable patterns).
+RuleMatches join(const RuleMatches& left, const PatternMatches& right, std::size_t limit,
+                 std::span<const std::uint32_t> before) {
   RuleMatches out;
   out.num_patterns = left.num_patterns + 1;
   out.num_vars = left.num_vars;
@@ -34,9 +36,12 @@ RuleMatches join(const RuleMatches& left, const PatternMatches& right, std::size
     for (std::size_t v : shared) key.push_back(left.subst(i)[v]);
     auto it = index.find(key);
     if (it == index.end()) continue;
+    auto roots = left.roots_of(i);
     for (std::uint32_t j : it->second) {
       if (out.size() >= limit) break;
-      auto roots = left.roots_of(i);
+      if (std::any_of(before.begin(), before.end(),
+                      [&](std::uint32_t p) { return !(roots[p] < right.roots[j]); }))
+        continue;
       out.roots.insert(out.roots.end(), roots.begin(), roots.end());
       out.roots.push_back(right.roots[j]);
       for (std::size_t v = 0; v < left.num_vars; ++v) {
@@ -57,10 +62,15 @@ RuleMatches search_rule(const EGraph& egraph, const Rule& rule, std::size_t limi
   out.num_vars = rule.num_vars();
   out.roots = std::move(first.roots);
   out.substs = std::move(first.substs);
+  std::vector<std::uint32_t> before;
   for (std::size_t p = 1; p < rule.lhs.size(); ++p) {
     PatternMatches next;
     search_pattern(egraph, rule.lhs[p], rule.num_vars(), next);
-    out = join(out, next, p + 1 == rule.lhs.size() ? limit : SIZE_MAX);
+    before.clear();
+    for (auto [i, j] : rule.interchangeable) {
+      if (j == p) before.push_back(i);
+    }
+    out = join(out, next, p + 1 == rule.lhs.size() ? limit : SIZE_MAX, before);
   }
   return out;
 }

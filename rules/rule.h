@@ -9,7 +9,9 @@
 //   for (const Rule& r : rules->rules()) fmt::print("{} {}\n", r.name, r.group);
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "egraph/sexpr.h"
@@ -33,6 +35,13 @@ struct Rule {
   std::vector<bool> attr_vars;         // whether variable i is an attribute value
   std::string file;
   SourceLoc loc;
+  // Pairs (i, j), i < j, of interchangeable left-hand patterns: renaming
+  // variables swaps the two and leaves the other patterns and the conditions
+  // as they are. Matches that differ only by such a swap make the same
+  // rewrite with the parts in another order, so search keeps only the match
+  // whose pattern i matched a lower class than pattern j (see
+  // find_interchangeable_patterns).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> interchangeable;
 
   bool is_multi() const { return lhs.size() > 1; }
   std::size_t num_vars() const { return var_names.size(); }
@@ -41,6 +50,10 @@ struct Rule {
   // The rule written back in the rule language.
   std::string to_string(const Language& language) const;
 };
+
+// Fills `rule.interchangeable`: with k interchangeable patterns, one of
+// the k! orderings of a match remains instead of all of them.
+void find_interchangeable_patterns(Rule& rule);
 
 class RuleSet {
  public:

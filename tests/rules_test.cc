@@ -111,6 +111,41 @@ TEST(Matching, MultiPatternJoinsOnSharedVariables) {
   EXPECT_NE(eg.find(c), eg.find(a));
 }
 
+// Patterns that a variable renaming swaps are interchangeable: of the
+// matches that differ only by the order of those patterns, one remains.
+TEST(Matching, InterchangeablePatternsMatchOnce) {
+  MathLanguage lang;
+  EGraph eg(lang);
+  ConditionRegistry conditions;
+  conditions.add("ordered", 2, [](const EGraph&, std::span<const Id>) { return true; });
+  for (const char* t : {"(* x k)", "(* y k)", "(* z k)", "(+ x w)"})
+    ASSERT_TRUE(add_term(eg, t).ok());
+  eg.rebuild();
+  auto rules = parse_rules(
+      "rule two: (* ?a ?c), (* ?b ?c) => (* ?c ?a), (* ?c ?b) if (distinct ?a ?b)\n"
+      "rule three: (* ?a ?d), (* ?b ?d), (* ?c ?d) => (* ?d ?a), (* ?d ?b), (* ?d ?c)\n"
+      "rule asymmetric: (* ?a ?c), (* ?b ?c) => (* ?c ?a), (* ?c ?b) if (ordered ?a ?b)\n"
+      "rule shapes-differ: (* ?a ?c), (+ ?b ?c) => (* ?c ?a), (+ ?c ?b)\n"
+      "rule third-uses-a: (* ?a ?c), (* ?b ?c), (+ ?a ?d) => (* ?c ?a), (* ?c ?b), (+ ?d ?a)\n",
+      "sym.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  using Pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+  EXPECT_EQ(rules->find("two")->interchangeable, (Pairs{{0, 1}}));
+  EXPECT_EQ(rules->find("three")->interchangeable, (Pairs{{0, 1}, {0, 2}, {1, 2}}));
+  EXPECT_TRUE(rules->find("asymmetric")->interchangeable.empty());
+  EXPECT_TRUE(rules->find("shapes-differ")->interchangeable.empty());
+  EXPECT_TRUE(rules->find("third-uses-a")->interchangeable.empty());
+
+  // Three products of k: 3 unordered pairs (not 6 ordered ones), 1 triple
+  // (not 6), each with its pattern roots in increasing class order.
+  RuleMatches two = search_rule(eg, *rules->find("two"));
+  ASSERT_EQ(two.size(), 3u);
+  for (std::size_t m = 0; m < two.size(); ++m) EXPECT_LT(two.roots_of(m)[0], two.roots_of(m)[1]);
+  EXPECT_EQ(search_rule(eg, *rules->find("three")).size(), 1u);
+  EXPECT_EQ(search_rule(eg, *rules->find("asymmetric")).size(), 9u);    // a = b included
+  EXPECT_EQ(search_rule(eg, *rules->find("third-uses-a")).size(), 3u);  // a = x, b any
+}
+
 TEST(Matching, AttributeVariablesBindAndAgree) {
   MathLanguage lang;
   EGraph eg(lang);

@@ -51,7 +51,7 @@ constexpr std::string_view kUsage = R"(usage:
   saturn zoo NAME --save OUT         write a zoo model (.json or .onnx)
   saturn check MODEL [--eval]        load and type-check a model, print its op counts
   saturn info MODEL [--cost C]       inputs, outputs, ops by type, weights, cost
-  saturn rules list [FILE...]        list rules: name, kind, group (default: the shipped tensor rules)
+  saturn rules list [FILE...]        list rules: name, kind, group, interchangeable patterns
   saturn rules verify [FILE...]      verify rules on random shapes and values; non-zero exit if any fails
   saturn optimize MODEL [options]    search, extract, report
       -o OUT                         write the optimized model, .onnx or .json (never the input file)
@@ -267,7 +267,13 @@ int rules_command(const std::vector<std::string>& args) {
     if (!rules.ok()) return fail(rules.status());
     for (const Rule& rule : rules->rules()) {
       if (args[0] == "list") {
-        fmt::print("{:<32} {:<6} {:<12} {}\n", rule.name, rule.kind(), rule.group, file);
+        std::string symmetry;
+        for (auto [i, j] : rule.interchangeable) {
+          symmetry += symmetry.empty() ? "  interchangeable:" : ",";
+          symmetry += fmt::format(" {}~{}", i + 1, j + 1);
+        }
+        fmt::print("{:<32} {:<6} {:<12} {}{}\n", rule.name, rule.kind(), rule.group, file,
+                   symmetry);
         continue;
       }
       RuleVerdict v = verify_rule(rule, lang);

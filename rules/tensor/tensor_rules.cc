@@ -39,9 +39,10 @@ ConditionRegistry tensor_conditions() {
       },
       "the class depends on weights only (computed once at load time)");
   r.add(
-      "same-shape", 2,
-      [](const EGraph& g, std::span<const Id> a) { return type_of(g, a[0]) == type_of(g, a[1]); },
-      "the two classes have the same type");
+       "same-shape", 2,
+       [](const EGraph& g, std::span<const Id> a) { return type_of(g, a[0]) == type_of(g, a[1]); },
+       "the two classes have the same type")
+      .symmetric = true;
   r.add(
       "rank-2", 1,
       [](const EGraph& g, std::span<const Id> a) {
