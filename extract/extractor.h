@@ -55,15 +55,16 @@ class TreeExtractor final : public Extractor {
 };
 
 struct DagGreedyOptions {
-  // After the greedy pass: how many shared classes to try prepaying (a class
-  // several chosen classes could read, such as the Split of a merged Q/K/V
-  // projection, which pays off only when all readers switch together);
+  // After the greedy pass: how many trials of shared classes (a class several
+  // chosen classes could read, such as the Split of a merged Q/K/V
+  // projection, which pays off only when all readers switch together); a
+  // trial prepays a batch of such classes and reruns the greedy pass;
   // 0 turns the improvement off.
   int sharing_trials = 16;
-  // The sharing improvement stops after this many trials in a row that did
-  // not lower the cost (candidates are tried most readers first, so the
-  // promising ones come early); 0: no such stop.
-  int sharing_patience = 4;
+  // The improvement stops after this many trials of a single class in a row
+  // that did not lower the cost (classes are offered best estimated gain
+  // first, so the promising ones come early); 0: no such stop.
+  int sharing_patience = 2;
 };
 
 class DagGreedyExtractor final : public Extractor {

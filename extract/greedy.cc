@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <set>
+#include <optional>
 
 #include "egraph/stopwatch.h"
 #include "extract/extractor.h"
@@ -178,59 +178,165 @@ std::vector<std::uint32_t> chosen_under(const ExtractionProblem& p, const Select
 // Sharing the greedy pass cannot see: a class several chosen classes could
 // read (the Split of merged Q, K and V projections) pays off only when all of
 // them switch to it together, while each one alone would pay for the whole
-// merged operator. For each such class (most readers first, at most
-// `max_trials`), the greedy pass runs again with that class's sub-DAG
-// prepaid; the result is kept when its true DAG cost is lower. The pass gives
-// up after `sharing_patience` fruitless trials in a row.
-ExtractionResult improve_by_sharing(const ExtractionProblem& p, const Parents& parents,
-                                    const Selection& full, ExtractionResult best,
-                                    const Stopwatch& clock, const DagGreedyOptions& options) {
-  if (best.status == ExtractionStatus::kNoSolution) return best;
-  std::vector<bool> in_use(p.num_classes(), false);
-  for (std::size_t c = 0; c < p.num_classes(); ++c) in_use[c] = best.selection.choice[c] >= 0;
-  std::vector<std::pair<int, std::uint32_t>> candidates;  // (readers, class)
-  std::vector<std::uint32_t> readers;
-  // One candidate per set of readers: the rest would offer the same switch
-  // (a merge applied in several operand orders, say).
-  std::set<std::vector<std::uint32_t>> reader_sets;
-  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
-    if (in_use[c] || full.choice[c] < 0) continue;
-    readers.clear();
-    for (std::uint32_t parent : parents.of(c)) {
-      const std::uint32_t pc = p.node_class[parent];
-      if (in_use[pc]) readers.push_back(pc);
+// merged operator.
+//
+// Such classes are offered in order of their estimated gain: what the
+// readers' current nodes cost more than the nodes that would read the class,
+// less the sub-DAG the class adds. An estimate is refreshed before use, since
+// earlier switches change it. A trial prepays the sub-DAGs of a batch of
+// offers that touch disjoint classes and runs the greedy pass again; it is
+// kept when its true DAG cost is lower. A batch that does not pay is halved
+// and retried, so a model with many independent switches (one per layer)
+// needs few trials. The pass stops after `sharing_trials` trials, after
+// `sharing_patience` fruitless single-offer trials in a row, or when no
+// estimate is positive.
+class SharingPass {
+ public:
+  SharingPass(const ExtractionProblem& p, const Parents& parents, const Selection& full,
+              const Stopwatch& clock)
+      : p_(p),
+        parents_(parents),
+        full_(full),
+        clock_(clock),
+        cost_(p.node_cost.begin(), p.node_cost.end()),
+        in_use_(p.num_classes(), false),
+        claimed_(p.num_classes(), false) {}
+
+  ExtractionResult run(ExtractionResult best, const DagGreedyOptions& options) {
+    if (best.status == ExtractionStatus::kNoSolution) return best;
+    best_ = std::move(best);
+    mark_in_use();
+    for (std::uint32_t c = 0; c < p_.num_classes(); ++c) {
+      if (in_use_[c] || full_.choice[c] < 0) continue;
+      if (std::optional<Offer> o = offer(c)) queue_.emplace_back(o->gain, c);
     }
-    std::sort(readers.begin(), readers.end());
-    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
-    if (readers.size() >= 2 && reader_sets.insert(readers).second)
-      candidates.emplace_back(static_cast<int>(readers.size()), c);
-  }
-  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  if (static_cast<int>(candidates.size()) > options.sharing_trials)
-    candidates.resize(static_cast<std::size_t>(options.sharing_trials));
-  std::vector<double> cost(p.node_cost.begin(), p.node_cost.end());
-  int fruitless = 0;  // trials in a row that did not help
-  for (const auto& [count, c] : candidates) {
-    if (options.sharing_patience > 0 && fruitless >= options.sharing_patience) break;
-    if (in_use[c]) continue;  // an earlier switch already uses it
-    // Prepay only what the switch adds: the class's sub-DAG down to the
-    // classes already in use (prepaying those would make the current
-    // choices look free).
-    std::vector<double> trial = cost;
-    for (std::uint32_t n : chosen_under(p, full, c, in_use)) trial[n] = 0;
-    ExtractionResult r = finish(p, dag_selection(p, parents, trial), clock);
-    ++fruitless;
-    if (r.dag_cost < best.dag_cost) {
-      fruitless = 0;
-      best = std::move(r);
-      cost = std::move(trial);  // later trials build on this sharing
-      for (std::size_t k = 0; k < p.num_classes(); ++k) in_use[k] = best.selection.choice[k] >= 0;
+    std::make_heap(queue_.begin(), queue_.end());
+    std::size_t batch_limit = p_.num_classes();
+    int trials = 0, fruitless = 0;
+    while (trials < options.sharing_trials &&
+           (options.sharing_patience <= 0 || fruitless < options.sharing_patience)) {
+      std::vector<Offer> batch = next_batch(batch_limit);
+      if (batch.empty()) break;
+      std::vector<double> trial = cost_;
+      for (const Offer& o : batch) {
+        for (std::uint32_t n : o.nodes) trial[n] = 0;
+      }
+      ExtractionResult r = finish(p_, dag_selection(p_, parents_, trial), clock_);
+      ++trials;
+      if (r.dag_cost < best_.dag_cost) {
+        fruitless = 0;
+        best_ = std::move(r);
+        cost_ = std::move(trial);  // later trials build on this sharing
+        mark_in_use();
+        continue;
+      }
+      if (batch.size() == 1) {
+        ++fruitless;
+        continue;
+      }
+      batch_limit = batch.size() / 2;  // too much at once: offer them again, fewer at a time
+      for (const Offer& o : batch) push(o.gain, o.cls);
     }
+    return std::move(best_);
   }
-  return best;
-}
+
+ private:
+  struct Offer {
+    std::uint32_t cls = 0;
+    double gain = 0;
+    std::vector<std::uint32_t> readers;  // classes that would read `cls`
+    std::vector<std::uint32_t> nodes;    // the sub-DAG the switch adds
+  };
+
+  void mark_in_use() {
+    for (std::size_t c = 0; c < p_.num_classes(); ++c) in_use_[c] = best_.selection.choice[c] >= 0;
+  }
+
+  void push(double gain, std::uint32_t c) {
+    queue_.emplace_back(gain, c);
+    std::push_heap(queue_.begin(), queue_.end());
+  }
+
+  // Switching every reader of class c to it: nullopt when fewer than two
+  // chosen classes could read it.
+  std::optional<Offer> offer(std::uint32_t c) const {
+    Offer o;
+    o.cls = c;
+    std::vector<double> saving;  // per reader: the best saving of a node reading c
+    for (std::uint32_t parent : parents_.of(c)) {
+      const std::uint32_t rc = p_.node_class[parent];
+      const std::int32_t current = best_.selection.choice[rc];
+      if (!in_use_[rc] || current < 0 || static_cast<std::uint32_t>(current) == parent) continue;
+      // The reading node, and one level of its other children not in use.
+      double s = cost_[static_cast<std::uint32_t>(current)] - cost_[parent];
+      for (std::uint32_t k : p_.children(parent)) {
+        if (k != c && !in_use_[k] && full_.choice[k] >= 0)
+          s -= cost_[static_cast<std::uint32_t>(full_.choice[k])];
+      }
+      auto it = std::find(o.readers.begin(), o.readers.end(), rc);
+      if (it == o.readers.end()) {
+        o.readers.push_back(rc);
+        saving.push_back(s);
+      } else {
+        double& best = saving[static_cast<std::size_t>(it - o.readers.begin())];
+        best = std::max(best, s);
+      }
+    }
+    if (o.readers.size() < 2) return std::nullopt;
+    o.nodes = chosen_under(p_, full_, c, in_use_);
+    for (double s : saving) o.gain += s;
+    for (std::uint32_t n : o.nodes) o.gain -= cost_[n];
+    return o;
+  }
+
+  // The best offers whose classes do not overlap, at most `limit`; offers
+  // set aside for an overlap go back to the queue.
+  std::vector<Offer> next_batch(std::size_t limit) {
+    std::vector<Offer> batch;
+    std::vector<std::pair<double, std::uint32_t>> aside;
+    std::fill(claimed_.begin(), claimed_.end(), false);
+    while (!queue_.empty() && batch.size() < limit) {
+      std::pop_heap(queue_.begin(), queue_.end());
+      auto [estimate, c] = queue_.back();
+      queue_.pop_back();
+      if (estimate <= 0) {
+        queue_.clear();  // the rest are no better
+        break;
+      }
+      if (in_use_[c]) continue;  // an earlier switch already uses it
+      std::optional<Offer> o = offer(c);
+      if (!o || o->gain <= 0) continue;
+      if (!queue_.empty() && o->gain < queue_.front().first) {  // stale: queue it again
+        push(o->gain, c);
+        continue;
+      }
+      auto taken = [&](std::uint32_t k) { return claimed_[k]; };
+      bool overlaps = taken(c) || std::any_of(o->readers.begin(), o->readers.end(), taken) ||
+                      std::any_of(o->nodes.begin(), o->nodes.end(),
+                                  [&](std::uint32_t n) { return taken(p_.node_class[n]); });
+      if (overlaps) {
+        aside.emplace_back(o->gain, c);
+        continue;
+      }
+      claimed_[c] = true;
+      for (std::uint32_t k : o->readers) claimed_[k] = true;
+      for (std::uint32_t n : o->nodes) claimed_[p_.node_class[n]] = true;
+      batch.push_back(*std::move(o));
+    }
+    for (const auto& [gain, c] : aside) push(gain, c);
+    return batch;
+  }
+
+  const ExtractionProblem& p_;
+  const Parents& parents_;
+  const Selection& full_;
+  const Stopwatch& clock_;
+  std::vector<double> cost_;   // node costs, with the switched-to sub-DAGs prepaid
+  std::vector<bool> in_use_;   // classes the best selection uses
+  std::vector<bool> claimed_;  // classes the batch being formed touches
+  ExtractionResult best_;
+  std::vector<std::pair<double, std::uint32_t>> queue_;  // (estimated gain, class), a max-heap
+};
 
 }  // namespace
 
@@ -263,7 +369,7 @@ ExtractionResult DagGreedyExtractor::extract(const ExtractionProblem& p) const {
   ExtractionResult tree = finish(p, tree_selection(p, parents), clock);
   ExtractionResult best = dag.dag_cost <= tree.dag_cost ? std::move(dag) : std::move(tree);
   if (options_.sharing_trials > 0)
-    best = improve_by_sharing(p, parents, full, std::move(best), clock, options_);
+    best = SharingPass(p, parents, full, clock).run(std::move(best), options_);
   best.seconds = clock.seconds();
   return best;
 }

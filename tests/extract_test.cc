@@ -76,26 +76,39 @@ TEST(Extract, SharingThatTheGreedyPassMissesIsFound) {
   EXPECT_DOUBLE_EQ(ilp.dag_cost, 6);
 }
 
-TEST(Extract, SharingTrialsGiveUpAfterTheirPatience) {
-  // Roots A, B, C are leaves of cost 4 each. X (cost 100) could serve all
-  // three and is tried first (most readers) but does not pay; S (cost 4)
-  // serves A and B and does: 1 + 1 + 4 + 4 = 10 < 12.
+TEST(Extract, SharingTrialsFollowTheirEstimatesAndPatience) {
+  // Roots A, B, C are leaves of cost 4 each; each could instead read shared
+  // classes through a node of cost 1.
+  //   X (cost 100) could serve all three: estimated 3 * 3 - 100 < 0, never tried.
+  //   Y (cost 1) could serve all three, but each reader also needs W, a free
+  //     node over Z (cost 10), which the estimate does not see two levels
+  //     down: estimated 3 * 3 - 1 = 8, the first trial, fruitless.
+  //   S (cost 4) serves A and B: estimated 3 + 3 - 4 = 2, and it pays:
+  //     1 + 1 + 4 + 4 = 10 < 12.
   ExtractionProblem p = make_problem({{0, 4, {}},
                                       {0, 1, {3}},
-                                      {0, 1, {4}},
+                                      {0, 1, {4, 7}},
+                                      {0, 1, {5}},
                                       {1, 4, {}},
                                       {1, 1, {3}},
-                                      {1, 1, {4}},
+                                      {1, 1, {4, 7}},
+                                      {1, 1, {5}},
                                       {2, 4, {}},
                                       {2, 1, {3}},
+                                      {2, 1, {4, 7}},
                                       {3, 100, {}},
-                                      {4, 4, {}}},
+                                      {4, 1, {}},
+                                      {5, 4, {}},
+                                      {6, 10, {}},
+                                      {7, 0, {6}}},
                                      {0, 1, 2});
   EXPECT_DOUBLE_EQ(DagGreedyExtractor().extract(p).dag_cost, 10);
   EXPECT_DOUBLE_EQ(DagGreedyExtractor(DagGreedyOptions{.sharing_patience = 1}).extract(p).dag_cost,
                    12);
   EXPECT_DOUBLE_EQ(DagGreedyExtractor(DagGreedyOptions{.sharing_patience = 0}).extract(p).dag_cost,
                    10);
+  EXPECT_DOUBLE_EQ(DagGreedyExtractor(DagGreedyOptions{.sharing_trials = 0}).extract(p).dag_cost,
+                   12);
 }
 
 TEST(Extract, CyclesAreAvoided) {
