@@ -1,6 +1,6 @@
 // bench/compare_search: every zoo model x search strategy x cost model x
 // e-node budget through saturn::optimize. Prints a Markdown table (cost
-// before and after, improvement, e-nodes, peak bytes, wall time; MCTS as the
+// before and after, improvement, speedup, e-nodes, peak bytes, wall time; MCTS as the
 // mean and spread over several seeds) and writes the same as JSON, plus an
 // SVG plot of the improvement per model and strategy and of quality against
 // budget.
@@ -43,7 +43,9 @@ struct Run {
   std::string model, strategy, cost;
   std::size_t budget = 0;
   double before = 0;
-  std::vector<double> after, improvement, seconds;
+  // improvement: (before - after) / before; speedup: before / after - 1 (in
+  // percent; the measure TENSAT and the MCTS work report).
+  std::vector<double> after, improvement, speedup, seconds;
   std::size_t nodes = 0, bytes = 0;
   std::string stop;
   std::map<std::string, std::size_t> top_rules;
@@ -116,9 +118,9 @@ int main(int argc, char** argv) {
   const std::string machine = bench::machine_description();
   fmt::print("machine: {}\n\n", machine);
   fmt::print(
-      "| model | cost | budget | strategy | before | after | improvement % | e-nodes | peak MB | "
-      "wall s | stop |\n");
-  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "
+      "peak MB | wall s | stop |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string& cost_name : args->costs) {
     absl::StatusOr<std::shared_ptr<const CostModel>> cost = cost_model_by_name(cost_name);
     if (!cost.ok()) {
@@ -153,19 +155,22 @@ int main(int argc, char** argv) {
             run.before = r->cost_before;
             run.after.push_back(r->cost_after);
             run.improvement.push_back(r->improvement_percent());
+            run.speedup.push_back(100.0 * (r->speedup() - 1.0));
             run.seconds.push_back(r->times.total);
             run.nodes = std::max(run.nodes, r->stats.peak_nodes);
             run.bytes = std::max(run.bytes, r->stats.peak_bytes);
             run.stop = r->stats.stop_reason;
             for (const RuleApplication& a : r->rules_applied) run.top_rules[a.name] += a.count;
           }
-          std::string improvement = run.improvement.size() > 1
-                                        ? fmt::format("{:.2f} ± {:.2f}", run.mean(run.improvement),
-                                                      run.spread(run.improvement))
-                                        : fmt::format("{:.2f}", run.mean(run.improvement));
-          fmt::print("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {:.2f} | {:.2f} | {} |\n",
-                     model, cost_name, budget, strategy, run.before, run.mean(run.after),
-                     improvement, run.nodes, run.bytes / 1e6, run.mean(run.seconds), run.stop);
+          auto with_spread = [&](const std::vector<double>& v) {
+            return v.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", run.mean(v), run.spread(v))
+                                : fmt::format("{:.2f}", run.mean(v));
+          };
+          fmt::print(
+              "| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {} | {:.2f} | {:.2f} | {} |\n",
+              model, cost_name, budget, strategy, run.before, run.mean(run.after),
+              with_spread(run.improvement), with_spread(run.speedup), run.nodes, run.bytes / 1e6,
+              run.mean(run.seconds), run.stop);
           std::fflush(stdout);
           runs.push_back(std::move(run));
         }
@@ -175,19 +180,24 @@ int main(int argc, char** argv) {
 
   // Means per (cost, budget, strategy).
   fmt::print(
-      "\n| cost | budget | strategy | mean improvement % | mean wall s |\n|---|---|---|---|---|\n");
-  std::map<std::tuple<std::string, std::size_t, std::string>, std::pair<double, double>> sums;
+      "\n| cost | budget | strategy | mean improvement % | mean speedup % | mean wall s |\n"
+      "|---|---|---|---|---|---|\n");
+  struct Sums {
+    double improvement = 0, speedup = 0, seconds = 0;
+  };
+  std::map<std::tuple<std::string, std::size_t, std::string>, Sums> sums;
   std::map<std::tuple<std::string, std::size_t, std::string>, int> counts;
   for (const Run& r : runs) {
     auto key = std::make_tuple(r.cost, r.budget, r.strategy);
-    sums[key].first += r.mean(r.improvement);
-    sums[key].second += r.mean(r.seconds);
+    sums[key].improvement += r.mean(r.improvement);
+    sums[key].speedup += r.mean(r.speedup);
+    sums[key].seconds += r.mean(r.seconds);
     ++counts[key];
   }
   for (const auto& [key, sum] : sums) {
     int n = counts[key];
-    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
-               std::get<2>(key), sum.first / n, sum.second / n);
+    fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
+               std::get<2>(key), sum.improvement / n, sum.speedup / n, sum.seconds / n);
   }
 
   std::filesystem::create_directories(args->out);
@@ -205,6 +215,9 @@ int main(int argc, char** argv) {
                          {"improvement_percent", r.improvement},
                          {"improvement_mean", r.mean(r.improvement)},
                          {"improvement_spread", r.spread(r.improvement)},
+                         {"speedup_percent", r.speedup},
+                         {"speedup_mean", r.mean(r.speedup)},
+                         {"speedup_spread", r.spread(r.speedup)},
                          {"peak_nodes", r.nodes},
                          {"peak_bytes", r.bytes},
                          {"seconds", r.seconds},
@@ -246,7 +259,7 @@ int main(int argc, char** argv) {
       std::vector<double> row;
       for (const std::string& strategy : args->strategies) {
         auto key = std::make_tuple(cost_name, budget, strategy);
-        row.push_back(counts[key] ? sums[key].first / counts[key] : 0);
+        row.push_back(counts[key] ? sums[key].improvement / counts[key] : 0);
       }
       per_budget.push_back(row);
     }
