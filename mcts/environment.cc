@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "egraph/status.h"
@@ -158,6 +159,12 @@ bool Environment::has_budget() const {
 
 // ---- Matches --------------------------------------------------------------
 
+std::size_t Environment::match_limit() const {
+  if (config_.match_limit > 0) return config_.match_limit;
+  const std::size_t nodes = config_.budget.max_nodes;
+  return nodes > SIZE_MAX / 4 ? SIZE_MAX : std::max<std::size_t>(20000, 4 * nodes);
+}
+
 const RuleMatches& Environment::matches(std::size_t action) {
   assert(action < num_rules());
   if (matches_version_ != egraph_->version()) {
@@ -166,7 +173,7 @@ const RuleMatches& Environment::matches(std::size_t action) {
     matches_ready_.assign(num_rules(), false);
   }
   if (!matches_ready_[action]) {
-    matches_[action] = search_rule(*egraph_, rule(action));
+    matches_[action] = search_rule(*egraph_, rule(action), match_limit());
     matches_ready_[action] = true;
   }
   return matches_[action];

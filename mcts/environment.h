@@ -65,6 +65,12 @@ struct EnvironmentConfig {
   // Skip matches of multi-pattern rules whose result would make an e-class
   // depend on itself (TENSAT's cycle filtering).
   bool filter_cycles = true;
+  // Matches searched per rule and state, at most; 0: four times the node
+  // budget, at least 20,000. A multi-pattern merge over a class read by k
+  // nodes has on the order of k^3 matches, which the e-graph's own growth
+  // makes unbounded (a ResNeXt-50 e-graph of 10,000 e-nodes reached 24 GB of
+  // them); the budget stops their application long before the last one.
+  std::size_t match_limit = 0;
   EGraphCostOptions cost_options;
   std::function<void(const SearchProgress&)> on_progress;  // optional; must be thread-safe
 };
@@ -106,8 +112,10 @@ class Environment {
   std::size_t stop_action() const { return num_rules(); }
   // Rules with at least one match in the current state, then stop_action().
   std::vector<std::size_t> legal_actions();
-  // The current matches of rule `action` (cached until the e-graph changes).
+  // The current matches of rule `action`, at most match_limit() (cached
+  // until the e-graph changes).
   const RuleMatches& matches(std::size_t action);
+  std::size_t match_limit() const;
 
   // Applies rule `action` to all its matches, or to those listed in `subset`
   // (indices into matches(action)), as far as the budget allows.

@@ -124,9 +124,12 @@ struct EnvFixture {
   Graph graph = *tensor::build_zoo_model("squeezenet");
   std::unique_ptr<Environment> env;
 
-  explicit EnvFixture(std::size_t nodes = 3000) {
-    EnvironmentConfig config{.graph = &graph, .rules = &rules, .cost_model = &cost,
-                             .budget = {.max_nodes = nodes}};
+  explicit EnvFixture(std::size_t nodes = 3000, std::size_t match_limit = 0) {
+    EnvironmentConfig config{.graph = &graph,
+                             .rules = &rules,
+                             .cost_model = &cost,
+                             .budget = {.max_nodes = nodes},
+                             .match_limit = match_limit};
     env = *Environment::create(config);
   }
   std::size_t rule(std::string_view name) const {
@@ -149,7 +152,7 @@ TEST(Environment, StepRewardsAndRestoreReturnsToTheExactState) {
 
   env.checkpoint();
   StepResult r = env.step(fuse);
-  EXPECT_EQ(r.applied, 26u);  // every Conv + bias + Relu of SqueezeNet
+  EXPECT_EQ(r.applied, 26u);                    // every Conv + bias + Relu of SqueezeNet
   EXPECT_NEAR(r.reward, 26.0 / initial, 1e-9);  // each fusion saves one op
   EXPECT_EQ(env.rule_applications()[fuse], 26u);
   EXPECT_FALSE(r.done);
@@ -175,6 +178,15 @@ TEST(Environment, BudgetEndsTheEpisode) {
   EXPECT_TRUE(env.budget_hit());
   EXPECT_LE(env.egraph().num_nodes(), 130u);
   EXPECT_LT(r.applied, 26u);
+}
+
+TEST(Environment, MatchesAreCappedPerRuleAndState) {
+  EnvFixture f(3000, 10);
+  Environment& env = *f.env;
+  const std::size_t fuse = f.rule("fuse-conv-bias-relu");
+  EXPECT_EQ(env.matches(fuse).size(), 10u);  // of 26
+  EXPECT_EQ(env.step(fuse).applied, 10u);
+  EXPECT_EQ(EnvFixture(3000).env->matches(fuse).size(), 26u);  // the default: 20,000 or more
 }
 
 // ---- The JSON protocol ------------------------------------------------------
@@ -233,7 +245,8 @@ not json
   EXPECT_EQ(serve_environment(second, out2, loader), 0);
   std::istringstream lines2(out2.str());
   replies.clear();
-  for (std::string line; std::getline(lines2, line);) replies.push_back(nlohmann::json::parse(line));
+  for (std::string line; std::getline(lines2, line);)
+    replies.push_back(nlohmann::json::parse(line));
   ASSERT_EQ(replies.size(), 4u);  // nothing after quit
   EXPECT_EQ(replies[1]["applied"], 26);
   EXPECT_EQ(replies[1]["observation"]["cost"], 38.0);
