@@ -4,7 +4,8 @@
 //   ApplyResult r = apply_rule(egraph, rule, m);  // then egraph.rebuild()
 //
 // A multi-pattern rule's matches are the joins of its patterns' matches on
-// their shared variables. Applying adds each right-hand result and merges it
+// their shared variables; of the matches that differ only by swapping
+// interchangeable patterns (Rule::interchangeable), one is found. Applying adds each right-hand result and merges it
 // with the class its pattern matched; a match whose results do not fit in the
 // budget is not applied, and applying stops there.
 #pragma once
