@@ -68,8 +68,8 @@ struct EnvironmentConfig {
   // Matches searched per rule and state, at most; 0: four times the node
   // budget, at least 20,000. A multi-pattern merge over a class read by k
   // nodes has on the order of k^3 matches, which the e-graph's own growth
-  // makes unbounded (a ResNeXt-50 e-graph of 10,000 e-nodes reached 24 GB of
-  // them); the budget stops their application long before the last one.
+  // makes unbounded (a ResNeXt-50 search at 10,000 e-nodes grew to 24 GB
+  // without this cap); the budget stops their application long before the last one.
   std::size_t match_limit = 0;
   EGraphCostOptions cost_options;
   std::function<void(const SearchProgress&)> on_progress;  // optional; must be thread-safe

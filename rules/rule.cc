@@ -84,20 +84,19 @@ std::optional<Renaming> swap_renaming(const Pattern& a, const Pattern& b, std::s
 
 // Whether the conditions, renamed, are the same set of conditions.
 bool conditions_invariant(const std::vector<RuleCondition>& conditions, const Renaming& sigma) {
+  using Key = std::pair<const ConditionRegistry::Entry*, std::vector<int>>;
   auto key = [](const RuleCondition& c, const Renaming* rename) {
-    std::vector<int> args = c.args;
+    Key k{c.predicate, c.args};
     if (rename)
-      for (int& v : args) v = (*rename)[v];
-    if (c.predicate->symmetric) std::sort(args.begin(), args.end());
-    return std::pair(c.predicate, args);
+      for (int& v : k.second) v = (*rename)[v];
+    if (c.predicate->symmetric) std::sort(k.second.begin(), k.second.end());
+    return k;
   };
-  for (const RuleCondition& c : conditions) {
-    auto renamed = key(c, &sigma);
-    bool found = std::any_of(conditions.begin(), conditions.end(),
-                             [&](const RuleCondition& d) { return key(d, nullptr) == renamed; });
-    if (!found) return false;
-  }
-  return true;
+  std::vector<Key> present;
+  for (const RuleCondition& c : conditions) present.push_back(key(c, nullptr));
+  return std::all_of(conditions.begin(), conditions.end(), [&](const RuleCondition& c) {
+    return std::find(present.begin(), present.end(), key(c, &sigma)) != present.end();
+  });
 }
 
 }  // namespace
