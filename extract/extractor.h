@@ -38,7 +38,7 @@ struct ExtractionResult {
   double seconds = 0;
   ExtractionStatus status = ExtractionStatus::kHeuristic;
   double lower_bound = 0;  // ILP: best proven bound on the DAG cost
-  int cycle_cuts = 0;      // ILP: cuts added to break cycles
+  int cycle_cuts = 0;      // ILP: cuts added to break cycles (up front and lazily)
 };
 
 class Extractor {
@@ -65,6 +65,10 @@ struct DagGreedyOptions {
   // that did not lower the cost (classes are offered best estimated gain
   // first, so the promising ones come early); 0: no such stop.
   int sharing_patience = 2;
+  // Classes whose estimated gain is at most this fraction of the cost are
+  // not tried (on TENSAT's ResNet-50 the last 0.1% took two thirds of the
+  // time and none of it paid).
+  double sharing_min_gain = 0.001;
 };
 
 class DagGreedyExtractor final : public Extractor {
@@ -83,6 +87,9 @@ class DagGreedyExtractor final : public Extractor {
 struct IlpOptions {
   double time_limit_seconds = 60;  // default 60 s, over all cycle-cut rounds
   bool warm_start = true;          // start CBC from the DAG greedy answer
+  // Cycles of up to this many classes get a cut before solving (0: none;
+  // longer cycles are still excluded, by order variables and lazy cuts).
+  int cycle_cut_length = 4;
 };
 
 class IlpExtractor final : public Extractor {

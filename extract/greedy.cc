@@ -181,15 +181,15 @@ std::vector<std::uint32_t> chosen_under(const ExtractionProblem& p, const Select
 // merged operator.
 //
 // Such classes are offered in order of their estimated gain: what the
-// readers' current nodes cost more than the nodes that would read the class,
-// less the sub-DAG the class adds. An estimate is refreshed before use, since
+// readers' current choices free, less the nodes that would read the class
+// and the sub-DAG the class adds (see offer()). An estimate is refreshed before use, since
 // earlier switches change it. A trial prepays the sub-DAGs of a batch of
 // offers that touch disjoint classes and runs the greedy pass again; it is
 // kept when its true DAG cost is lower. A batch that does not pay is halved
 // and retried, so a model with many independent switches (one per layer)
 // needs few trials. The pass stops after `sharing_trials` trials, after
 // `sharing_patience` fruitless single-offer trials in a row, or when no
-// estimate is positive.
+// estimate exceeds `sharing_min_gain` of the cost.
 class SharingPass {
  public:
   SharingPass(const ExtractionProblem& p, const Parents& parents, const Selection& full,
@@ -200,11 +200,15 @@ class SharingPass {
         clock_(clock),
         cost_(p.node_cost.begin(), p.node_cost.end()),
         in_use_(p.num_classes(), false),
-        claimed_(p.num_classes(), false) {}
+        claimed_(p.num_classes(), false),
+        uses_(p.num_classes(), 0),
+        dropped_(p.num_classes(), 0),
+        kept_(p.num_classes(), false) {}
 
   ExtractionResult run(ExtractionResult best, const DagGreedyOptions& options) {
     if (best.status == ExtractionStatus::kNoSolution) return best;
     best_ = std::move(best);
+    min_gain_ = best_.dag_cost * options.sharing_min_gain;
     mark_in_use();
     for (std::uint32_t c = 0; c < p_.num_classes(); ++c) {
       if (in_use_[c] || full_.choice[c] < 0) continue;
@@ -249,7 +253,15 @@ class SharingPass {
   };
 
   void mark_in_use() {
-    for (std::size_t c = 0; c < p_.num_classes(); ++c) in_use_[c] = best_.selection.choice[c] >= 0;
+    std::fill(uses_.begin(), uses_.end(), 0);
+    for (std::uint32_t r : p_.roots) ++uses_[r];
+    for (std::size_t c = 0; c < p_.num_classes(); ++c) {
+      const std::int32_t n = best_.selection.choice[c];
+      in_use_[c] = n >= 0;
+      if (n >= 0) {
+        for (std::uint32_t k : p_.children(static_cast<std::uint32_t>(n))) ++uses_[k];
+      }
+    }
   }
 
   void push(double gain, std::uint32_t c) {
@@ -257,36 +269,98 @@ class SharingPass {
     std::push_heap(queue_.begin(), queue_.end());
   }
 
-  // Switching every reader of class c to it: nullopt when fewer than two
-  // chosen classes could read it.
+  // Switching the chosen classes that could read class c to it: nullopt
+  // when fewer than two could. A reader is a class in use with a node that
+  // reads c, directly or through up to kLevels classes not in use whose
+  // nodes cost nothing (a merged Q/K/V projection split in halves, then each
+  // half split again). The estimate: what the readers' current choices free
+  // (their nodes, and whatever only they use), less the reading nodes (one
+  // level of their other children not in use counted) and c's sub-DAG.
   std::optional<Offer> offer(std::uint32_t c) const {
+    constexpr int kLevels = 4;
+    constexpr std::size_t kMaxWay = 32;  // classes on the way, at most
     Offer o;
     o.cls = c;
-    std::vector<double> saving;  // per reader: the best saving of a node reading c
-    for (std::uint32_t parent : parents_.of(c)) {
-      const std::uint32_t rc = p_.node_class[parent];
-      const std::int32_t current = best_.selection.choice[rc];
-      if (!in_use_[rc] || current < 0 || static_cast<std::uint32_t>(current) == parent) continue;
-      // The reading node, and one level of its other children not in use.
-      double s = cost_[static_cast<std::uint32_t>(current)] - cost_[parent];
+    std::vector<double> reading;  // per reader: the cost of its cheapest reading node
+    std::vector<std::uint32_t> reading_node;
+    std::vector<std::uint32_t> way{c}, level{c}, next;
+    // A parent node's own cost and that of its other children not in use.
+    auto cost_of = [&](std::uint32_t parent, std::uint32_t child) {
+      double cost = cost_[parent];
       for (std::uint32_t k : p_.children(parent)) {
-        if (k != c && !in_use_[k] && full_.choice[k] >= 0)
-          s -= cost_[static_cast<std::uint32_t>(full_.choice[k])];
+        if (k != child && !in_use_[k] && full_.choice[k] >= 0)
+          cost += cost_[static_cast<std::uint32_t>(full_.choice[k])];
       }
-      auto it = std::find(o.readers.begin(), o.readers.end(), rc);
-      if (it == o.readers.end()) {
-        o.readers.push_back(rc);
-        saving.push_back(s);
-      } else {
-        double& best = saving[static_cast<std::size_t>(it - o.readers.begin())];
-        best = std::max(best, s);
+      return cost;
+    };
+    for (int depth = 0; depth < kLevels && !level.empty(); ++depth) {
+      next.clear();
+      for (std::uint32_t x : level) {
+        for (std::uint32_t parent : parents_.of(x)) {
+          const std::uint32_t rc = p_.node_class[parent];
+          const double cost = cost_of(parent, x);
+          if (in_use_[rc]) {
+            if (best_.selection.choice[rc] == static_cast<std::int32_t>(parent)) continue;
+            auto it = std::find(o.readers.begin(), o.readers.end(), rc);
+            if (it == o.readers.end()) {
+              o.readers.push_back(rc);
+              reading.push_back(cost);
+              reading_node.push_back(parent);
+            } else if (const auto i = static_cast<std::size_t>(it - o.readers.begin());
+                       cost < reading[i]) {
+              reading[i] = cost;
+              reading_node[i] = parent;
+            }
+          } else if (cost == 0 && way.size() < kMaxWay &&
+                     std::find(way.begin(), way.end(), rc) == way.end()) {
+            way.push_back(rc);
+            next.push_back(rc);
+          }
+        }
       }
+      level.swap(next);
     }
     if (o.readers.size() < 2) return std::nullopt;
     o.nodes = chosen_under(p_, full_, c, in_use_);
-    for (double s : saving) o.gain += s;
+    // Classes the switch keeps using: the readers, and the in-use children
+    // of the reading nodes and of c's sub-DAG.
+    std::vector<std::uint32_t> kept = o.readers;
+    for (const auto* nodes : {&reading_node, &o.nodes}) {
+      for (std::uint32_t n : *nodes) {
+        for (std::uint32_t k : p_.children(n)) {
+          if (in_use_[k]) kept.push_back(k);
+        }
+      }
+    }
+    o.gain = freed_by(o.readers, kept);
+    for (double r : reading) o.gain -= r;
     for (std::uint32_t n : o.nodes) o.gain -= cost_[n];
     return o;
+  }
+
+  // What the best selection saves when `readers` drop their chosen nodes:
+  // those nodes and every class only they (transitively) use, except the
+  // `kept` classes (and what they use).
+  double freed_by(const std::vector<std::uint32_t>& readers,
+                  const std::vector<std::uint32_t>& kept) const {
+    double freed = 0;
+    std::vector<std::uint32_t> stack, touched;
+    auto drop = [&](std::uint32_t n) {
+      freed += cost_[n];
+      for (std::uint32_t k : p_.children(n)) stack.push_back(k);
+    };
+    for (std::uint32_t k : kept) kept_[k] = true;
+    for (std::uint32_t rc : readers) drop(static_cast<std::uint32_t>(best_.selection.choice[rc]));
+    while (!stack.empty()) {
+      std::uint32_t k = stack.back();
+      stack.pop_back();
+      if (dropped_[k]++ == 0) touched.push_back(k);
+      if (dropped_[k] == uses_[k] && !kept_[k])
+        drop(static_cast<std::uint32_t>(best_.selection.choice[k]));
+    }
+    for (std::uint32_t k : touched) dropped_[k] = 0;
+    for (std::uint32_t k : kept) kept_[k] = false;
+    return freed;
   }
 
   // The best offers whose classes do not overlap, at most `limit`; offers
@@ -299,13 +373,13 @@ class SharingPass {
       std::pop_heap(queue_.begin(), queue_.end());
       auto [estimate, c] = queue_.back();
       queue_.pop_back();
-      if (estimate <= 0) {
+      if (estimate <= min_gain_) {
         queue_.clear();  // the rest are no better
         break;
       }
       if (in_use_[c]) continue;  // an earlier switch already uses it
       std::optional<Offer> o = offer(c);
-      if (!o || o->gain <= 0) continue;
+      if (!o || o->gain <= min_gain_) continue;
       if (!queue_.empty() && o->gain < queue_.front().first) {  // stale: queue it again
         push(o->gain, c);
         continue;
@@ -331,10 +405,14 @@ class SharingPass {
   const Parents& parents_;
   const Selection& full_;
   const Stopwatch& clock_;
-  std::vector<double> cost_;   // node costs, with the switched-to sub-DAGs prepaid
-  std::vector<bool> in_use_;   // classes the best selection uses
-  std::vector<bool> claimed_;  // classes the batch being formed touches
+  std::vector<double> cost_;          // node costs, with the switched-to sub-DAGs prepaid
+  std::vector<bool> in_use_;          // classes the best selection uses
+  std::vector<bool> claimed_;         // classes the batch being formed touches
+  std::vector<int> uses_;             // per class in use: its readers in the best selection
+  mutable std::vector<int> dropped_;  // freed_by's scratch: readers dropped so far
+  mutable std::vector<bool> kept_;    // freed_by's scratch: the classes kept
   ExtractionResult best_;
+  double min_gain_ = 0;  // offers estimated to save no more are not tried
   std::vector<std::pair<double, std::uint32_t>> queue_;  // (estimated gain, class), a max-heap
 };
 

@@ -110,6 +110,13 @@ class CbcModel {
 
 namespace {
 
+bool has_columns(const ExtractionProblem& p, const std::vector<int>& column_of, std::uint32_t c) {
+  for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
+    if (column_of[n] >= 0) return true;
+  }
+  return false;
+}
+
 // Classes decided for free: a zero-cost node whose children are all free.
 // Returns the chosen node per free class (-1 for the others).
 std::vector<std::int32_t> free_classes(const ExtractionProblem& p) {
@@ -239,6 +246,189 @@ class SparseModel {
   std::vector<double> row_lower_, row_upper_;
 };
 
+// The columns that surely lead back to a target class: those with a child
+// that is the target, or a class (in the target's group) all of whose
+// columns surely lead back. Once one node per class is chosen, a node of the
+// target with child k cannot use such a column of k without closing a
+// cycle, so its child row may leave them out: a much tighter row for the LP
+// than the plain one, which lets a class be half-computed by a slice of a
+// merged result that half-reads the class itself.
+class ReturnPaths {
+ public:
+  ReturnPaths(const ExtractionProblem& p, const std::vector<int>& column_of,
+              const std::vector<std::uint32_t>& node_of,
+              const std::vector<std::vector<std::uint32_t>>& kids_of, const std::vector<int>& comp)
+      : p_(p),
+        column_of_(column_of),
+        node_of_(node_of),
+        readers_(p.num_classes()),
+        left_(p.num_classes(), 0),
+        left_stamp_(p.num_classes(), 0),
+        mark_(node_of.size(), 0) {
+    for (std::size_t col = 0; col < node_of.size(); ++col) {
+      std::uint32_t a = p.node_class[node_of[col]];
+      for (std::uint32_t k : kids_of[col]) {
+        if (comp[k] == comp[a]) readers_[k].push_back(static_cast<int>(col));
+      }
+    }
+  }
+
+  bool leads_back(int col) const { return mark_[col] == generation_; }
+
+  void trace(std::uint32_t target) {
+    ++generation_;
+    std::vector<std::uint32_t> queue{target};
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      for (int col : readers_[queue[i]]) {
+        if (mark_[col] == generation_) continue;
+        mark_[col] = generation_;
+        std::uint32_t c = p_.node_class[node_of_[col]];
+        if (c == target) continue;
+        if (left_stamp_[c] != generation_) {
+          left_stamp_[c] = generation_;
+          left_[c] = columns_in(c);
+        }
+        if (--left_[c] == 0) queue.push_back(c);
+      }
+    }
+  }
+
+ private:
+  int columns_in(std::uint32_t c) const {
+    int count = 0;
+    for (std::uint32_t n = p_.class_start[c]; n < p_.class_start[c + 1]; ++n)
+      count += column_of_[n] >= 0;
+    return count;
+  }
+
+  const ExtractionProblem& p_;
+  const std::vector<int>& column_of_;
+  const std::vector<std::uint32_t>& node_of_;
+  std::vector<std::vector<int>> readers_;  // per class: columns (same group) reading it
+  std::vector<int> left_;                  // per class: columns not yet leading back
+  std::vector<std::uint32_t> left_stamp_;  // generation in which left_ was set
+  std::vector<std::uint32_t> mark_;        // per column: generation it was found to lead back
+  std::uint32_t generation_ = 0;
+};
+
+// The classes without which the roots cannot be derived, other than the
+// roots: every solution needs them. The plain rows let the LP pay half of a
+// class needed by both of two half-chosen alternatives (say a(bc) and (ab)c
+// both need a); a row X(k) >= 1 stops that for the classes all
+// alternatives need. Only classes of `known`, a valid selection, can be
+// needed by every solution; each is tested by deriving the roots without it.
+std::vector<std::uint32_t> mandatory_classes(const ExtractionProblem& p,
+                                             const std::vector<int>& column_of,
+                                             const std::vector<std::uint32_t>& node_of,
+                                             const std::vector<std::vector<std::uint32_t>>& kids_of,
+                                             const Selection& known) {
+  // readers[k]: the columns with child class k (once per column).
+  std::vector<std::vector<int>> readers(p.num_classes());
+  for (std::size_t col = 0; col < node_of.size(); ++col) {
+    for (std::uint32_t k : kids_of[col]) readers[k].push_back(static_cast<int>(col));
+  }
+  std::vector<int> missing(node_of.size());
+  std::vector<bool> derived(p.num_classes());
+  std::vector<std::uint32_t> queue;
+  auto derivable_without = [&](std::uint32_t banned) {
+    std::fill(derived.begin(), derived.end(), false);
+    queue.clear();
+    auto derive = [&](std::uint32_t c) {
+      if (c != banned && !derived[c]) {
+        derived[c] = true;
+        queue.push_back(c);
+      }
+    };
+    for (std::size_t col = 0; col < node_of.size(); ++col) {
+      missing[col] = static_cast<int>(kids_of[col].size());
+      if (missing[col] == 0) derive(p.node_class[node_of[col]]);
+    }
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      for (int col : readers[queue[i]]) {
+        if (--missing[col] == 0) derive(p.node_class[node_of[col]]);
+      }
+    }
+    return std::all_of(p.roots.begin(), p.roots.end(), [&](std::uint32_t r) {
+      return derived[r] || !has_columns(p, column_of, r);
+    });
+  };
+  std::vector<std::uint32_t> needed;
+  Selection used = prune_to_roots(p, known);
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (used.choice[c] < 0 || !has_columns(p, column_of, c)) continue;
+    if (std::find(p.roots.begin(), p.roots.end(), c) != p.roots.end()) continue;
+    if (!derivable_without(c)) needed.push_back(c);
+  }
+  return needed;
+}
+
+// Cuts for the short cycles of classes inside each cyclic group. For a cycle
+// a1 -> a2 -> ... -> ak -> a1, with y(a -> b) the sum of x over a's nodes
+// that have child b:
+//
+//              y(a1 -> a2) + ... + y(ak -> a1) <= k - 1
+//
+// An acyclic selection with one node per class meets every such cut, and any
+// solution can drop to one node per class at no extra cost, so the optimum
+// stays. The order rows alone let the LP break a cycle by choosing a node at
+// 1/M; these cuts make it pay (on TENSAT's BERT, the Split/Concat round trips
+// are cycles of three classes). Enumerates simple cycles of at most
+// `max_length` classes, each once (from its lowest class), and returns how
+// many rows it added.
+int add_short_cycle_cuts(const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
+                         const std::vector<std::vector<std::uint32_t>>& kids_of,
+                         const std::vector<int>& comp, int max_length, SparseModel& model) {
+  constexpr int kMaxCuts = 200'000;
+  if (max_length < 2) return 0;
+  // Per class: (child class in the same group, column) pairs, sorted.
+  std::vector<std::vector<std::pair<std::uint32_t, int>>> out(p.num_classes());
+  for (std::size_t col = 0; col < node_of.size(); ++col) {
+    std::uint32_t a = p.node_class[node_of[col]];
+    for (std::uint32_t b : kids_of[col]) {
+      if (comp[a] == comp[b]) out[a].push_back({b, static_cast<int>(col)});
+    }
+  }
+  for (auto& edges : out) std::sort(edges.begin(), edges.end());
+  int cuts = 0;
+  std::vector<std::uint32_t> path;
+  std::vector<bool> on_path(p.num_classes(), false);
+  auto emit = [&] {
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      std::uint32_t a = path[i], b = path[(i + 1) % path.size()];
+      auto it =
+          std::lower_bound(out[a].begin(), out[a].end(), std::pair<std::uint32_t, int>{b, -1});
+      for (; it != out[a].end() && it->first == b; ++it) model.add_term(it->second, 1.0);
+    }
+    model.end_row(-kInfinity, static_cast<double>(path.size()) - 1);
+    ++cuts;
+  };
+  // Depth-first from `start` through classes above it; `a` ends the path.
+  auto extend = [&](auto&& self, std::uint32_t start, std::uint32_t a) -> void {
+    std::uint32_t previous = std::numeric_limits<std::uint32_t>::max();
+    for (const auto& [b, col] : out[a]) {
+      if (b == previous || cuts >= kMaxCuts) continue;
+      previous = b;
+      if (b == start) {
+        if (path.size() >= 2) emit();
+      } else if (b > start && !on_path[b] && static_cast<int>(path.size()) < max_length) {
+        path.push_back(b);
+        on_path[b] = true;
+        self(self, start, b);
+        on_path[b] = false;
+        path.pop_back();
+      }
+    }
+  };
+  for (std::uint32_t start = 0; start < p.num_classes() && cuts < kMaxCuts; ++start) {
+    if (out[start].empty()) continue;
+    path.assign(1, start);
+    on_path[start] = true;
+    extend(extend, start, start);
+    on_path[start] = false;
+  }
+  return cuts;
+}
+
 }  // namespace
 
 ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
@@ -246,11 +436,10 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   auto elapsed = [&] { return clock.seconds(); };
   ExtractionResult warm = DagGreedyExtractor().extract(p);
   ExtractionResult result = warm;
+  result.seconds = elapsed();
+  // The greedy pass finds a selection whenever one exists.
+  if (warm.status == ExtractionStatus::kNoSolution) return result;
   result.status = ExtractionStatus::kTimedOut;
-  if (warm.status == ExtractionStatus::kNoSolution) {
-    result.seconds = elapsed();
-    return result;
-  }
 
   // ---- Reduce ---------------------------------------------------------
   const std::vector<bool> reachable = reachable_classes(p);
@@ -312,17 +501,49 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   }
   std::vector<std::vector<std::uint32_t>> edges(p.num_classes());
   for (std::size_t col = 0; col < node_of.size(); ++col) {
-    for (std::uint32_t k : kids_of[col]) {
-      add_class_sum(k);
-      model.add_term(static_cast<int>(col), -1.0);
-      model.end_row(0.0, kInfinity);
-      edges[p.node_class[node_of[col]]].push_back(k);
-    }
+    for (std::uint32_t k : kids_of[col]) edges[p.node_class[node_of[col]]].push_back(k);
   }
-  // Order variables for the classes of each cyclic group.
   std::vector<int> comp = components(p.num_classes(), edges);
   std::vector<int> comp_size(p.num_classes() + 1, 0);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) ++comp_size[comp[c]];
+  // Child rows, one per class a and child class k: the nodes of a that read
+  // k are at most the nodes of k,
+  //
+  //              sum_{n in k} x(n) - sum_{n in a with child k} x(n) >= 0.
+  //
+  // One node per class is chosen in some optimal solution, so summing over
+  // a's readers is valid; it is much tighter for the LP than a row per node,
+  // which lets many fractional readers of k share one fraction of it. Inside
+  // a cyclic group, k counts only the nodes that do not surely lead back to
+  // a (see ReturnPaths).
+  ReturnPaths back(p, column_of, node_of, kids_of, comp);
+  std::vector<std::pair<std::uint32_t, int>> reads;  // (child class, column) of one class
+  for (std::uint32_t a = 0; a < p.num_classes(); ++a) {
+    reads.clear();
+    for (std::uint32_t n = p.class_start[a]; n < p.class_start[a + 1]; ++n) {
+      if (column_of[n] < 0) continue;
+      for (std::uint32_t k : kids_of[column_of[n]]) reads.push_back({k, column_of[n]});
+    }
+    if (reads.empty()) continue;
+    std::sort(reads.begin(), reads.end());
+    if (comp_size[comp[a]] > 1) back.trace(a);
+    for (std::size_t i = 0; i < reads.size();) {
+      const std::uint32_t k = reads[i].first;
+      for (std::uint32_t n = p.class_start[k]; n < p.class_start[k + 1]; ++n) {
+        int child = column_of[n];
+        if (child >= 0 && !(comp[k] == comp[a] && back.leads_back(child)))
+          model.add_term(child, 1.0);
+      }
+      for (; i < reads.size() && reads[i].first == k; ++i) model.add_term(reads[i].second, -1.0);
+      model.end_row(0.0, kInfinity);
+    }
+  }
+  // Classes every solution needs get the row sum_{n in k} x(n) >= 1.
+  for (std::uint32_t k : mandatory_classes(p, column_of, node_of, kids_of, warm.selection)) {
+    add_class_sum(k);
+    model.end_row(1.0, kInfinity);
+  }
+  // Order variables for the classes of each cyclic group.
   std::vector<int> order_col(p.num_classes(), -1);
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     std::uint32_t a = p.node_class[node_of[col]];
@@ -338,9 +559,19 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
       model.end_row(1.0 - big, kInfinity);
     }
   }
+  result.cycle_cuts =
+      add_short_cycle_cuts(p, node_of, kids_of, comp, options_.cycle_cut_length, model);
   CbcModel cbc;
   Cbc_Model* m = cbc.get();
   Cbc_setLogLevel(m, 0);
+  // CBC 2.10's preprocessing crashes (in CglPreProcess::postProcess) when
+  // the time limit falls inside it, as 10-50 ms limits did on egg's
+  // e-graphs, and Clp's presolve crashed (in the Idiot crossover of the
+  // first LP) on a SqueezeNet e-graph. Both are off; without them TENSAT's
+  // cyclic ResNet-50 is proven optimal in about 3 s instead of not within
+  // 60 s, and the other files end as before.
+  Cbc_setParameter(m, "preprocess", "off");
+  Cbc_setParameter(m, "presolve", "off");
   model.load(m);
   std::vector<int> idx;
   std::vector<double> coef;
