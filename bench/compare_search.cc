@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/report.h"
 #include "egraph/file.h"
+#include "egraph/flags.h"
 #include "egraph/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -67,7 +68,7 @@ std::vector<std::string> split_list(const std::string& s) {
   return absl::StrSplit(s, ',', absl::SkipEmpty());
 }
 
-absl::StatusOr<Args> parse_args(int argc, char** argv) {
+absl::StatusOr<Args> parse_args(int argc, char** argv) try {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -81,15 +82,16 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
       a.costs = split_list(v);
     else if (arg == "--budgets") {
       a.budgets.clear();
-      for (const std::string& b : split_list(v)) a.budgets.push_back(std::stoul(b));
+      for (const std::string& b : split_list(v))
+        a.budgets.push_back(flag_value<std::size_t>("--budgets", b));
     } else if (arg == "--seeds")
-      a.seeds = std::stoi(v);
+      a.seeds = flag_value<decltype(a.seeds)>("--seeds", v);
     else if (arg == "--threads")
-      a.threads = std::stoi(v);
+      a.threads = flag_value<decltype(a.threads)>("--threads", v);
     else if (arg == "--ilp-seconds")
-      a.ilp_seconds = std::stod(v);
+      a.ilp_seconds = flag_value<decltype(a.ilp_seconds)>("--ilp-seconds", v);
     else if (arg == "--time-limit")
-      a.time_limit = std::stod(v);
+      a.time_limit = flag_value<decltype(a.time_limit)>("--time-limit", v);
     else if (arg == "--out")
       a.out = v;
     else
@@ -100,6 +102,8 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
   return a;
+} catch (const std::invalid_argument& e) {
+  return absl::InvalidArgumentError(e.what());
 }
 
 }  // namespace

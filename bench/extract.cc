@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "egraph/flags.h"
 #include "egraph/serialize.h"
 #include "egraph/status.h"
 #include "extract/extractor.h"
@@ -28,22 +29,29 @@ int main(int argc, char** argv) {
   IlpOptions ilp_options{.time_limit_seconds = 60};
   std::string only;
   std::string dir = std::string(SATURN_SHARED_DATA) + "/extraction-gym";
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--ilp-seconds" && i + 1 < argc) {
-      ilp_options.time_limit_seconds = std::stod(argv[++i]);
-    } else if (arg == "--cycle-cut-length" && i + 1 < argc) {
-      ilp_options.cycle_cut_length = std::stoi(argv[++i]);
-    } else if (arg == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else if (arg.starts_with("-")) {
-      fmt::print(
-          stderr,
-          "usage: extract [--ilp-seconds S] [--cycle-cut-length N] [--only SUBSTRING] [DIR]\n");
-      return 2;
-    } else {
-      dir = arg;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--ilp-seconds" && i + 1 < argc) {
+        ilp_options.time_limit_seconds =
+            flag_value<decltype(ilp_options.time_limit_seconds)>("--ilp-seconds", argv[++i]);
+      } else if (arg == "--cycle-cut-length" && i + 1 < argc) {
+        ilp_options.cycle_cut_length =
+            flag_value<decltype(ilp_options.cycle_cut_length)>("--cycle-cut-length", argv[++i]);
+      } else if (arg == "--only" && i + 1 < argc) {
+        only = argv[++i];
+      } else if (arg.starts_with("-")) {
+        fmt::print(
+            stderr,
+            "usage: extract [--ilp-seconds S] [--cycle-cut-length N] [--only SUBSTRING] [DIR]\n");
+        return 2;
+      } else {
+        dir = arg;
+      }
     }
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "extract: {}\n", e.what());
+    return 2;
   }
   std::vector<std::filesystem::path> files;
   std::error_code ec;

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/report.h"
 #include "egraph/file.h"
+#include "egraph/flags.h"
 #include "egraph/status.h"
 #include "egraph/stopwatch.h"
 #include "fmt/format.h"
@@ -58,15 +59,15 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
       else if (flag == "--strategies")
         a.strategies = absl::StrSplit(v, ',');
       else if (flag == "--budget")
-        a.budget = std::stoul(v);
+        a.budget = flag_value<decltype(a.budget)>("--budget", v);
       else if (flag == "--time-limit")
-        a.time_limit = std::stod(v);
+        a.time_limit = flag_value<decltype(a.time_limit)>("--time-limit", v);
       else if (flag == "--ilp-seconds")
-        a.ilp_seconds = std::stod(v);
+        a.ilp_seconds = flag_value<decltype(a.ilp_seconds)>("--ilp-seconds", v);
       else if (flag == "--runs")
-        a.runs = std::stoi(v);
+        a.runs = flag_value<decltype(a.runs)>("--runs", v);
       else if (flag == "--threads")
-        a.threads = std::stoi(v);
+        a.threads = flag_value<decltype(a.threads)>("--threads", v);
       else if (flag == "--costs")
         a.costs = v;
       else if (flag == "--out")
@@ -84,6 +85,7 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   }
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
+  if (a.runs < 1) return absl::InvalidArgumentError("--runs must be at least 1");
   return a;
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "egraph/file.h"
+#include "egraph/flags.h"
 #include "egraph/status.h"
 #include "egraph/stopwatch.h"
 #include "fmt/format.h"
@@ -358,17 +359,17 @@ bool runtime_option(const std::vector<std::string>& args, std::size_t& i, cli::R
   if (i + 1 >= args.size()) return false;
   const std::string& v = args[i + 1];
   if (a == "--runs")
-    o.runs = std::stoi(v);
+    o.runs = flag_value<decltype(o.runs)>("--runs", v);
   else if (a == "--warmup")
-    o.warmup = std::stoi(v);
+    o.warmup = flag_value<decltype(o.warmup)>("--warmup", v);
   else if (a == "--rtol")
-    o.rtol = std::stod(v);
+    o.rtol = flag_value<decltype(o.rtol)>("--rtol", v);
   else if (a == "--atol")
-    o.atol = std::stod(v);
+    o.atol = flag_value<decltype(o.atol)>("--atol", v);
   else if (a == "--seed")
-    o.seed = std::stoull(v);
+    o.seed = flag_value<decltype(o.seed)>("--seed", v);
   else if (a == "--threads")
-    o.threads = std::stoi(v);
+    o.threads = flag_value<decltype(o.threads)>("--threads", v);
   else if (a == "--json")
     json = v;
   else
@@ -449,7 +450,7 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
       if (args[i] == "-o" && i + 1 < args.size())
         out = args[++i];
       else if (args[i] == "--explore" && i + 1 < args.size())
-        options.explore_nodes = std::stoul(args[++i]);
+        options.explore_nodes = flag_value<decltype(options.explore_nodes)>("--explore", args[++i]);
       else if (args[i].starts_with("-")) {
         if (!runtime_option(args, i, options.runtime, json))
           return usage_error("calibrate", "unexpected '" + args[i] + "'");
@@ -503,19 +504,22 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         if (!s) return usage_error("optimize", "unknown search '" + args[i] + "'");
         options.search.strategy = *s;
       } else if (a == "--budget-nodes")
-        options.budget.max_nodes = std::stoul(value());
+        options.budget.max_nodes =
+            flag_value<decltype(options.budget.max_nodes)>("--budget-nodes", value());
       else if (a == "--budget-mem")
-        options.budget.max_bytes = std::stoul(value());
+        options.budget.max_bytes =
+            flag_value<decltype(options.budget.max_bytes)>("--budget-mem", value());
       else if (a == "--time-limit")
-        options.budget.time_limit_seconds = std::stod(value());
+        options.budget.time_limit_seconds =
+            flag_value<decltype(options.budget.time_limit_seconds)>("--time-limit", value());
       else if (a == "--cost")
         cost = value();
       else if (a == "--threads")
-        options.search.threads = std::stoi(value());
+        options.search.threads = flag_value<decltype(options.search.threads)>("--threads", value());
       else if (a == "--seed")
-        options.search.seed = std::stoull(value());
+        options.search.seed = flag_value<decltype(options.search.seed)>("--seed", value());
       else if (a == "--ilp-seconds")
-        options.ilp_seconds = std::stod(value());
+        options.ilp_seconds = flag_value<decltype(options.ilp_seconds)>("--ilp-seconds", value());
       else if (a == "--report")
         report = value();
       else if (a == "--dot")
@@ -525,11 +529,11 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
       else if (a == "--verify")
         verify = true;
       else if (a == "--verify-runs")
-        verify_options.runs = std::stoi(value());
+        verify_options.runs = flag_value<decltype(verify_options.runs)>("--verify-runs", value());
       else if (a == "--keep-faster")
         min_speedup = 1.0;
       else if (a == "--min-speedup")
-        min_speedup = std::stod(value());
+        min_speedup = flag_value<double>("--min-speedup", value());
       else if (a == "--rules") {
         while (i + 1 < args.size() && !args[i + 1].starts_with("-"))
           options.rule_files.push_back(args[++i]);
