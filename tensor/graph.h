@@ -49,6 +49,10 @@ struct Graph {
   std::vector<GraphOutput> outputs;
   // Keyed by the weight node's `name` attribute.
   absl::flat_hash_map<std::string, WeightInit> weights;
+  // Default values of graph inputs, keyed by the input's `name` (ONNX, IR 4
+  // and later: an initializer named like a graph input). The input stays an
+  // input, since a caller may override it; exporters write the default back.
+  absl::flat_hash_map<std::string, std::shared_ptr<const Tensor>> input_defaults;
   // The operator sets the model was written for, as ONNX opset imports
   // ({"", 13} is the default domain at version 13); empty for models built
   // in saturn. Exporters write the model back for the same opsets.

@@ -155,7 +155,8 @@ class ModelReader {
       if (!dt) return error(where, fmt::format("unknown dtype '{}'", dtype));
       for (const auto& [k, v] : item.items()) {
         bool known =
-            k == "name" || k == "shape" || k == "dtype" || (op == Op::kInput && k == "onnx_type") ||
+            k == "name" || k == "shape" || k == "dtype" ||
+            (op == Op::kInput && (k == "onnx_type" || k == "default")) ||
             (op == Op::kWeight && (k == "data" || k == "seed" || k == "low" || k == "high"));
         if (!known) return error(where, fmt::format("unknown field '{}'", k));
       }
@@ -163,6 +164,12 @@ class ModelReader {
         absl::StatusOr<WeightInit> init = read_init(item, TensorType{*dt, *dims}, where);
         if (!init.ok()) return init.status();
         graph_.weights[name] = std::move(*init);
+      }
+      if (auto d = item.find("default"); op == Op::kInput && d != item.end()) {
+        absl::StatusOr<std::shared_ptr<const Tensor>> data =
+            read_data(*d, TensorType{*dt, *dims}, where + ": default");
+        if (!data.ok()) return data.status();
+        graph_.input_defaults[name] = *std::move(data);
       }
       Attributes a{{"name", name}, {"shape", *dims}, {"dtype", dtype}};
       if (op == Op::kInput && item.contains("onnx_type")) {
@@ -175,50 +182,56 @@ class ModelReader {
     return absl::OkStatus();
   }
 
+  // Tensor values: a list of numbers (or strings), or for other element
+  // types base64 of the little-endian bytes.
+  absl::StatusOr<std::shared_ptr<const Tensor>> read_data(const Json& d, const TensorType& type,
+                                                          const std::string& where) const {
+    if (!is_computable(type.dtype) && type.dtype != DType::kString) {
+      std::string bytes;
+      if (!d.is_string() || !absl::Base64Unescape(d.get<std::string>(), &bytes) ||
+          static_cast<std::int64_t>(bytes.size()) != type.num_bytes()) {
+        return error(where, fmt::format("{} data must be base64 of {} bytes",
+                                        dtype_name(type.dtype), type.num_bytes()));
+      }
+      const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
+      return std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
+    }
+    if (!d.is_array() || static_cast<std::int64_t>(d.size()) != type.num_elements()) {
+      return error(where, fmt::format("data must be a list of {} {}", type.num_elements(),
+                                      type.dtype == DType::kString ? "strings" : "numbers"));
+    }
+    if (type.dtype == DType::kString) {
+      std::vector<std::string> values;
+      for (const Json& v : d) {
+        if (!v.is_string()) return error(where, "string data must hold strings");
+        values.push_back(v.get<std::string>());
+      }
+      return std::make_shared<const Tensor>(type, std::move(values));
+    }
+    if (type.dtype == DType::kFloat32) {
+      std::vector<float> values;
+      for (const Json& v : d) {
+        if (!v.is_number()) return error(where, "data must hold numbers");
+        values.push_back(v.get<float>());
+      }
+      return std::make_shared<const Tensor>(type, std::move(values));
+    }
+    std::vector<std::int64_t> values;
+    for (const Json& v : d) {
+      if (!v.is_number_integer()) return error(where, "int64 data must hold integers");
+      values.push_back(v.get<std::int64_t>());
+    }
+    return std::make_shared<const Tensor>(type, std::move(values));
+  }
+
   absl::StatusOr<WeightInit> read_init(const Json& item, const TensorType& type,
                                        const std::string& where) const {
     WeightInit init;
     init.seed = stable_hash(item["name"].get<std::string>());
     if (auto d = item.find("data"); d != item.end()) {
-      if (!is_computable(type.dtype) && type.dtype != DType::kString) {
-        // Other element types: base64 of the little-endian bytes.
-        std::string bytes;
-        if (!d->is_string() || !absl::Base64Unescape(d->get<std::string>(), &bytes) ||
-            static_cast<std::int64_t>(bytes.size()) != type.num_bytes()) {
-          return error(where, fmt::format("{} data must be base64 of {} bytes",
-                                          dtype_name(type.dtype), type.num_bytes()));
-        }
-        const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-        init.data =
-            std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
-        return init;
-      }
-      if (!d->is_array() || static_cast<std::int64_t>(d->size()) != type.num_elements()) {
-        return error(where, fmt::format("data must be a list of {} {}", type.num_elements(),
-                                        type.dtype == DType::kString ? "strings" : "numbers"));
-      }
-      if (type.dtype == DType::kString) {
-        std::vector<std::string> values;
-        for (const Json& v : *d) {
-          if (!v.is_string()) return error(where, "string data must hold strings");
-          values.push_back(v.get<std::string>());
-        }
-        init.data = std::make_shared<const Tensor>(type, std::move(values));
-      } else if (type.dtype == DType::kFloat32) {
-        std::vector<float> values;
-        for (const Json& v : *d) {
-          if (!v.is_number()) return error(where, "data must hold numbers");
-          values.push_back(v.get<float>());
-        }
-        init.data = std::make_shared<const Tensor>(type, std::move(values));
-      } else {
-        std::vector<std::int64_t> values;
-        for (const Json& v : *d) {
-          if (!v.is_number_integer()) return error(where, "int64 data must hold integers");
-          values.push_back(v.get<std::int64_t>());
-        }
-        init.data = std::make_shared<const Tensor>(type, std::move(values));
-      }
+      absl::StatusOr<std::shared_ptr<const Tensor>> data = read_data(*d, type, where);
+      if (!data.ok()) return data.status();
+      init.data = *std::move(data);
       return init;
     }
     if (auto s = item.find("seed"); s != item.end()) {
@@ -320,6 +333,21 @@ class ModelReader {
   absl::flat_hash_map<std::string, int> values_;
 };
 
+// A tensor's values as read_data reads them.
+OrderedJson data_json(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      return std::vector<float>(t.floats().begin(), t.floats().end());
+    case DType::kInt64:
+      return std::vector<std::int64_t>(t.ints().begin(), t.ints().end());
+    case DType::kString:
+      return std::vector<std::string>(t.strings().begin(), t.strings().end());
+    default:
+      return absl::Base64Escape(
+          absl::string_view(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()));
+  }
+}
+
 OrderedJson attribute_json(const AttrValue& v) {
   return std::visit([](const auto& x) { return OrderedJson(x); }, v);
 }
@@ -388,17 +416,7 @@ std::string to_json_model(const Graph& graph) {
       if (n.op == Op::kWeight) {
         auto it = graph.weights.find(names[i]);
         if (it != graph.weights.end() && it->second.data) {
-          const Tensor& t = *it->second.data;
-          if (t.dtype() == DType::kFloat32) {
-            leaf["data"] = std::vector<float>(t.floats().begin(), t.floats().end());
-          } else if (t.dtype() == DType::kInt64) {
-            leaf["data"] = std::vector<std::int64_t>(t.ints().begin(), t.ints().end());
-          } else if (t.dtype() == DType::kString) {
-            leaf["data"] = std::vector<std::string>(t.strings().begin(), t.strings().end());
-          } else {
-            leaf["data"] = absl::Base64Escape(absl::string_view(
-                reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()));
-          }
+          leaf["data"] = data_json(*it->second.data);
         } else {
           WeightInit init =
               it != graph.weights.end() ? it->second : WeightInit{nullptr, stable_hash(names[i])};
@@ -408,6 +426,8 @@ std::string to_json_model(const Graph& graph) {
         }
         weights.push_back(std::move(leaf));
       } else {
+        if (auto d = graph.input_defaults.find(names[i]); d != graph.input_defaults.end())
+          leaf["default"] = data_json(*d->second);
         inputs.push_back(std::move(leaf));
       }
       continue;

@@ -552,6 +552,8 @@ class Exporter {
       auto* v = out_->add_input();
       v->set_name(names_[i][0]);
       if (absl::Status s = value_type(i, 0, v->mutable_type()); !s.ok()) return s;
+      if (auto d = g_.input_defaults.find(names_[i][0]); d != g_.input_defaults.end())
+        tensor_to_proto(*d->second, names_[i][0], out_->add_initializer());
     }
     std::set<std::string> outputs;
     for (const GraphOutput& o : g_.outputs) {

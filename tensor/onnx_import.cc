@@ -197,16 +197,25 @@ class Importer {
     for (const auto& v : g.value_info()) types_by_name_[v.name()] = v.type();
     for (const auto& v : g.output()) types_by_name_[v.name()] = v.type();
 
-    std::set<std::string> initializer_names;
+    // Before IR 4 every initializer had to be listed as a graph input too:
+    // those are weights. From IR 4 on, an initializer named like a graph
+    // input is the input's default, which a caller may override.
+    const bool defaults = model.ir_version() >= 4;
+    std::set<std::string> initializer_names, input_names;
     for (const auto& t : g.initializer()) initializer_names.insert(t.name());
     for (const auto& v : g.input()) {
-      if (initializer_names.contains(v.name())) continue;  // IR < 4 lists weights as inputs
+      if (initializer_names.contains(v.name()) && !defaults) continue;
       if (absl::Status s = add_input(v); !s.ok()) return s;
+      input_names.insert(v.name());
     }
     for (const auto& t : g.initializer()) {
       absl::StatusOr<Tensor> value = tensor_from_proto(t);
       if (!value.ok()) return error("initializer '{}': {}", t.name(), message(value.status()));
-      add_weight(t.name(), *value);
+      if (input_names.contains(t.name())) {
+        if (absl::Status s = add_input_default(t.name(), *value); !s.ok()) return s;
+      } else {
+        add_weight(t.name(), *value);
+      }
     }
     if (g.sparse_initializer_size() > 0)
       return error("sparse initializers are not supported (initializer '{}')",
@@ -343,6 +352,15 @@ class Importer {
       a.set("onnx_type", serialize_base64(v.type()));
     }
     return define(v.name(), append(Op::kInput, std::move(a), {}, v.name()));
+  }
+
+  // The default of graph input `name` (ONNX's shape inference has checked
+  // that its type fits).
+  absl::Status add_input_default(const std::string& name, const Tensor& value) {
+    if (graph_.nodes[static_cast<std::size_t>(values_.at(name))].op != Op::kInput)
+      return error("initializer '{}' and seeded-weight metadata both define '{}'", name, name);
+    graph_.input_defaults[name] = std::make_shared<const Tensor>(value);
+    return absl::OkStatus();
   }
 
   void add_weight(const std::string& name, const Tensor& value) {

@@ -20,6 +20,7 @@
 #include "mcts/search.h"
 #include "onnx/onnx_pb.h"
 #include "tensor/interpreter.h"
+#include "tensor/json_model.h"
 #include "tensor/onnx.h"
 
 namespace saturn::tensor {
@@ -295,6 +296,75 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
   fs::remove_all(dir);
 }
 
+// y = x + b, with b a graph input that also has an initializer. From IR 4
+// on the initializer is b's default, which a caller may override: b stays an
+// input, and every path (export, saturn JSON, optimization) keeps the
+// default. Before IR 4 every initializer was listed as an input: b is a
+// weight.
+TEST(OnnxImport, InitializerNamedLikeAnInputIsItsDefault) {
+  onnx::ModelProto m = relu_model();
+  onnx::GraphProto* g = m.mutable_graph();
+  g->mutable_node(0)->set_op_type("Add");
+  g->mutable_node(0)->add_input("b");
+  *g->add_input() = g->input(0);
+  g->mutable_input(1)->set_name("b");
+  onnx::TensorProto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(2);
+  b->add_dims(3);
+  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f}) b->add_float_data(v);
+  auto inputs_of = [](const Graph& graph) {
+    int count = 0;
+    for (const Node& n : graph.nodes) count += n.op == Op::kInput;
+    return count;
+  };
+  auto default_of = [](const Graph& graph) {
+    auto it = graph.input_defaults.find("b");
+    if (it == graph.input_defaults.end()) return std::vector<float>{};
+    return std::vector<float>(it->second->floats().begin(), it->second->floats().end());
+  };
+  const std::vector<float> want = {1, 2, 3, 4, 5, 6};
+
+  absl::StatusOr<Graph> graph = parse_onnx_model(bytes_of(m), "defaults.onnx");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_FALSE(graph->weights.contains("b"));
+  EXPECT_EQ(inputs_of(*graph), 2);
+  EXPECT_EQ(default_of(*graph), want);
+
+  absl::StatusOr<std::string> bytes = to_onnx_model(*graph);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Graph> back = parse_onnx_model(*bytes, "defaults (exported).onnx");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(inputs_of(*back), 2);
+  EXPECT_EQ(default_of(*back), want);
+
+  absl::StatusOr<Graph> json = parse_json_model(to_json_model(*graph), "defaults.json");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(default_of(*json), want);
+
+  OptimizeOptions options;
+  options.search.strategy = Strategy::kGreedy;
+  options.ilp_seconds = 0;
+  absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(default_of(r->graph), want);
+
+  m.set_ir_version(3);
+  absl::StatusOr<Graph> old = parse_onnx_model(bytes_of(m), "defaults.onnx");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->weights.contains("b"));
+  EXPECT_EQ(inputs_of(*old), 1);
+  EXPECT_TRUE(old->input_defaults.empty());
+
+  // A default that does not fit its input is an error (ONNX's shape
+  // inference finds it).
+  m.set_ir_version(8);
+  b->set_dims(0, 3);
+  b->set_dims(1, 2);
+  expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "differ in dimension 0: (3) vs (2)");
+}
+
 TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   onnx::ModelProto m = relu_model();
   m.mutable_graph()->mutable_node(0)->set_op_type("Softsign");  // not in the IR
@@ -425,7 +495,8 @@ TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(op_counts(*back)[Op::kLayerNorm], 0) << "LayerNormalization is an operator from opset 17";
+  EXPECT_EQ(op_counts(*back)[Op::kLayerNorm], 0)
+      << "LayerNormalization is an operator from opset 17";
   got = evaluate(*back, inputs);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_LE(max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);

@@ -233,8 +233,11 @@ int info(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   std::map<std::string, int> opaque;
   for (int i = 0; i < graph->size(); ++i) {
     const Node& n = graph->nodes[i];
-    if (n.op == Op::kInput)
-      fmt::print("  input  {:<24} {}\n", *n.attributes.get_string("name"), to_string((*types)[i]));
+    if (n.op == Op::kInput) {
+      const std::string& name = *n.attributes.get_string("name");
+      fmt::print("  input  {:<24} {}{}\n", name, to_string((*types)[i]),
+                 graph->input_defaults.contains(name) ? "  (has a default)" : "");
+    }
     if (n.op == Op::kWeight) {
       ++weights;
       weight_bytes += (*types)[i].tensor().num_bytes();
