@@ -182,10 +182,10 @@ std::vector<std::uint32_t> chosen_under(const ExtractionProblem& p, const Select
 //
 // Such classes are offered in order of their estimated gain: what the
 // readers' current choices free, less the nodes that would read the class
-// and the sub-DAG the class adds (see offer()). An estimate is refreshed before use, since
-// earlier switches change it. A trial prepays the sub-DAGs of a batch of
-// offers that touch disjoint classes and runs the greedy pass again; it is
-// kept when its true DAG cost is lower. A batch that does not pay is halved
+// and the sub-DAG the class adds (see offer()). An estimate is refreshed
+// before use, since earlier switches change it. A trial prepays the sub-DAGs
+// of a batch of offers that touch disjoint classes and runs the greedy pass
+// again; it is kept when its true DAG cost is lower. A batch that does not pay is halved
 // and retried, so a model with many independent switches (one per layer)
 // needs few trials. The pass stops after `sharing_trials` trials, after
 // `sharing_patience` fruitless single-offer trials in a row, or when no
@@ -283,7 +283,12 @@ class SharingPass {
     o.cls = c;
     std::vector<double> reading;  // per reader: the cost of its cheapest reading node
     std::vector<std::uint32_t> reading_node;
-    std::vector<std::uint32_t> way{c}, level{c}, next;
+    // Scratch members: offer() runs for every class not in use.
+    std::vector<std::uint32_t>& way = way_;
+    std::vector<std::uint32_t>& level = level_;
+    std::vector<std::uint32_t>& next = next_;
+    way.assign(1, c);
+    level.assign(1, c);
     // A parent node's own cost and that of its other children not in use.
     auto cost_of = [&](std::uint32_t parent, std::uint32_t child) {
       double cost = cost_[parent];
@@ -344,7 +349,9 @@ class SharingPass {
   double freed_by(const std::vector<std::uint32_t>& readers,
                   const std::vector<std::uint32_t>& kept) const {
     double freed = 0;
-    std::vector<std::uint32_t> stack, touched;
+    std::vector<std::uint32_t>& stack = stack_;
+    std::vector<std::uint32_t>& touched = touched_;
+    touched.clear();
     auto drop = [&](std::uint32_t n) {
       freed += cost_[n];
       for (std::uint32_t k : p_.children(n)) stack.push_back(k);
@@ -411,6 +418,7 @@ class SharingPass {
   std::vector<int> uses_;             // per class in use: its readers in the best selection
   mutable std::vector<int> dropped_;  // freed_by's scratch: readers dropped so far
   mutable std::vector<bool> kept_;    // freed_by's scratch: the classes kept
+  mutable std::vector<std::uint32_t> way_, level_, next_, stack_, touched_;  // scratch
   ExtractionResult best_;
   double min_gain_ = 0;  // offers estimated to save no more are not tried
   std::vector<std::pair<double, std::uint32_t>> queue_;  // (estimated gain, class), a max-heap

@@ -2,8 +2,15 @@
 //
 //   minimize   sum cost(n) x(n)
 //   subject to sum_{n in r} x(n) >= 1                for every root class r
-//              sum_{m in k} x(m) - x(n) >= 0         for every node n and child class k
+//              sum_{m in k} x(m) - y(a -> k) >= 0    for every class a and child class k
 //              sum_{n in C} x(n) <= |C| - 1          for every cycle C found so far
+//
+// where y(a -> k) sums x over a's nodes with child k. Some optimal solution
+// chooses one node per class, which makes the per-class child rows valid and
+// allows further rows that only tighten the LP: child rows that leave out
+// nodes surely leading back to the reader (ReturnPaths), X(k) >= 1 for
+// classes every solution needs (mandatory_classes), and cuts on short class
+// cycles (add_short_cycle_cuts).
 //
 // Before solving, the problem shrinks: classes the roots cannot reach go;
 // "free" classes (a zero-cost node whose children are free) are decided up
