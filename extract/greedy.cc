@@ -303,9 +303,9 @@ class SharingPass {
       for (std::uint32_t x : level) {
         for (std::uint32_t parent : parents_.of(x)) {
           const std::uint32_t rc = p_.node_class[parent];
+          if (best_.selection.choice[rc] == static_cast<std::int32_t>(parent)) continue;
           const double cost = cost_of(parent, x);
           if (in_use_[rc]) {
-            if (best_.selection.choice[rc] == static_cast<std::int32_t>(parent)) continue;
             auto it = std::find(o.readers.begin(), o.readers.end(), rc);
             if (it == o.readers.end()) {
               o.readers.push_back(rc);

@@ -117,12 +117,20 @@ class CbcModel {
 
 namespace {
 
-bool has_columns(const ExtractionProblem& p, const std::vector<int>& column_of, std::uint32_t c) {
-  for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
-    if (column_of[n] >= 0) return true;
+// The program's columns seen from the classes, built once.
+struct ColumnIndex {
+  std::vector<int> per_class;             // how many columns each class has
+  std::vector<std::vector<int>> readers;  // per class: the columns with it as a child
+
+  ColumnIndex(const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
+              const std::vector<std::vector<std::uint32_t>>& kids_of)
+      : per_class(p.num_classes(), 0), readers(p.num_classes()) {
+    for (std::size_t col = 0; col < node_of.size(); ++col) {
+      ++per_class[p.node_class[node_of[col]]];
+      for (std::uint32_t k : kids_of[col]) readers[k].push_back(static_cast<int>(col));
+    }
   }
-  return false;
-}
+};
 
 // Classes decided for free: a zero-cost node whose children are all free.
 // Returns the chosen node per free class (-1 for the others).
@@ -262,23 +270,15 @@ class SparseModel {
 // merged result that half-reads the class itself.
 class ReturnPaths {
  public:
-  ReturnPaths(const ExtractionProblem& p, const std::vector<int>& column_of,
-              const std::vector<std::uint32_t>& node_of,
-              const std::vector<std::vector<std::uint32_t>>& kids_of, const std::vector<int>& comp)
+  ReturnPaths(const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
+              const ColumnIndex& columns, const std::vector<int>& comp)
       : p_(p),
-        column_of_(column_of),
         node_of_(node_of),
-        readers_(p.num_classes()),
+        columns_(columns),
+        comp_(comp),
         left_(p.num_classes(), 0),
         left_stamp_(p.num_classes(), 0),
-        mark_(node_of.size(), 0) {
-    for (std::size_t col = 0; col < node_of.size(); ++col) {
-      std::uint32_t a = p.node_class[node_of[col]];
-      for (std::uint32_t k : kids_of[col]) {
-        if (comp[k] == comp[a]) readers_[k].push_back(static_cast<int>(col));
-      }
-    }
-  }
+        mark_(node_of.size(), 0) {}
 
   bool leads_back(int col) const { return mark_[col] == generation_; }
 
@@ -286,14 +286,14 @@ class ReturnPaths {
     ++generation_;
     std::vector<std::uint32_t> queue{target};
     for (std::size_t i = 0; i < queue.size(); ++i) {
-      for (int col : readers_[queue[i]]) {
-        if (mark_[col] == generation_) continue;
+      for (int col : columns_.readers[queue[i]]) {
+        const std::uint32_t c = p_.node_class[node_of_[col]];
+        if (mark_[col] == generation_ || comp_[c] != comp_[target]) continue;
         mark_[col] = generation_;
-        std::uint32_t c = p_.node_class[node_of_[col]];
         if (c == target) continue;
         if (left_stamp_[c] != generation_) {
           left_stamp_[c] = generation_;
-          left_[c] = columns_in(c);
+          left_[c] = columns_.per_class[c];
         }
         if (--left_[c] == 0) queue.push_back(c);
       }
@@ -301,17 +301,10 @@ class ReturnPaths {
   }
 
  private:
-  int columns_in(std::uint32_t c) const {
-    int count = 0;
-    for (std::uint32_t n = p_.class_start[c]; n < p_.class_start[c + 1]; ++n)
-      count += column_of_[n] >= 0;
-    return count;
-  }
-
   const ExtractionProblem& p_;
-  const std::vector<int>& column_of_;
   const std::vector<std::uint32_t>& node_of_;
-  std::vector<std::vector<int>> readers_;  // per class: columns (same group) reading it
+  const ColumnIndex& columns_;
+  const std::vector<int>& comp_;           // each class's strongly connected group
   std::vector<int> left_;                  // per class: columns not yet leading back
   std::vector<std::uint32_t> left_stamp_;  // generation in which left_ was set
   std::vector<std::uint32_t> mark_;        // per column: generation it was found to lead back
@@ -325,15 +318,9 @@ class ReturnPaths {
 // alternatives need. Only classes of `known`, a valid selection, can be
 // needed by every solution; each is tested by deriving the roots without it.
 std::vector<std::uint32_t> mandatory_classes(const ExtractionProblem& p,
-                                             const std::vector<int>& column_of,
                                              const std::vector<std::uint32_t>& node_of,
                                              const std::vector<std::vector<std::uint32_t>>& kids_of,
-                                             const Selection& known) {
-  // readers[k]: the columns with child class k (once per column).
-  std::vector<std::vector<int>> readers(p.num_classes());
-  for (std::size_t col = 0; col < node_of.size(); ++col) {
-    for (std::uint32_t k : kids_of[col]) readers[k].push_back(static_cast<int>(col));
-  }
+                                             const ColumnIndex& columns, const Selection& known) {
   std::vector<int> missing(node_of.size());
   std::vector<bool> derived(p.num_classes());
   std::vector<std::uint32_t> queue;
@@ -351,18 +338,17 @@ std::vector<std::uint32_t> mandatory_classes(const ExtractionProblem& p,
       if (missing[col] == 0) derive(p.node_class[node_of[col]]);
     }
     for (std::size_t i = 0; i < queue.size(); ++i) {
-      for (int col : readers[queue[i]]) {
+      for (int col : columns.readers[queue[i]]) {
         if (--missing[col] == 0) derive(p.node_class[node_of[col]]);
       }
     }
-    return std::all_of(p.roots.begin(), p.roots.end(), [&](std::uint32_t r) {
-      return derived[r] || !has_columns(p, column_of, r);
-    });
+    return std::all_of(p.roots.begin(), p.roots.end(),
+                       [&](std::uint32_t r) { return derived[r] || columns.per_class[r] == 0; });
   };
   std::vector<std::uint32_t> needed;
   Selection used = prune_to_roots(p, known);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
-    if (used.choice[c] < 0 || !has_columns(p, column_of, c)) continue;
+    if (used.choice[c] < 0 || columns.per_class[c] == 0) continue;
     if (std::find(p.roots.begin(), p.roots.end(), c) != p.roots.end()) continue;
     if (!derivable_without(c)) needed.push_back(c);
   }
@@ -523,7 +509,8 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   // which lets many fractional readers of k share one fraction of it. Inside
   // a cyclic group, k counts only the nodes that do not surely lead back to
   // a (see ReturnPaths).
-  ReturnPaths back(p, column_of, node_of, kids_of, comp);
+  const ColumnIndex columns(p, node_of, kids_of);
+  ReturnPaths back(p, node_of, columns, comp);
   std::vector<std::pair<std::uint32_t, int>> reads;  // (child class, column) of one class
   for (std::uint32_t a = 0; a < p.num_classes(); ++a) {
     reads.clear();
@@ -546,7 +533,7 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
     }
   }
   // Classes every solution needs get the row sum_{n in k} x(n) >= 1.
-  for (std::uint32_t k : mandatory_classes(p, column_of, node_of, kids_of, warm.selection)) {
+  for (std::uint32_t k : mandatory_classes(p, node_of, kids_of, columns, warm.selection)) {
     add_class_sum(k);
     model.end_row(1.0, kInfinity);
   }
