@@ -1,7 +1,10 @@
 #include "tools/runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <sys/wait.h>
@@ -65,6 +68,127 @@ absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
   if (j.is_discarded() || !j.is_object())
     return absl::InternalError("the onnxruntime harness printed no JSON");
   return j;
+}
+
+// Whether `t` is a 4-D float tensor, the layout (NCHW) onnxruntime's CPU
+// provider runs convolution chains in its blocked form.
+bool is_image(const tensor::ValueType& t) {
+  return !t.is_tuple && t.tensor().dtype == tensor::DType::kFloat32 &&
+         t.tensor().dims.size() == 4 && t.tensor().is_static();
+}
+
+// The model that times one operator over fresh inputs (weights stay
+// weights, so that the runtime prepares them as it would in the model), or
+// nothing when a single operator cannot stand alone.
+//
+// Between convolutions (`between_convolutions`), each 4-D float input that
+// is not a weight comes from a 1x1 convolution of a 4-channel input, and
+// each 4-D float output goes into a 1x1 convolution to 8 channels strided
+// down to one pixel. Onnxruntime then runs the operator as in a
+// convolutional network, inside a chain of convolutions in its blocked
+// layout, and its profile shows the reorders out of and back into that
+// layout that the operator forces (an operator the blocked layout does not
+// cover, such as a channel Split). The context's own nodes are
+// convolutions, and the edges of the chain are tiny: a 4-channel input is
+// read as it is, and the last reorders move 8 values.
+std::optional<Graph> timing_model(Op op, const Attributes& attributes,
+                                  std::span<const tensor::ValueType> in,
+                                  const std::vector<bool>& in_weight, const tensor::ValueType& out,
+                                  std::string name, const Graph& context,
+                                  bool between_convolutions) {
+  // An opaque node whose subgraphs read enclosing values cannot stand alone.
+  if (attributes.get_int("explicit_inputs").has_value()) return std::nullopt;
+  Graph g;
+  g.name = std::move(name);
+  g.opsets = context.opsets;
+  auto leaf = [&](Op kind, std::string leaf_name, tensor::Dims dims, tensor::DType dtype) {
+    g.nodes.push_back(
+        Node{kind, tensor::leaf_attributes(leaf_name, std::move(dims), dtype), {}, leaf_name});
+    return g.size() - 1;
+  };
+  auto conv = [&](int x, int w, tensor::Dims strides) {
+    absl::StatusOr<Attributes> a = tensor::normalize_attributes(
+        Op::kConv, Attributes{{"strides", std::move(strides)}, {"pads", tensor::Dims{0, 0, 0, 0}}});
+    g.nodes.push_back(Node{Op::kConv, *std::move(a), {x, w}, fmt::format("ctx_conv{}", g.size())});
+    return g.size() - 1;
+  };
+  Node copy{op, attributes, {}, "y"};
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const tensor::ValueType& t = in[k];
+    if (t.is_tuple || t.tensor().dtype == tensor::DType::kOther || !t.tensor().is_static())
+      return std::nullopt;
+    const tensor::Dims& d = t.tensor().dims;
+    if (between_convolutions && !in_weight[k] && is_image(t)) {
+      const int x = leaf(Op::kInput, fmt::format("ctx_in{}", k), {d[0], 4, d[2], d[3]},
+                         tensor::DType::kFloat32);
+      const int w =
+          leaf(Op::kWeight, fmt::format("ctx_w{}", k), {d[1], 4, 1, 1}, tensor::DType::kFloat32);
+      copy.inputs.push_back(conv(x, w, {1, 1}));
+      continue;
+    }
+    copy.inputs.push_back(
+        leaf(in_weight[k] ? Op::kWeight : Op::kInput, fmt::format("in{}", k), d, t.tensor().dtype));
+  }
+  g.nodes.push_back(copy);
+  const int node = g.size() - 1;
+  auto output = [&](int value, const tensor::ValueType& t, std::string output_name) {
+    if (between_convolutions && is_image(t)) {
+      const tensor::Dims& d = t.tensor().dims;
+      const int w =
+          leaf(Op::kWeight, "ctx_" + output_name + "_w", {8, d[1], 1, 1}, tensor::DType::kFloat32);
+      value = conv(value, w, {d[2], d[3]});
+    }
+    g.outputs.push_back({value, std::move(output_name)});
+  };
+  if (out.is_tuple) {
+    for (std::size_t p = 0; p < out.parts.size(); ++p) {
+      g.nodes.push_back(Node{
+          Op::kTupleGet, {{"index", static_cast<std::int64_t>(p)}}, {node}, fmt::format("y{}", p)});
+      output(g.size() - 1, tensor::ValueType::of(out.parts[p]), fmt::format("y{}", p));
+    }
+  } else {
+    output(node, out, "y");
+  }
+  return g;
+}
+
+// Whether node `x` of `g` is a convolution, or an activation onnxruntime
+// fuses into the convolution it reads.
+bool from_conv(const Graph& g, int x) {
+  const Op op = g.nodes[x].op;
+  if (op == Op::kConv) return true;
+  return (op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip) &&
+         !g.nodes[x].inputs.empty() && g.nodes[g.nodes[x].inputs[0]].op == Op::kConv;
+}
+
+// An operator's cost from its model between convolutions (see
+// timing_model): its own kernels, and the reorders whose plain-layout side
+// has the shape of one of its 4-D inputs or outputs (the reorders at the
+// chain's edges have other shapes). Nothing when the operator ran inside a
+// convolution (onnxruntime fused it into the one before).
+std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
+                                                const std::vector<tensor::Dims>& in,
+                                                const std::vector<tensor::Dims>& out) {
+  auto shape_in = [](const nlohmann::json& shape, const std::vector<tensor::Dims>& list) {
+    if (!shape.is_array()) return false;
+    const tensor::Dims d = shape.get<tensor::Dims>();
+    return std::find(list.begin(), list.end(), d) != list.end();
+  };
+  double own = 0, reorders = 0;
+  for (const nlohmann::json& k : kernels) {
+    const std::string op = k.value("op", "");
+    const double us = k.value("us", 0.0);
+    if (op == "Conv") continue;  // the context
+    if (op == "ReorderOutput") {
+      if (shape_in(k["output"], in)) reorders += us;
+    } else if (op == "ReorderInput") {
+      if (shape_in(k["input"], out)) reorders += us;
+    } else {
+      own += us;
+    }
+  }
+  if (own <= 0) return std::nullopt;
+  return own + reorders;
 }
 
 }  // namespace
@@ -163,10 +287,13 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   // operator (its profiler), not the wall time of a run, which is mostly the
   // cost of moving a single operator's inputs and outputs.
   constexpr const char* kMethod = "onnxruntime-kernel-time";
+  // An entry for an operator that reads a convolution's output also holds
+  // its cost inside a chain of convolutions (see timing_model).
+  constexpr const char* kBetweenConvolutions = "between convolutions";
   // The table so far (the cache).
   nlohmann::json table = {
       {"device", "onnxruntime-cpu"}, {"method", kMethod}, {"entries", nlohmann::json::array()}};
-  std::set<std::string> known;
+  std::set<std::string> known, known_between;  // timed; timed between convolutions too
   CalibrationStats stats;
   if (fs::exists(table_path)) {
     absl::StatusOr<std::unique_ptr<MeasuredCostModel>> check =
@@ -177,8 +304,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     nlohmann::json old = nlohmann::json::parse(*text);
     if (old.value("method", "") == kMethod) {
       table = std::move(old);
-      for (const nlohmann::json& e : table["entries"])
+      for (const nlohmann::json& e : table["entries"]) {
         known.insert(e["signature"].get<std::string>());
+        if (e.value("context", "") == kBetweenConvolutions)
+          known_between.insert(e["signature"].get<std::string>());
+      }
     } else {
       stats.stale = old["entries"].size();  // measured another way: measured again
     }
@@ -187,61 +317,30 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     return absl::InvalidArgumentError("the number of runs must be at least 1");
   TempDir dir;
   if (absl::Status s = dir.status(); !s.ok()) return s;
-  std::vector<std::string> files, signatures;
-  std::set<std::string> seen;
-  // One operator over fresh inputs (weights stay weights, so the runtime can
-  // prepare them as it would in the model), written as a model to time.
+  // Each distinct operator signature of the models, in the order first met;
+  // `after_conv`: some occurrence reads a convolution's output.
+  struct Occurrence {
+    Op op;
+    Attributes attributes;
+    std::vector<tensor::ValueType> in;
+    std::vector<bool> in_weight;
+    tensor::ValueType out;
+    bool after_conv = false;
+    const Graph* context = nullptr;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Occurrence> occurrences;
   auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                       const std::vector<bool>& in_weight, const tensor::ValueType& out,
-                      const tensor::Graph& context) {
-    const std::string signature = op_signature(op, attributes, in);
-    if (!seen.insert(signature).second) return;
-    ++stats.signatures;
-    if (known.contains(signature)) {
-      ++stats.cached;
-      return;
+                      bool after_conv, const Graph& context) {
+    std::string signature = op_signature(op, attributes, in);
+    auto [it, fresh] = occurrences.try_emplace(signature);
+    if (fresh) {
+      it->second =
+          Occurrence{op, attributes, {in.begin(), in.end()}, in_weight, out, after_conv, &context};
+      order.push_back(std::move(signature));
     }
-    Graph single;
-    single.name = fmt::format("op{}", files.size());
-    single.opsets = context.opsets;
-    // An opaque node whose subgraphs read enclosing values cannot stand alone.
-    bool representable = !attributes.get_int("explicit_inputs").has_value();
-    Node copy{op, attributes, {}, "y"};
-    for (std::size_t k = 0; k < in.size() && representable; ++k) {
-      const tensor::ValueType& t = in[k];
-      if (t.is_tuple || t.tensor().dtype == tensor::DType::kOther || !t.tensor().is_static()) {
-        representable = false;
-        break;
-      }
-      const std::string name = fmt::format("in{}", k);
-      Attributes a = tensor::leaf_attributes(name, t.tensor().dims, t.tensor().dtype);
-      single.nodes.push_back(Node{in_weight[k] ? Op::kWeight : Op::kInput, a, {}, name});
-      copy.inputs.push_back(static_cast<int>(k));
-    }
-    if (!representable) {
-      ++stats.skipped;
-      return;
-    }
-    single.nodes.push_back(copy);
-    const int node = single.size() - 1;
-    if (out.is_tuple) {
-      for (std::size_t p = 0; p < out.parts.size(); ++p) {
-        single.nodes.push_back(Node{Op::kTupleGet,
-                                    {{"index", static_cast<std::int64_t>(p)}},
-                                    {node},
-                                    fmt::format("y{}", p)});
-        single.outputs.push_back({single.size() - 1, fmt::format("y{}", p)});
-      }
-    } else {
-      single.outputs.push_back({node, "y"});
-    }
-    const std::string file = (dir.path() / (single.name + ".onnx")).string();
-    if (absl::Status s = tensor::save_onnx_model(single, file); !s.ok()) {
-      ++stats.skipped;
-      return;
-    }
-    files.push_back(file);
-    signatures.push_back(signature);
+    it->second.after_conv = it->second.after_conv || after_conv;
   };
 
   // The rules that explore each model's rewrites, loaded once.
@@ -264,11 +363,13 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       if (is_free_operator(n.op) || weight_only[i]) continue;
       in.clear();
       in_weight.clear();
+      bool after_conv = false;
       for (int x : n.inputs) {
         in.push_back((*types)[x]);
         in_weight.push_back(weight_only[x]);
+        after_conv = after_conv || (!weight_only[x] && from_conv(*graph, x));
       }
-      consider(n.op, n.attributes, in, in_weight, (*types)[i], *graph);
+      consider(n.op, n.attributes, in, in_weight, (*types)[i], after_conv, *graph);
     }
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
@@ -282,6 +383,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         .with_iteration_limit(30)
         .with_time_limit(std::chrono::seconds(30))
         .run(egraph, rules);
+    auto has_conv = [&](Id id) {
+      for (const ENode& e : egraph.nodes(id))
+        if (tensor::TensorLanguage::op(e.op) == Op::kConv) return true;
+      return false;
+    };
     for (Id id : egraph.class_ids()) {
       const tensor::TensorInfo& info = shapes.info(id);
       if (info.weight_only) continue;
@@ -290,13 +396,69 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         if (is_free_operator(op)) continue;
         in.clear();
         in_weight.clear();
+        bool after_conv = false;
         for (Id c : e.children) {
-          in.push_back(shapes.info(egraph.find(c)).type);
-          in_weight.push_back(shapes.info(egraph.find(c)).weight_only);
+          const tensor::TensorInfo& child = shapes.info(egraph.find(c));
+          in.push_back(child.type);
+          in_weight.push_back(child.weight_only);
+          after_conv = after_conv || (!child.weight_only && has_conv(egraph.find(c)));
         }
-        consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type, *graph);
+        consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type, after_conv, *graph);
       }
     }
+  }
+  // What to time: every signature not in the table, and those the table
+  // holds timed alone that now read a convolution's output.
+  struct Timing {
+    std::string signature;
+    int alone = -1, between = -1;       // indices into `files`
+    std::vector<tensor::Dims> in, out;  // its 4-D activations
+  };
+  std::vector<std::string> files;
+  std::vector<Timing> timings;
+  std::set<std::string> retimed;
+  auto write_model = [&](const std::optional<Graph>& g) {
+    if (!g) return -1;
+    const std::string file = (dir.path() / (g->name + ".onnx")).string();
+    if (!tensor::save_onnx_model(*g, file).ok()) return -1;
+    files.push_back(file);
+    return static_cast<int>(files.size()) - 1;
+  };
+  for (const std::string& signature : order) {
+    const Occurrence& o = occurrences.at(signature);
+    ++stats.signatures;
+    Timing t{signature};
+    for (std::size_t k = 0; k < o.in.size(); ++k)
+      if (!o.in_weight[k] && is_image(o.in[k])) t.in.push_back(o.in[k].tensor().dims);
+    const bool between = o.after_conv && o.op != Op::kConv && !t.in.empty();
+    if (known.contains(signature) && (!between || known_between.contains(signature))) {
+      ++stats.cached;
+      continue;
+    }
+    auto model = [&](bool between_convolutions) {
+      return write_model(timing_model(o.op, o.attributes, o.in, o.in_weight, o.out,
+                                      fmt::format("op{}", files.size()), *o.context,
+                                      between_convolutions));
+    };
+    t.alone = model(false);
+    if (t.alone < 0) {
+      ++stats.skipped;
+      continue;
+    }
+    if (between) {
+      t.between = model(true);
+      for (const tensor::TensorType& part : o.out.parts)
+        if (is_image(tensor::ValueType::of(part))) t.out.push_back(part.dims);
+    }
+    if (known.contains(signature)) retimed.insert(signature);
+    timings.push_back(std::move(t));
+  }
+  if (!retimed.empty()) {  // timed alone before: timed again
+    nlohmann::json kept = nlohmann::json::array();
+    for (nlohmann::json& e : table["entries"])
+      if (!retimed.contains(e["signature"].get<std::string>())) kept.push_back(std::move(e));
+    table["entries"] = std::move(kept);
+    stats.stale += retimed.size();
   }
   if (!files.empty()) {
     std::vector<std::string> args = {"time"};
@@ -304,13 +466,29 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     absl::StatusOr<nlohmann::json> j = run_harness(args, options.runtime);
     if (!j.ok()) return j.status();
     const nlohmann::json& models = (*j)["models"];
-    for (std::size_t k = 0; k < models.size() && k < signatures.size(); ++k) {
-      if (!models[k].contains("kernel_us") || !models[k]["kernel_us"].is_number()) {
+    auto ran = [&](int k) {
+      return k >= 0 && static_cast<std::size_t>(k) < models.size() &&
+             models[k].contains("kernel_us") && models[k]["kernel_us"].is_number();
+    };
+    for (const Timing& t : timings) {
+      if (!ran(t.alone)) {
         ++stats.skipped;  // onnxruntime could not run it
         continue;
       }
-      table["entries"].push_back(
-          {{"signature", signatures[k]}, {"us", models[k]["kernel_us"].get<double>()}});
+      const double alone = models[t.alone]["kernel_us"].get<double>();
+      nlohmann::json entry = {{"signature", t.signature}, {"us", alone}};
+      if (t.between >= 0) {
+        // The cost inside a convolutional network, unless onnxruntime fused
+        // the operator into the convolution before it.
+        entry["context"] = kBetweenConvolutions;
+        entry["alone_us"] = alone;
+        if (ran(t.between)) {
+          if (std::optional<double> us = cost_between_convolutions(
+                  models[t.between].value("kernels", nlohmann::json::array()), t.in, t.out))
+            entry["us"] = *us;
+        }
+      }
+      table["entries"].push_back(std::move(entry));
       ++stats.measured;
     }
   }

@@ -76,11 +76,13 @@ constexpr std::string_view kUsage = R"(usage:
                                      run both in onnxruntime (CPU, all graph optimizations) on the same
                                      seeded inputs: compare every output, time them (median, A/B alternating);
                                      exit 1 on a mismatch
-  saturn calibrate MODEL... -o COSTS.json [--runs N] [--explore N]
+  saturn calibrate MODEL... -o COSTS.json [--runs N] [--explore N] [--threads T]
                                      time each distinct operator signature in onnxruntime (its kernel
                                      time), also those the rules reach in an e-graph of N e-nodes
-                                     (default 2000; 0: the models' own); writes (or extends) the table
-                                     for --cost measured:COSTS.json
+                                     (default 2000; 0: the models' own); an operator that reads a
+                                     convolution is also timed between convolutions, the layout reorders
+                                     it causes included; writes (or extends) the table for
+                                     --cost measured:COSTS.json
   saturn env                         serve the search environment: JSON requests on stdin, one per line
 Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
@@ -477,7 +479,7 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
   absl::StatusOr<cli::CalibrationStats> stats = cli::calibrate(pointers, out, options);
   if (!stats.ok()) return fail(stats.status());
   if (stats->stale > 0)
-    fmt::print("{} held {} entries timed as whole runs (an older method); measured anew\n", out,
+    fmt::print("{} held {} entries timed another way (an older saturn); measured anew\n", out,
                stats->stale);
   fmt::print(
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "

@@ -14,7 +14,9 @@
 //     its kernels took (kernel_us), which leaves out what feeding the inputs
 //     and copying the outputs back to JavaScript costs, and the layout
 //     reorders a lone convolution needs at its edges (a model pays those once
-//     per chain of convolutions, not per operator).
+//     per chain of convolutions, not per operator). Also each kernel's own
+//     median time (kernels: operator, first input and output shapes, us), so
+//     that a caller can attribute the reorders an operator causes.
 'use strict';
 
 const fs = require('fs');
@@ -109,20 +111,51 @@ async function openSession(file, threads, profilePrefix) {
 // convolutions in the blocked layout onnxruntime's CPU provider uses.
 const LAYOUT_REORDERS = new Set(['ReorderInput', 'ReorderOutput']);
 
-// Reads an onnxruntime profile: for each model_run event, the summed time of
-// the kernels that ran inside it (layout reorders excepted), in microseconds.
-function kernelTimesPerRun(profileFile) {
-  const events = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
+// The kernels of an onnxruntime profile, one list per model_run event (in
+// the order the runs happened).
+function kernelsByRun(events) {
   const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
-    .map((e) => ({ start: e.ts, end: e.ts + e.dur, us: 0 }))
-    .sort((a, b) => a.start - b.start);
+    .sort((a, b) => a.ts - b.ts).map((e) => ({ start: e.ts, end: e.ts + e.dur, kernels: [] }));
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
-    if (e.args && LAYOUT_REORDERS.has(e.args.op_name)) continue;
     const run = runs.find((r) => e.ts >= r.start && e.ts <= r.end);
-    if (run) run.us += e.dur;
+    if (run) run.kernels.push(e);
   }
-  return runs.map((r) => r.us);
+  return runs.map((r) => r.kernels);
+}
+
+// For each run, the summed time of its kernels (layout reorders excepted),
+// in microseconds.
+function kernelTimePerRun(runs) {
+  return runs.map((kernels) => kernels
+    .filter((e) => !(e.args && LAYOUT_REORDERS.has(e.args.op_name)))
+    .reduce((us, e) => us + e.dur, 0));
+}
+
+// The shape of an event's first input or output ('input_type_shape' or
+// 'output_type_shape'), or null.
+function firstShape(e, key) {
+  const list = e.args && e.args[key];
+  if (!Array.isArray(list) || list.length === 0) return null;
+  const shape = Object.values(list[0])[0];
+  return Array.isArray(shape) ? shape : null;
+}
+
+// Every kernel with its first input and output shapes and its median time
+// over the runs.
+function kernelsPerNode(runs) {
+  const nodes = new Map();
+  runs.forEach((kernels, run) => {
+    for (const e of kernels) {
+      const key = `${e.name} ${e.args.op_name}`;
+      if (!nodes.has(key)) {
+        nodes.set(key, { op: e.args.op_name, input: firstShape(e, 'input_type_shape'),
+          output: firstShape(e, 'output_type_shape'), samples: new Array(runs.length).fill(0) });
+      }
+      nodes.get(key).samples[run] += e.dur;
+    }
+  });
+  return [...nodes.values()].map(({ samples, ...k }) => ({ ...k, us: summary(samples).median_us }));
 }
 
 function inputsFor(session, seed) {
@@ -218,32 +251,38 @@ async function verify(opts) {
   };
 }
 
+// Times a model in a fresh session (see time()).
+async function timeOnce(file, opts) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-'));
+  try {
+    const s = await openSession(file, opts.threads, path.join(dir, 'run'));
+    const feeds = inputsFor(s, opts.seed);
+    for (let i = 0; i < opts.warmup; ++i) await s.run(feeds);
+    const t = [];
+    for (let i = 0; i < opts.runs; ++i) t.push((await timedRun(s, feeds)).us);
+    const profile = s.endProfiling();
+    await s.release();
+    const profileFile = typeof profile === 'string' && fs.existsSync(profile) ? profile
+      : path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.json')));
+    // The profile holds the warm-up runs too: keep the timed ones.
+    const runs = kernelsByRun(JSON.parse(fs.readFileSync(profileFile, 'utf8'))).slice(opts.warmup);
+    if (runs.length !== opts.runs) throw new Error(`the profile shows ${runs.length} timed runs, not ${opts.runs}`);
+    return { ...summary(t), kernel_us: summary(kernelTimePerRun(runs)).median_us,
+      kernels: kernelsPerNode(runs) };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function time(opts) {
   const results = [];
-  for (const file of opts.files) {
+  for (const model of opts.files) {
     // A model the harness cannot run (an input type it does not generate,
     // an operator onnxruntime lacks) is reported, not fatal.
     try {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-'));
-      try {
-        const s = await openSession(file, opts.threads, path.join(dir, 'run'));
-        const feeds = inputsFor(s, opts.seed);
-        for (let i = 0; i < opts.warmup; ++i) await s.run(feeds);
-        const t = [];
-        for (let i = 0; i < opts.runs; ++i) t.push((await timedRun(s, feeds)).us);
-        const profile = s.endProfiling();
-        await s.release();
-        const profileFile = typeof profile === 'string' && fs.existsSync(profile) ? profile
-          : path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.json')));
-        // The profile holds the warm-up runs too: keep the timed ones.
-        const kernel = kernelTimesPerRun(profileFile).slice(opts.warmup);
-        if (kernel.length !== opts.runs) throw new Error(`the profile shows ${kernel.length} timed runs, not ${opts.runs}`);
-        results.push({ model: file, ...summary(t), kernel_us: summary(kernel).median_us });
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      results.push({ model, ...(await timeOnce(model, opts)) });
     } catch (e) {
-      results.push({ model: file, error: e.message });
+      results.push({ model, error: e.message });
     }
   }
   return { models: results };
