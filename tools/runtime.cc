@@ -191,6 +191,42 @@ std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
   return own + reorders;
 }
 
+// Times `files` with the harness's "time" command, one result per file (an
+// "error" field where onnxruntime could not run it). The files go to the
+// harness in batches, each in a fresh process, and when onnxruntime crashes
+// on a batch its files are timed one by one, so that one model that crashes
+// it costs only its own entry.
+absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files,
+                                           const RuntimeOptions& options) {
+  constexpr std::size_t kBatch = 64;
+  nlohmann::json out = nlohmann::json::array();
+  auto run = [&](std::size_t begin, std::size_t end) {
+    std::vector<std::string> args = {"time"};
+    args.insert(args.end(), files.begin() + begin, files.begin() + end);
+    absl::StatusOr<nlohmann::json> j = run_harness(args, options);
+    if (j.ok() && (!j->contains("models") || (*j)["models"].size() != end - begin))
+      return absl::StatusOr<nlohmann::json>(
+          absl::InternalError("the onnxruntime harness timed another number of models"));
+    return j.ok() ? absl::StatusOr<nlohmann::json>((*j)["models"]) : j;
+  };
+  for (std::size_t begin = 0; begin < files.size(); begin += kBatch) {
+    const std::size_t end = std::min(files.size(), begin + kBatch);
+    absl::StatusOr<nlohmann::json> batch = run(begin, end);
+    if (batch.ok()) {
+      for (nlohmann::json& m : *batch) out.push_back(std::move(m));
+      continue;
+    }
+    if (absl::IsFailedPrecondition(batch.status())) return batch.status();  // no Node.js
+    for (std::size_t k = begin; k < end; ++k) {
+      absl::StatusOr<nlohmann::json> one = run(k, k + 1);
+      out.push_back(one.ok() ? (*one)[0]
+                             : nlohmann::json{{"model", files[k]},
+                                              {"error", std::string(message(one.status()))}});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // `text` in single quotes for the shell (a quote inside becomes '\'').
@@ -461,11 +497,9 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     stats.stale += retimed.size();
   }
   if (!files.empty()) {
-    std::vector<std::string> args = {"time"};
-    args.insert(args.end(), files.begin(), files.end());
-    absl::StatusOr<nlohmann::json> j = run_harness(args, options.runtime);
-    if (!j.ok()) return j.status();
-    const nlohmann::json& models = (*j)["models"];
+    absl::StatusOr<nlohmann::json> timed = time_models(files, options.runtime);
+    if (!timed.ok()) return timed.status();
+    const nlohmann::json& models = *timed;
     auto ran = [&](int k) {
       return k >= 0 && static_cast<std::size_t>(k) < models.size() &&
              models[k].contains("kernel_us") && models[k]["kernel_us"].is_number();
