@@ -360,7 +360,13 @@ class Exporter {
           set_float(l, "epsilon", eps);
           return absl::OkStatus();
         }
-        // Before opset 17: the normalization spelled out.
+        // Before opset 17: the normalization spelled out. The variance
+        // squares with Mul, not Pow 2 as PyTorch spells it: onnxruntime fuses
+        // the Pow spelling (and the residual Add before it) into its
+        // SkipLayerNormalization kernel, which on this project's 2-core x86
+        // machine (onnxruntime 1.30, one thread) took about 800 us per call
+        // on BERT-base's [1,128,768] activations against about 330 us for
+        // the separate kernels: 4-5% of the whole model's latency.
         Ints axes;
         for (auto k = axis; k < static_cast<std::int64_t>(rank); ++k) axes.push_back(k);
         auto mean = [&](const std::string& x) {
