@@ -72,10 +72,10 @@ absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
 
 // Whether `t` is a 4-D float tensor, the layout (NCHW) onnxruntime's CPU
 // provider runs convolution chains in its blocked form.
-bool is_image(const tensor::ValueType& t) {
-  return !t.is_tuple && t.tensor().dtype == tensor::DType::kFloat32 &&
-         t.tensor().dims.size() == 4 && t.tensor().is_static();
+bool is_image(const tensor::TensorType& t) {
+  return t.dtype == tensor::DType::kFloat32 && t.dims.size() == 4 && t.is_static();
 }
+bool is_image(const tensor::ValueType& t) { return !t.is_tuple && is_image(t.tensor()); }
 
 // The model that times one operator over fresh inputs (weights stay
 // weights, so that the runtime prepares them as it would in the model), or
@@ -131,9 +131,9 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
   }
   g.nodes.push_back(copy);
   const int node = g.size() - 1;
-  auto output = [&](int value, const tensor::ValueType& t, std::string output_name) {
+  auto output = [&](int value, const tensor::TensorType& t, std::string output_name) {
     if (between_convolutions && is_image(t)) {
-      const tensor::Dims& d = t.tensor().dims;
+      const tensor::Dims& d = t.dims;
       const int w =
           leaf(Op::kWeight, "ctx_" + output_name + "_w", {8, d[1], 1, 1}, tensor::DType::kFloat32);
       value = conv(value, w, {d[2], d[3]});
@@ -144,10 +144,10 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
     for (std::size_t p = 0; p < out.parts.size(); ++p) {
       g.nodes.push_back(Node{
           Op::kTupleGet, {{"index", static_cast<std::int64_t>(p)}}, {node}, fmt::format("y{}", p)});
-      output(g.size() - 1, tensor::ValueType::of(out.parts[p]), fmt::format("y{}", p));
+      output(g.size() - 1, out.parts[p], fmt::format("y{}", p));
     }
   } else {
-    output(node, out, "y");
+    output(node, out.tensor(), "y");
   }
   return g;
 }
@@ -484,7 +484,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     if (between) {
       t.between = model(true);
       for (const tensor::TensorType& part : o.out.parts)
-        if (is_image(tensor::ValueType::of(part))) t.out.push_back(part.dims);
+        if (is_image(part)) t.out.push_back(part.dims);
     }
     if (known.contains(signature)) retimed.insert(signature);
     timings.push_back(std::move(t));

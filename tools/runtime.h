@@ -69,7 +69,10 @@ std::string describe(const VerifyReport& report);
 struct CalibrationStats {
   std::size_t signatures = 0;  // distinct operator signatures in the models
   std::size_t cached = 0;      // already in the table
-  std::size_t stale = 0;       // entries of an older table measured another way, dropped
+  // Entries measured another way (by an older saturn), dropped and measured
+  // again: a whole table without this method, or an entry timed alone whose
+  // operator now reads a convolution.
+  std::size_t stale = 0;
   std::size_t measured = 0;
   // Operators a single-operator model cannot show (non-tensor inputs,
   // subgraphs reading enclosing values, an export that fails, or a model
@@ -84,7 +87,11 @@ struct CalibrationStats {
 // (an older saturn timed whole runs) is measured anew. With
 // `explore_nodes`, the signatures of the operators the rules can produce are
 // measured too, so that a search under the table prices its candidates from
-// measurements rather than from the roofline fallback.
+// measurements rather than from the roofline fallback. An operator that
+// reads a convolution's 4-D output is also timed between two convolutions,
+// and its entry is that time with the layout reorders it makes onnxruntime
+// insert (a channel Split costs 2.5-4x its time alone), unless onnxruntime
+// fused it into the convolution (its time alone is kept then).
 struct CalibrationOptions {
   RuntimeOptions runtime{.runs = 10};
   // Also time the operators the shipped rules can rewrite each model into:
