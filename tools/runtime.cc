@@ -77,20 +77,53 @@ bool is_image(const tensor::TensorType& t) {
 }
 bool is_image(const tensor::ValueType& t) { return !t.is_tuple && is_image(t.tensor()); }
 
-// The model that times one operator over fresh inputs (weights stay
-// weights, so that the runtime prepares them as it would in the model), or
-// nothing when a single operator cannot stand alone.
-//
-// Between convolutions (`between_convolutions`), each 4-D float input that
-// is not a weight comes from a 1x1 convolution of a 4-channel input, and
-// each 4-D float output goes into a 1x1 convolution to 8 channels strided
-// down to one pixel. Onnxruntime then runs the operator as in a
-// convolutional network, inside a chain of convolutions in its blocked
-// layout, and its profile shows the reorders out of and back into that
-// layout that the operator forces (an operator the blocked layout does not
-// cover, such as a channel Split). The context's own nodes are
-// convolutions, and the edges of the chain are tiny: a 4-channel input is
-// read as it is, and the last reorders move 8 values.
+// Whether node `x` of `g` is a convolution, or an activation onnxruntime
+// fuses into the convolution it reads.
+bool from_conv(const Graph& g, int x) {
+  const Op op = g.nodes[x].op;
+  if (op == Op::kConv) return true;
+  return (op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip) &&
+         !g.nodes[x].inputs.empty() && g.nodes[g.nodes[x].inputs[0]].op == Op::kConv;
+}
+
+// Times `files` with the harness's "time" command, one result per file (an
+// "error" field where onnxruntime could not run it). The files go to the
+// harness in batches, each in a fresh process, and when onnxruntime crashes
+// on a batch its files are timed one by one, so that one model that crashes
+// it costs only its own entry.
+absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files,
+                                           const RuntimeOptions& options) {
+  constexpr std::size_t kBatch = 64;
+  nlohmann::json out = nlohmann::json::array();
+  auto run = [&](std::size_t begin, std::size_t end) {
+    std::vector<std::string> args = {"time"};
+    args.insert(args.end(), files.begin() + begin, files.begin() + end);
+    absl::StatusOr<nlohmann::json> j = run_harness(args, options);
+    if (j.ok() && (!j->contains("models") || (*j)["models"].size() != end - begin))
+      return absl::StatusOr<nlohmann::json>(
+          absl::InternalError("the onnxruntime harness timed another number of models"));
+    return j.ok() ? absl::StatusOr<nlohmann::json>((*j)["models"]) : j;
+  };
+  for (std::size_t begin = 0; begin < files.size(); begin += kBatch) {
+    const std::size_t end = std::min(files.size(), begin + kBatch);
+    absl::StatusOr<nlohmann::json> batch = run(begin, end);
+    if (batch.ok()) {
+      for (nlohmann::json& m : *batch) out.push_back(std::move(m));
+      continue;
+    }
+    if (absl::IsFailedPrecondition(batch.status())) return batch.status();  // no Node.js
+    for (std::size_t k = begin; k < end; ++k) {
+      absl::StatusOr<nlohmann::json> one = run(k, k + 1);
+      out.push_back(one.ok() ? (*one)[0]
+                             : nlohmann::json{{"model", files[k]},
+                                              {"error", std::string(message(one.status()))}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<Graph> timing_model(Op op, const Attributes& attributes,
                                   std::span<const tensor::ValueType> in,
                                   const std::vector<bool>& in_weight, const tensor::ValueType& out,
@@ -152,20 +185,6 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
   return g;
 }
 
-// Whether node `x` of `g` is a convolution, or an activation onnxruntime
-// fuses into the convolution it reads.
-bool from_conv(const Graph& g, int x) {
-  const Op op = g.nodes[x].op;
-  if (op == Op::kConv) return true;
-  return (op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip) &&
-         !g.nodes[x].inputs.empty() && g.nodes[g.nodes[x].inputs[0]].op == Op::kConv;
-}
-
-// An operator's cost from its model between convolutions (see
-// timing_model): its own kernels, and the reorders whose plain-layout side
-// has the shape of one of its 4-D inputs or outputs (the reorders at the
-// chain's edges have other shapes). Nothing when the operator ran inside a
-// convolution (onnxruntime fused it into the one before).
 std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
                                                 const std::vector<tensor::Dims>& in,
                                                 const std::vector<tensor::Dims>& out) {
@@ -190,44 +209,6 @@ std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
   if (own <= 0) return std::nullopt;
   return own + reorders;
 }
-
-// Times `files` with the harness's "time" command, one result per file (an
-// "error" field where onnxruntime could not run it). The files go to the
-// harness in batches, each in a fresh process, and when onnxruntime crashes
-// on a batch its files are timed one by one, so that one model that crashes
-// it costs only its own entry.
-absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files,
-                                           const RuntimeOptions& options) {
-  constexpr std::size_t kBatch = 64;
-  nlohmann::json out = nlohmann::json::array();
-  auto run = [&](std::size_t begin, std::size_t end) {
-    std::vector<std::string> args = {"time"};
-    args.insert(args.end(), files.begin() + begin, files.begin() + end);
-    absl::StatusOr<nlohmann::json> j = run_harness(args, options);
-    if (j.ok() && (!j->contains("models") || (*j)["models"].size() != end - begin))
-      return absl::StatusOr<nlohmann::json>(
-          absl::InternalError("the onnxruntime harness timed another number of models"));
-    return j.ok() ? absl::StatusOr<nlohmann::json>((*j)["models"]) : j;
-  };
-  for (std::size_t begin = 0; begin < files.size(); begin += kBatch) {
-    const std::size_t end = std::min(files.size(), begin + kBatch);
-    absl::StatusOr<nlohmann::json> batch = run(begin, end);
-    if (batch.ok()) {
-      for (nlohmann::json& m : *batch) out.push_back(std::move(m));
-      continue;
-    }
-    if (absl::IsFailedPrecondition(batch.status())) return batch.status();  // no Node.js
-    for (std::size_t k = begin; k < end; ++k) {
-      absl::StatusOr<nlohmann::json> one = run(k, k + 1);
-      out.push_back(one.ok() ? (*one)[0]
-                             : nlohmann::json{{"model", files[k]},
-                                              {"error", std::string(message(one.status()))}});
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 // `text` in single quotes for the shell (a quote inside becomes '\'').
 std::string shell_quote(const std::string& text) {

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -103,5 +105,37 @@ struct CalibrationOptions {
 absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph*>& graphs,
                                            const std::string& table_path,
                                            const CalibrationOptions& options);
+
+// The model calibrate() times for one operator: fresh inputs (weights stay
+// weights, so that the runtime prepares them as it would in the model), or
+// nothing when a single operator cannot stand alone. `context` lends its
+// opsets.
+//
+// Between convolutions (`between_convolutions`), each 4-D float input that
+// is not a weight comes from a 1x1 convolution of a 4-channel input, and
+// each 4-D float output goes into a 1x1 convolution to 8 channels strided
+// down to one pixel. Onnxruntime then runs the operator as in a
+// convolutional network, inside a chain of convolutions in its blocked
+// layout, and its profile shows the reorders out of and back into that
+// layout that the operator forces (an operator the blocked layout does not
+// cover, such as a channel Split). The context's own nodes are
+// convolutions, and the edges of the chain are tiny: a 4-channel input is
+// read as it is, and the last reorders move 8 values.
+std::optional<tensor::Graph> timing_model(tensor::Op op, const Attributes& attributes,
+                                          std::span<const tensor::ValueType> in,
+                                          const std::vector<bool>& in_weight,
+                                          const tensor::ValueType& out, std::string name,
+                                          const tensor::Graph& context, bool between_convolutions);
+
+// An operator's cost from the harness's kernels for its model between
+// convolutions (see timing_model; each kernel: "op", "input" and "output"
+// shapes, "us"): its own kernels, and the reorders whose plain-layout side
+// has the shape of one of its 4-D inputs (`in`) or outputs (`out`); the
+// reorders at the chain's edges have other shapes. Nothing when the
+// operator ran inside a convolution (onnxruntime fused it into the one
+// before).
+std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
+                                                const std::vector<tensor::Dims>& in,
+                                                const std::vector<tensor::Dims>& out);
 
 }  // namespace saturn::cli
