@@ -43,6 +43,9 @@ struct WeightInit {
   float low = -0.1f, high = 0.1f;
 };
 
+// ONNX operator-set imports: (domain, version) pairs.
+using Opsets = std::vector<std::pair<std::string, std::int64_t>>;
+
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
@@ -56,7 +59,7 @@ struct Graph {
   // The operator sets the model was written for, as ONNX opset imports
   // ({"", 13} is the default domain at version 13); empty for models built
   // in saturn. Exporters write the model back for the same opsets.
-  std::vector<std::pair<std::string, std::int64_t>> opsets;
+  Opsets opsets;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };

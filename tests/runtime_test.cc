@@ -36,13 +36,13 @@ struct SplitCase {
   std::vector<ValueType> in = {F({1, 64, 28, 28})};
   ValueType out = ValueType::tuple({TensorType{tensor::DType::kFloat32, {1, 32, 28, 28}},
                                     TensorType{tensor::DType::kFloat32, {1, 32, 28, 28}}});
-  Graph context;
+  tensor::Opsets opsets;
 };
 
 TEST(Calibration, AloneTheOperatorReadsFreshInputs) {
   SplitCase c;
   std::optional<Graph> g =
-      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.context, false);
+      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.opsets, false);
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE(tensor::infer_types(*g).ok());
   EXPECT_EQ(count(*g, Op::kConv), 0);
@@ -55,7 +55,7 @@ TEST(Calibration, AloneTheOperatorReadsFreshInputs) {
 TEST(Calibration, BetweenConvolutionsTheOperatorSitsInAChain) {
   SplitCase c;
   std::optional<Graph> g =
-      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.context, true);
+      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.opsets, true);
   ASSERT_TRUE(g.has_value());
   absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(*g);
   ASSERT_TRUE(types.ok()) << types.status();
@@ -77,7 +77,7 @@ TEST(Calibration, WeightsStayWeightsBetweenConvolutions) {
   const Attributes a = *tensor::normalize_attributes(Op::kAdd, {});
   std::optional<Graph> g =
       timing_model(Op::kAdd, a, std::vector<ValueType>{F({1, 16, 8, 8}), F({1, 16, 8, 8})},
-                   {false, true}, F({1, 16, 8, 8}), "add", Graph{}, true);
+                   {false, true}, F({1, 16, 8, 8}), "add", tensor::Opsets{}, true);
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE(tensor::infer_types(*g).ok());
   EXPECT_EQ(count(*g, Op::kConv), 2);    // one before the activation input, one after the output

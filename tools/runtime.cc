@@ -127,13 +127,13 @@ absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files
 std::optional<Graph> timing_model(Op op, const Attributes& attributes,
                                   std::span<const tensor::ValueType> in,
                                   const std::vector<bool>& in_weight, const tensor::ValueType& out,
-                                  std::string name, const Graph& context,
+                                  std::string name, const tensor::Opsets& opsets,
                                   bool between_convolutions) {
   // An opaque node whose subgraphs read enclosing values cannot stand alone.
   if (attributes.get_int("explicit_inputs").has_value()) return std::nullopt;
   Graph g;
   g.name = std::move(name);
-  g.opsets = context.opsets;
+  g.opsets = opsets;
   auto leaf = [&](Op kind, std::string leaf_name, tensor::Dims dims, tensor::DType dtype) {
     g.nodes.push_back(
         Node{kind, tensor::leaf_attributes(leaf_name, std::move(dims), dtype), {}, leaf_name});
@@ -343,18 +343,18 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     std::vector<bool> in_weight;
     tensor::ValueType out;
     bool after_conv = false;
-    const Graph* context = nullptr;
+    const tensor::Opsets* opsets = nullptr;  // of the model it comes from
   };
   std::vector<std::string> order;
   std::map<std::string, Occurrence> occurrences;
   auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                       const std::vector<bool>& in_weight, const tensor::ValueType& out,
-                      bool after_conv, const Graph& context) {
+                      bool after_conv, const Graph& model) {
     std::string signature = op_signature(op, attributes, in);
     auto [it, fresh] = occurrences.try_emplace(signature);
     if (fresh) {
-      it->second =
-          Occurrence{op, attributes, {in.begin(), in.end()}, in_weight, out, after_conv, &context};
+      it->second = Occurrence{op,  attributes, {in.begin(), in.end()}, in_weight,
+                              out, after_conv, &model.opsets};
       order.push_back(std::move(signature));
     }
     it->second.after_conv = it->second.after_conv || after_conv;
@@ -454,7 +454,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     }
     auto model = [&](bool between_convolutions) {
       return write_model(timing_model(o.op, o.attributes, o.in, o.in_weight, o.out,
-                                      fmt::format("op{}", files.size()), *o.context,
+                                      fmt::format("op{}", files.size()), *o.opsets,
                                       between_convolutions));
     };
     t.alone = model(false);

@@ -108,8 +108,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph
 
 // The model calibrate() times for one operator: fresh inputs (weights stay
 // weights, so that the runtime prepares them as it would in the model), or
-// nothing when a single operator cannot stand alone. `context` lends its
-// opsets.
+// nothing when a single operator cannot stand alone; written for `opsets`
+// (those of the model the operator comes from).
 //
 // Between convolutions (`between_convolutions`), each 4-D float input that
 // is not a weight comes from a 1x1 convolution of a 4-channel input, and
@@ -125,7 +125,7 @@ std::optional<tensor::Graph> timing_model(tensor::Op op, const Attributes& attri
                                           std::span<const tensor::ValueType> in,
                                           const std::vector<bool>& in_weight,
                                           const tensor::ValueType& out, std::string name,
-                                          const tensor::Graph& context, bool between_convolutions);
+                                          const tensor::Opsets& opsets, bool between_convolutions);
 
 // An operator's cost from the harness's kernels for its model between
 // convolutions (see timing_model; each kernel: "op", "input" and "output"
