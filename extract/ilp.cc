@@ -168,51 +168,6 @@ std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint
   return kids;
 }
 
-// Strongly connected components of the class graph given by `edges` (Tarjan,
-// iterative). Returns the component of each class.
-std::vector<int> components(std::size_t num_classes,
-                            const std::vector<std::vector<std::uint32_t>>& edges) {
-  std::vector<int> index(num_classes, -1), low(num_classes, 0), comp(num_classes, -1);
-  std::vector<bool> on_stack(num_classes, false);
-  std::vector<std::uint32_t> stack;
-  int counter = 0, num_comps = 0;
-  for (std::uint32_t root = 0; root < num_classes; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<std::uint32_t, std::size_t>> work{{root, 0}};
-    while (!work.empty()) {
-      auto& [v, next] = work.back();
-      if (next == 0) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = true;
-      }
-      if (next < edges[v].size()) {
-        std::uint32_t w = edges[v][next++];
-        if (index[w] < 0) {
-          work.push_back({w, 0});
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-        continue;
-      }
-      if (low[v] == index[v]) {
-        std::uint32_t w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = false;
-          comp[w] = num_comps;
-        } while (w != v);
-        ++num_comps;
-      }
-      std::uint32_t done = v;
-      work.pop_back();
-      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-    }
-  }
-  return comp;
-}
-
 // A 0-1 program built row by row, then loaded into CBC in column form.
 class SparseModel {
  public:
@@ -496,7 +451,7 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     for (std::uint32_t k : kids_of[col]) edges[p.node_class[node_of[col]]].push_back(k);
   }
-  std::vector<int> comp = components(p.num_classes(), edges);
+  std::vector<int> comp = strongly_connected_components(edges);
   std::vector<int> comp_size(p.num_classes() + 1, 0);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) ++comp_size[comp[c]];
   // Child rows, one per class a and child class k: the nodes of a that read

@@ -44,6 +44,70 @@ ExtractionProblem problem_from_serialized(const SerializedEGraph& s) {
   return p;
 }
 
+std::vector<int> strongly_connected_components(
+    const std::vector<std::vector<std::uint32_t>>& edges) {
+  // Tarjan's algorithm, iterative.
+  const std::size_t num_classes = edges.size();
+  std::vector<int> index(num_classes, -1), low(num_classes, 0), comp(num_classes, -1);
+  std::vector<bool> on_stack(num_classes, false);
+  std::vector<std::uint32_t> stack;
+  int counter = 0, num_comps = 0;
+  for (std::uint32_t root = 0; root < num_classes; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<std::uint32_t, std::size_t>> work{{root, 0}};
+    while (!work.empty()) {
+      auto& [v, next] = work.back();
+      if (next == 0) {
+        index[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = true;
+      }
+      if (next < edges[v].size()) {
+        std::uint32_t w = edges[v][next++];
+        if (index[w] < 0) {
+          work.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        std::uint32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = num_comps;
+        } while (w != v);
+        ++num_comps;
+      }
+      std::uint32_t done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+    }
+  }
+  return comp;
+}
+
+std::size_t classes_on_cycles(const ExtractionProblem& p) {
+  std::vector<std::vector<std::uint32_t>> edges(p.num_classes());
+  std::vector<bool> self_loop(p.num_classes(), false);
+  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+    const std::uint32_t c = p.node_class[n];
+    for (std::uint32_t k : p.children(n)) {
+      edges[c].push_back(k);
+      if (k == c) self_loop[c] = true;
+    }
+  }
+  const std::vector<int> comp = strongly_connected_components(edges);
+  std::vector<std::size_t> size(p.num_classes(), 0);
+  for (int c : comp) ++size[c];
+  std::size_t on_cycles = 0;
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c)
+    on_cycles += size[comp[c]] > 1 || self_loop[c];
+  return on_cycles;
+}
+
 namespace {
 
 // Depth-first walk over the chosen graph from the roots. Calls visit(class)

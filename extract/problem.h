@@ -61,6 +61,14 @@ double tree_cost(const ExtractionProblem& problem, const Selection& selection);
 // Keeps only the choices reachable from the roots (others become -1).
 Selection prune_to_roots(const ExtractionProblem& problem, const Selection& selection);
 
+// The strongly connected components of a class graph (`edges[c]` lists the
+// classes c points to): the component of each class.
+std::vector<int> strongly_connected_components(
+    const std::vector<std::vector<std::uint32_t>>& edges);
+// How many classes lie on a cycle of the problem (through any nodes); zero
+// for an acyclic e-graph.
+std::size_t classes_on_cycles(const ExtractionProblem& problem);
+
 // For a problem built by problem_from_egraph: the chosen e-node of each
 // e-graph class (null where nothing is chosen). The e-graph must not change
 // while the function is in use.

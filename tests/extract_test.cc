@@ -242,6 +242,14 @@ TEST(Extract, CheckerRejectsBadSelections) {
   EXPECT_EQ(tree_cost(p, Selection{{0, 1}}), std::numeric_limits<double>::infinity());
 }
 
+TEST(Extract, CountsClassesOnCycles) {
+  // 0 -> 1 -> 2 -> 1 (a cycle through another node of class 1), 3 reads itself.
+  ExtractionProblem p = make_problem(
+      {{0, 1, {1}}, {1, 1, {2}}, {1, 1, {}}, {2, 1, {1}}, {3, 1, {3}}, {3, 1, {0}}}, {3});
+  EXPECT_EQ(classes_on_cycles(p), 3u);
+  EXPECT_EQ(classes_on_cycles(make_problem({{0, 1, {1, 2}}, {1, 1, {2}}, {2, 1, {}}}, {0})), 0u);
+}
+
 std::vector<std::filesystem::path> gym_files() {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
