@@ -115,7 +115,7 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
 }
 
 double RooflineCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
-                                    const ValueType& output) const {
+                                    const ValueType& output, OpContext) const {
   if (is_free_operator(op)) return 0;
   OpWork w = op_work(op, a, inputs, output);
   double compute_us = w.flops / (profile_.peak_gflops * 1e3);
@@ -136,12 +136,15 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
 }
 
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
-                                    const ValueType& output) const {
+                                    const ValueType& output, OpContext context) const {
   if (is_free_operator(op)) return 0;
-  auto it = table_.find(op_signature(op, a, inputs));
-  if (it != table_.end()) return it->second;
+  const std::string signature = op_signature(op, a, inputs);
+  if (context.reads_convolution) {
+    if (auto it = between_.find(signature); it != between_.end()) return it->second;
+  }
+  if (auto it = alone_.find(signature); it != alone_.end()) return it->second;
   fallbacks_.fetch_add(1, std::memory_order_relaxed);
-  return fallback_.node_cost(op, a, inputs, output);
+  return fallback_.node_cost(op, a, inputs, output, context);
 }
 
 namespace {
@@ -224,18 +227,80 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     return absl::InvalidArgumentError(
         fmt::format("{}: needs \"entries\", a list of {{\"signature\", \"us\"}}", path));
   }
-  absl::flat_hash_map<std::string, double> table;
+  MeasuredCostModel::Table alone, between;
   const nlohmann::json& entries = (*j)["entries"];
+  auto microseconds = [](const nlohmann::json& e, const char* key) -> std::optional<double> {
+    auto it = e.find(key);
+    if (it == e.end() || !it->is_number() || it->get<double>() < 0) return std::nullopt;
+    return it->get<double>();
+  };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const nlohmann::json& e = entries[i];
-    if (!e.is_object() || !e.contains("signature") || !e["signature"].is_string() ||
-        !e.contains("us") || !e["us"].is_number() || e["us"].get<double>() < 0) {
+    std::optional<double> us = e.is_object() ? microseconds(e, "us") : std::nullopt;
+    if (!us || !e.contains("signature") || !e["signature"].is_string()) {
       return absl::InvalidArgumentError(fmt::format(
           "{}: entries[{}]: needs a \"signature\" string and a non-negative \"us\"", path, i));
     }
-    table[e["signature"].get<std::string>()] = e["us"].get<double>();
+    std::string signature = e["signature"].get<std::string>();
+    if (!e.contains("context")) {
+      alone[std::move(signature)] = *us;
+      continue;
+    }
+    std::optional<double> alone_us = microseconds(e, "alone_us");
+    if (!e["context"].is_string() || e["context"].get<std::string>() != kBetweenConvolutions ||
+        !alone_us) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: entries[{}]: a \"context\" must be \"{}\", with a non-negative \"alone_us\"", path,
+          i, kBetweenConvolutions));
+    }
+    between[signature] = *us;
+    alone[std::move(signature)] = *alone_us;
   }
-  return std::make_unique<MeasuredCostModel>(std::move(table), std::move(fallback));
+  return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between),
+                                             std::move(fallback));
+}
+
+bool fuses_into_convolution(Op op) {
+  return op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip;
+}
+
+bool is_convolution_output(const tensor::Graph& graph, int x) {
+  const tensor::Node& n = graph.nodes[x];
+  if (n.op == Op::kConv) return true;
+  return fuses_into_convolution(n.op) && !n.inputs.empty() &&
+         graph.nodes[n.inputs[0]].op == Op::kConv;
+}
+
+bool is_convolution_output(const EGraph& egraph, Id id) {
+  auto holds_conv = [&](Id c) {
+    for (const ENode& n : egraph.nodes(egraph.find(c)))
+      if (tensor::TensorLanguage::op(n.op) == Op::kConv) return true;
+    return false;
+  };
+  if (holds_conv(id)) return true;
+  for (const ENode& n : egraph.nodes(egraph.find(id))) {
+    if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty() &&
+        holds_conv(n.children[0]))
+      return true;
+  }
+  return false;
+}
+
+OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x) {
+  OpContext context;
+  for (int in : graph.nodes[x].inputs)
+    context.reads_convolution |= !weight_only[in] && is_convolution_output(graph, in);
+  return context;
+}
+
+OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
+                       const ENode& node) {
+  OpContext context;
+  for (Id child : node.children) {
+    const Id c = egraph.find(child);
+    context.reads_convolution |= !analysis.info(c).weight_only && is_convolution_output(egraph, c);
+  }
+  return context;
 }
 
 std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,
@@ -248,8 +313,10 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     std::vector<ValueType> inputs;
     inputs.reserve(node.children.size());
     for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
+    const OpContext context =
+        model.uses_context() ? node_context(egraph, analysis, node) : OpContext{};
     return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
-                           inputs, info.type);
+                           inputs, info.type, context);
   };
 }
 
@@ -265,7 +332,9 @@ absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& g
     if (options.weight_only_free && weight_only[i]) continue;
     inputs.clear();
     for (int in : n.inputs) inputs.push_back((*types)[in]);
-    total += model.node_cost(n.op, n.attributes, inputs, (*types)[i]);
+    const OpContext context =
+        model.uses_context() ? node_context(graph, weight_only, i) : OpContext{};
+    total += model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
   }
   return total;
 }

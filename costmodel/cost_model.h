@@ -30,13 +30,25 @@
 
 namespace saturn {
 
+// Where an operator runs, as far as its price can depend on it. Onnxruntime's
+// CPU provider fuses an activation or a sum into the convolution it reads,
+// and runs chains of convolutions in a blocked channel layout that other
+// operators must be reordered out of and back into. So an operator that
+// reads a convolution's output costs what it costs there, not what it costs
+// alone: nothing when fused, its reorders on top when not.
+struct OpContext {
+  bool reads_convolution = false;  // a non-weight input is a convolution's output
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual std::string_view name() const = 0;
   virtual double node_cost(tensor::Op op, const Attributes& attributes,
                            std::span<const tensor::ValueType> inputs,
-                           const tensor::ValueType& output) const = 0;
+                           const tensor::ValueType& output, OpContext context) const = 0;
+  // Whether node_cost looks at its context (callers may skip working it out).
+  virtual bool uses_context() const { return false; }
 };
 
 // Whether an operator is bookkeeping only (inputs, weights, constants,
@@ -47,7 +59,7 @@ class OpCountCostModel final : public CostModel {
  public:
   std::string_view name() const override { return "opcount"; }
   double node_cost(tensor::Op op, const Attributes&, std::span<const tensor::ValueType>,
-                   const tensor::ValueType&) const override {
+                   const tensor::ValueType&, OpContext) const override {
     return is_free_operator(op) ? 0.0 : 1.0;
   }
 };
@@ -78,8 +90,8 @@ class RooflineCostModel final : public CostModel {
   std::string_view name() const override { return "roofline"; }
   const DeviceProfile& profile() const { return profile_; }
   double node_cost(tensor::Op op, const Attributes& attributes,
-                   std::span<const tensor::ValueType> inputs,
-                   const tensor::ValueType& output) const override;
+                   std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
+                   OpContext context) const override;
 
  private:
   DeviceProfile profile_;
@@ -93,24 +105,37 @@ std::string op_signature(tensor::Op op, const Attributes& attributes,
 
 class MeasuredCostModel final : public CostModel {
  public:
-  // The table maps signatures to microseconds; `fallback` prices the rest.
-  MeasuredCostModel(absl::flat_hash_map<std::string, double> table, RooflineCostModel fallback)
-      : table_(std::move(table)), fallback_(std::move(fallback)) {}
+  using Table = absl::flat_hash_map<std::string, double>;
+  // `alone` maps signatures to microseconds when the operator runs alone,
+  // `between_convolutions` to microseconds when it reads a convolution's
+  // output (see OpContext; an operator missing there costs its time alone);
+  // `fallback` prices the signatures missing from both.
+  MeasuredCostModel(Table alone, Table between_convolutions, RooflineCostModel fallback)
+      : alone_(std::move(alone)),
+        between_(std::move(between_convolutions)),
+        fallback_(std::move(fallback)) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
-                   std::span<const tensor::ValueType> inputs,
-                   const tensor::ValueType& output) const override;
-  std::size_t table_size() const { return table_.size(); }
+                   std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
+                   OpContext context) const override;
+  bool uses_context() const override { return !between_.empty(); }
+  std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
 
  private:
-  absl::flat_hash_map<std::string, double> table_;
+  Table alone_, between_;
   RooflineCostModel fallback_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
 
+// The "context" of a measured entry timed between convolutions.
+inline constexpr std::string_view kBetweenConvolutions = "between convolutions";
+
 // Reads a measured table: {"device": ..., "entries": [{"signature": ..., "us": ...}, ...]}.
+// An entry with "context": "between convolutions" holds in "us" the
+// operator's cost when it reads a convolution's output, and its time alone
+// in "alone_us".
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback);
 
@@ -119,6 +144,22 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
 // "measured:FILE" (a measured table, priced by the cpu-2core roofline where
 // it has no entry).
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
+
+// Whether onnxruntime fuses `op` into the convolution whose output it reads
+// (an activation: Relu, Sigmoid, Tanh, Clip).
+bool fuses_into_convolution(tensor::Op op);
+// Whether node `x` of `graph` hands its readers a convolution's output: a
+// Conv, or an activation that reads a Conv (fused into it).
+bool is_convolution_output(const tensor::Graph& graph, int x);
+// Whether e-class `id` holds such a node: a Conv, or an activation whose
+// input class holds a Conv. Which node extraction picks is not known when
+// nodes are priced, so a class that can be a convolution's output counts.
+bool is_convolution_output(const EGraph& egraph, Id id);
+// The context of node `x` of `graph` (`weight_only` from weight_only_nodes).
+OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x);
+// The context of e-node `node`.
+OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
+                       const ENode& node);
 
 struct EGraphCostOptions {
   bool weight_only_free = true;  // weight-only classes are computed at load time: cost 0

@@ -28,9 +28,9 @@ DeviceProfile toy_profile() {
 
 TEST(CostModel, OpCount) {
   OpCountCostModel m;
-  EXPECT_EQ(m.node_cost(Op::kConv, {}, {}, F({1})), 1.0);
-  EXPECT_EQ(m.node_cost(Op::kWeight, {}, {}, F({1})), 0.0);
-  EXPECT_EQ(m.node_cost(Op::kReshape, {}, {}, F({1})), 0.0);
+  EXPECT_EQ(m.node_cost(Op::kConv, {}, {}, F({1}), {}), 1.0);
+  EXPECT_EQ(m.node_cost(Op::kWeight, {}, {}, F({1}), {}), 0.0);
+  EXPECT_EQ(m.node_cost(Op::kReshape, {}, {}, F({1}), {}), 0.0);
 }
 
 TEST(CostModel, RooflineWork) {
@@ -40,9 +40,9 @@ TEST(CostModel, RooflineWork) {
   EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (64 * 128 + 128 * 32 + 64 * 32));
   RooflineCostModel roofline(toy_profile());
   // Compute-bound here: 524,288 flops at 1 GFLOP/s = 524.288 us, plus 2 us launch.
-  EXPECT_NEAR(roofline.node_cost(Op::kMatMul, {}, mm, F({64, 32})), 2 + 524.288, 1e-9);
+  EXPECT_NEAR(roofline.node_cost(Op::kMatMul, {}, mm, F({64, 32}), {}), 2 + 524.288, 1e-9);
   // A Relu is memory-bound: 2 x 4,096 bytes at 1 GB/s = 8.192 us.
-  EXPECT_NEAR(roofline.node_cost(Op::kRelu, {}, std::vector<ValueType>{F({1024})}, F({1024})),
+  EXPECT_NEAR(roofline.node_cost(Op::kRelu, {}, std::vector<ValueType>{F({1024})}, F({1024}), {}),
               2 + 8.192, 1e-9);
   Attributes conv = *normalize_attributes(Op::kConv, {});
   EXPECT_DOUBLE_EQ(
@@ -71,7 +71,9 @@ TEST(CostModel, ShippedProfilesLoad) {
 
 TEST(CostModel, MeasuredTableWithFallback) {
   std::vector<ValueType> in{F({2, 3}), F({3, 4})};
-  std::string path = (std::filesystem::temp_directory_path() / ("saturn_costs_" + std::to_string(::getpid()) + ".json")).string();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("saturn_costs_" + std::to_string(::getpid()) + ".json"))
+                         .string();
   std::string table =
       fmt::format(R"({{"device": "test", "entries": [{{"signature": "{}", "us": 42.5}}]}})",
                   op_signature(Op::kMatMul, {}, in));
@@ -79,16 +81,101 @@ TEST(CostModel, MeasuredTableWithFallback) {
   absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m =
       load_measured_cost_model(path, RooflineCostModel(toy_profile()));
   ASSERT_TRUE(m.ok()) << message(m.status());
-  EXPECT_EQ((*m)->node_cost(Op::kMatMul, {}, in, F({2, 4})), 42.5);
+  EXPECT_EQ((*m)->node_cost(Op::kMatMul, {}, in, F({2, 4}), {}), 42.5);
   EXPECT_EQ((*m)->fallbacks(), 0u);
   std::vector<ValueType> other{F({2, 3}), F({3, 5})};
-  EXPECT_DOUBLE_EQ((*m)->node_cost(Op::kMatMul, {}, other, F({2, 5})),
-                   RooflineCostModel(toy_profile()).node_cost(Op::kMatMul, {}, other, F({2, 5})));
+  EXPECT_DOUBLE_EQ(
+      (*m)->node_cost(Op::kMatMul, {}, other, F({2, 5}), {}),
+      RooflineCostModel(toy_profile()).node_cost(Op::kMatMul, {}, other, F({2, 5}), {}));
   EXPECT_EQ((*m)->fallbacks(), 1u);
   ASSERT_TRUE(write_text_file(path, R"({"entries": [{"signature": "x"}]})").ok());
   EXPECT_NE(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status())
                 .find("entries[0]"),
             std::string_view::npos);
+  std::filesystem::remove(path);
+}
+
+// A table whose Relu of [1,8,6,6] costs 5 us alone and nothing between
+// convolutions (onnxruntime fuses it into the Conv it reads), and whose Conv
+// costs the same with or without the fused activation.
+std::unique_ptr<MeasuredCostModel> fused_relu_table(const Attributes& conv,
+                                                    const Attributes& conv_relu) {
+  std::vector<ValueType> conv_in{F({1, 3, 8, 8}), F({8, 3, 3, 3})};
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("saturn_context_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const std::string table = fmt::format(
+      R"({{"entries": [{{"signature": "{}", "us": 0, "context": "between convolutions", "alone_us": 5}},
+                       {{"signature": "{}", "us": 40}}, {{"signature": "{}", "us": 40}}]}})",
+      op_signature(Op::kRelu, {}, std::vector<ValueType>{F({1, 8, 6, 6})}),
+      op_signature(Op::kConv, conv, conv_in), op_signature(Op::kConv, conv_relu, conv_in));
+  EXPECT_TRUE(write_text_file(path, table).ok());
+  auto m = load_measured_cost_model(path, RooflineCostModel(toy_profile()));
+  std::filesystem::remove(path);
+  EXPECT_TRUE(m.ok()) << message(m.status());
+  return m.ok() ? *std::move(m) : nullptr;
+}
+
+TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
+  // Relu(Conv) and a Relu of an input.
+  GraphBuilder b("relu");
+  Value x = b.input("x", {1, 3, 8, 8});
+  Value w = b.weight("w", {8, 3, 3, 3});
+  Value conv = b.conv(x, w);
+  b.output(b.relu(conv), "y");
+  b.output(b.relu(b.input("z", {1, 8, 6, 6})), "r");
+  Graph g = *b.build();
+  const Attributes& conv_attrs = g.nodes[conv.node].attributes;
+  Attributes conv_relu = conv_attrs;
+  conv_relu.set("activation", std::string("relu"));
+  std::unique_ptr<MeasuredCostModel> m = fused_relu_table(conv_attrs, conv_relu);
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->uses_context());
+  std::vector<ValueType> in{F({1, 8, 6, 6})};
+  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.reads_convolution = true}), 0.0);
+  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.reads_convolution = false}), 5.0);
+
+  // In the graph, Relu(Conv) costs the Conv's 40 us and the other Relu its
+  // 5 us alone; a Conv with the fused activation costs 40 us too, so
+  // spelling the fusion saturn's way predicts no gain.
+  const std::vector<bool> weight_only = weight_only_nodes(g);
+  EXPECT_TRUE(is_convolution_output(g, conv.node));
+  EXPECT_TRUE(is_convolution_output(g, g.outputs[0].node));
+  EXPECT_FALSE(is_convolution_output(g, g.outputs[1].node));
+  EXPECT_TRUE(node_context(g, weight_only, g.outputs[0].node).reads_convolution);
+  EXPECT_FALSE(node_context(g, weight_only, conv.node).reads_convolution);
+  EXPECT_EQ(*graph_cost(*m, g), 40.0 + 0.0 + 5.0);
+  EXPECT_EQ(m->fallbacks(), 0u);
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  const Id relu = ids[g.outputs[0].node], conv_class = ids[conv.node];
+  EXPECT_TRUE(is_convolution_output(egraph, conv_class));
+  EXPECT_TRUE(is_convolution_output(egraph, relu));  // an activation of a Conv
+  EXPECT_FALSE(is_convolution_output(egraph, ids[g.outputs[1].node]));
+  auto cost = egraph_cost_function(*m, egraph, shapes);
+  EXPECT_EQ(cost(relu, egraph.nodes(relu)[0]), 0.0);
+  EXPECT_EQ(cost(ids[g.outputs[1].node], egraph.nodes(ids[g.outputs[1].node])[0]), 5.0);
+  const ENode fused(TensorLanguage::symbol(Op::kConv), egraph.attrs().intern(conv_relu),
+                    std::span<const Id>(egraph.nodes(conv_class)[0].children));
+  EXPECT_EQ(cost(relu, fused), 40.0);
+  EXPECT_EQ(m->fallbacks(), 0u);
+}
+
+TEST(CostModel, MeasuredEntryContextErrors) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("saturn_context_bad_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  for (const char* entry :
+       {R"j({"signature": "Relu(float32[2])", "us": 1, "context": "alone", "alone_us": 2})j",
+        R"j({"signature": "Relu(float32[2])", "us": 1, "context": "between convolutions"})j"}) {
+    ASSERT_TRUE(write_text_file(path, fmt::format(R"({{"entries": [{}]}})", entry)).ok());
+    EXPECT_NE(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status())
+                  .find("entries[0]: a \"context\" must be \"between convolutions\""),
+              std::string_view::npos)
+        << entry;
+  }
   std::filesystem::remove(path);
 }
 

@@ -99,13 +99,18 @@ TEST(Calibration, ReordersTheOperatorForcesAreItsCost) {
   EXPECT_DOUBLE_EQ(*us, 20 + 30 + 10 + 12);
 }
 
-TEST(Calibration, AnOperatorFusedIntoTheConvolutionHasNoCostBetweenThem) {
+TEST(Calibration, AnOperatorFusedIntoTheConvolutionCostsNothingBetweenThem) {
   // Onnxruntime folded the Relu into the convolution: only the context ran.
   const nlohmann::json kernels = {kernel("Conv", {1, 4, 28, 28}, {1, 64, 28, 28}, 100),
                                   kernel("Conv", {1, 64, 28, 28}, {1, 16, 1, 1}, 40),
                                   kernel("ReorderOutput", {1, 16, 1, 1}, {1, 8, 1, 1}, 5)};
-  EXPECT_FALSE(
-      cost_between_convolutions(kernels, {{1, 64, 28, 28}}, {{1, 64, 28, 28}}).has_value());
+  std::optional<double> us =
+      cost_between_convolutions(kernels, {{1, 64, 28, 28}}, {{1, 64, 28, 28}});
+  ASSERT_TRUE(us.has_value());
+  EXPECT_EQ(*us, 0.0);
+  // Without the context's convolutions there is nothing to attribute.
+  const nlohmann::json lone = {kernel("Relu", {1, 64, 28, 28}, {1, 64, 28, 28}, 7)};
+  EXPECT_FALSE(cost_between_convolutions(lone, {{1, 64, 28, 28}}, {{1, 64, 28, 28}}).has_value());
 }
 
 }  // namespace

@@ -77,15 +77,6 @@ bool is_image(const tensor::TensorType& t) {
 }
 bool is_image(const tensor::ValueType& t) { return !t.is_tuple && is_image(t.tensor()); }
 
-// Whether node `x` of `g` is a convolution, or an activation onnxruntime
-// fuses into the convolution it reads.
-bool from_conv(const Graph& g, int x) {
-  const Op op = g.nodes[x].op;
-  if (op == Op::kConv) return true;
-  return (op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip) &&
-         !g.nodes[x].inputs.empty() && g.nodes[g.nodes[x].inputs[0]].op == Op::kConv;
-}
-
 // Times `files` with the harness's "time" command, one result per file (an
 // "error" field where onnxruntime could not run it). The files go to the
 // harness in batches, each in a fresh process, and when onnxruntime crashes
@@ -194,10 +185,14 @@ std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
     return std::find(list.begin(), list.end(), d) != list.end();
   };
   double own = 0, reorders = 0;
+  bool context_ran = false;
   for (const nlohmann::json& k : kernels) {
     const std::string op = k.value("op", "");
     const double us = k.value("us", 0.0);
-    if (op == "Conv") continue;  // the context
+    if (op == "Conv") {  // the context
+      context_ran = true;
+      continue;
+    }
     if (op == "ReorderOutput") {
       if (shape_in(k["output"], in)) reorders += us;
     } else if (op == "ReorderInput") {
@@ -206,7 +201,7 @@ std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
       own += us;
     }
   }
-  if (own <= 0) return std::nullopt;
+  if (!context_ran) return std::nullopt;
   return own + reorders;
 }
 
@@ -304,12 +299,15 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   // operator (its profiler), not the wall time of a run, which is mostly the
   // cost of moving a single operator's inputs and outputs.
   constexpr const char* kMethod = "onnxruntime-kernel-time";
-  // An entry for an operator that reads a convolution's output also holds
-  // its cost inside a chain of convolutions (see timing_model).
-  constexpr const char* kBetweenConvolutions = "between convolutions";
+  // How an entry between convolutions is attributed. 2: an operator that
+  // onnxruntime fuses into the convolution costs nothing there (1 kept its
+  // time alone; such entries are timed again).
+  constexpr int kAttribution = 2;
   // The table so far (the cache).
-  nlohmann::json table = {
-      {"device", "onnxruntime-cpu"}, {"method", kMethod}, {"entries", nlohmann::json::array()}};
+  nlohmann::json table = {{"device", "onnxruntime-cpu"},
+                          {"method", kMethod},
+                          {"attribution", kAttribution},
+                          {"entries", nlohmann::json::array()}};
   std::set<std::string> known, known_between;  // timed; timed between convolutions too
   CalibrationStats stats;
   if (fs::exists(table_path)) {
@@ -320,12 +318,19 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     if (!text.ok()) return text.status();
     nlohmann::json old = nlohmann::json::parse(*text);
     if (old.value("method", "") == kMethod) {
-      table = std::move(old);
-      for (const nlohmann::json& e : table["entries"]) {
+      const bool current = old.value("attribution", 1) == kAttribution;
+      table["entries"] = nlohmann::json::array();
+      for (nlohmann::json& e : old["entries"]) {
+        const bool between = e.value("context", "") == kBetweenConvolutions;
+        if (between && !current) {
+          ++stats.stale;  // attributed another way: measured again
+          continue;
+        }
         known.insert(e["signature"].get<std::string>());
-        if (e.value("context", "") == kBetweenConvolutions)
-          known_between.insert(e["signature"].get<std::string>());
+        if (between) known_between.insert(e["signature"].get<std::string>());
+        table["entries"].push_back(std::move(e));
       }
+      if (old.contains("device")) table["device"] = old["device"];
     } else {
       stats.stale = old["entries"].size();  // measured another way: measured again
     }
@@ -380,13 +385,12 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       if (is_free_operator(n.op) || weight_only[i]) continue;
       in.clear();
       in_weight.clear();
-      bool after_conv = false;
       for (int x : n.inputs) {
         in.push_back((*types)[x]);
         in_weight.push_back(weight_only[x]);
-        after_conv = after_conv || (!weight_only[x] && from_conv(*graph, x));
       }
-      consider(n.op, n.attributes, in, in_weight, (*types)[i], after_conv, *graph);
+      consider(n.op, n.attributes, in, in_weight, (*types)[i],
+               node_context(*graph, weight_only, i).reads_convolution, *graph);
     }
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
@@ -400,11 +404,6 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         .with_iteration_limit(30)
         .with_time_limit(std::chrono::seconds(30))
         .run(egraph, rules);
-    auto has_conv = [&](Id id) {
-      for (const ENode& e : egraph.nodes(id))
-        if (tensor::TensorLanguage::op(e.op) == Op::kConv) return true;
-      return false;
-    };
     for (Id id : egraph.class_ids()) {
       const tensor::TensorInfo& info = shapes.info(id);
       if (info.weight_only) continue;
@@ -413,14 +412,13 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         if (is_free_operator(op)) continue;
         in.clear();
         in_weight.clear();
-        bool after_conv = false;
         for (Id c : e.children) {
           const tensor::TensorInfo& child = shapes.info(egraph.find(c));
           in.push_back(child.type);
           in_weight.push_back(child.weight_only);
-          after_conv = after_conv || (!child.weight_only && has_conv(egraph.find(c)));
         }
-        consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type, after_conv, *graph);
+        consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type,
+                 node_context(egraph, shapes, e).reads_convolution, *graph);
       }
     }
   }
@@ -493,8 +491,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       const double alone = models[t.alone]["kernel_us"].get<double>();
       nlohmann::json entry = {{"signature", t.signature}, {"us", alone}};
       if (t.between >= 0) {
-        // The cost inside a convolutional network, unless onnxruntime fused
-        // the operator into the convolution before it.
+        // The cost inside a convolutional network (nothing when onnxruntime
+        // fused the operator into the convolution before it).
         entry["context"] = kBetweenConvolutions;
         entry["alone_us"] = alone;
         if (ran(t.between)) {

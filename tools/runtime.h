@@ -92,8 +92,9 @@ struct CalibrationStats {
 // measurements rather than from the roofline fallback. An operator that
 // reads a convolution's 4-D output is also timed between two convolutions,
 // and its entry is that time with the layout reorders it makes onnxruntime
-// insert (a channel Split costs 2.5-4x its time alone), unless onnxruntime
-// fused it into the convolution (its time alone is kept then).
+// insert (a channel Split costs 2.5-4x its time alone), or nothing when
+// onnxruntime fused it into the convolution (a Relu); its time alone is kept
+// beside it, for where it does not read a convolution (see OpContext).
 struct CalibrationOptions {
   RuntimeOptions runtime{.runs = 10};
   // Also time the operators the shipped rules can rewrite each model into:
@@ -131,9 +132,9 @@ std::optional<tensor::Graph> timing_model(tensor::Op op, const Attributes& attri
 // convolutions (see timing_model; each kernel: "op", "input" and "output"
 // shapes, "us"): its own kernels, and the reorders whose plain-layout side
 // has the shape of one of its 4-D inputs (`in`) or outputs (`out`); the
-// reorders at the chain's edges have other shapes. Nothing when the
-// operator ran inside a convolution (onnxruntime fused it into the one
-// before).
+// reorders at the chain's edges have other shapes. Zero when the operator
+// ran inside a convolution (onnxruntime fused it into the one before);
+// nothing when the context's convolutions are not among the kernels.
 std::optional<double> cost_between_convolutions(const nlohmann::json& kernels,
                                                 const std::vector<tensor::Dims>& in,
                                                 const std::vector<tensor::Dims>& out);
