@@ -1,6 +1,7 @@
 #include "costmodel/cost_model.h"
 
 #include <algorithm>
+#include <array>
 
 #include "egraph/file.h"
 #include "fmt/format.h"
@@ -138,6 +139,11 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {
   if (is_free_operator(op)) return 0;
+  if (std::optional<FusedActivation> fused = fused_activation(op, a)) {
+    const std::array<ValueType, 1> activation_input{output};
+    return node_cost(Op::kConv, fused->conv, inputs, output, context) +
+           node_cost(fused->activation, {}, activation_input, output, {.reads_convolution = true});
+  }
   const std::string signature = op_signature(op, a, inputs);
   if (context.reads_convolution) {
     if (auto it = between_.find(signature); it != between_.end()) return it->second;
@@ -258,6 +264,22 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
   }
   return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between),
                                              std::move(fallback));
+}
+
+std::optional<FusedActivation> fused_activation(Op op, const Attributes& attributes) {
+  if (op != Op::kConv) return std::nullopt;
+  const std::string* name = attributes.get_string("activation");
+  if (name == nullptr || *name == "none") return std::nullopt;
+  FusedActivation f{attributes, Op::kRelu};
+  if (*name == "sigmoid") {
+    f.activation = Op::kSigmoid;
+  } else if (*name == "tanh") {
+    f.activation = Op::kTanh;
+  } else if (*name != "relu") {
+    return std::nullopt;  // not an activation type inference accepts
+  }
+  f.conv.set("activation", std::string("none"));
+  return f;
 }
 
 bool fuses_into_convolution(Op op) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -144,6 +145,17 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
 // "measured:FILE" (a measured table, priced by the cpu-2core roofline where
 // it has no entry).
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
+
+// A convolution with a fused activation (saturn's Conv{activation=relu}) is
+// written out as the Conv and the activation after it, which onnxruntime
+// fuses again: the same model as the unfused spelling. A measured table
+// prices it as those two (the activation between convolutions), so that both
+// spellings cost the same rather than two measurements' noise apart.
+struct FusedActivation {
+  Attributes conv;  // the Conv's attributes with activation=none
+  tensor::Op activation;
+};
+std::optional<FusedActivation> fused_activation(tensor::Op op, const Attributes& attributes);
 
 // Whether onnxruntime fuses `op` into the convolution whose output it reads
 // (an activation: Relu, Sigmoid, Tanh, Clip).

@@ -1,6 +1,7 @@
 #include "tools/runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -352,9 +353,9 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   };
   std::vector<std::string> order;
   std::map<std::string, Occurrence> occurrences;
-  auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
-                      const std::vector<bool>& in_weight, const tensor::ValueType& out,
-                      bool after_conv, const Graph& model) {
+  auto add = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
+                 const std::vector<bool>& in_weight, const tensor::ValueType& out, bool after_conv,
+                 const Graph& model) {
     std::string signature = op_signature(op, attributes, in);
     auto [it, fresh] = occurrences.try_emplace(signature);
     if (fresh) {
@@ -363,6 +364,16 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       order.push_back(std::move(signature));
     }
     it->second.after_conv = it->second.after_conv || after_conv;
+  };
+  auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
+                      const std::vector<bool>& in_weight, const tensor::ValueType& out,
+                      bool after_conv, const Graph& model) {
+    std::optional<FusedActivation> fused = fused_activation(op, attributes);
+    if (!fused) return add(op, attributes, in, in_weight, out, after_conv, model);
+    // Priced as the Conv and the activation after it (see fused_activation).
+    add(Op::kConv, fused->conv, in, in_weight, out, after_conv, model);
+    const std::array<tensor::ValueType, 1> conv_output{out};
+    add(fused->activation, {}, conv_output, {false}, out, true, model);
   };
 
   // The rules that explore each model's rewrites, loaded once.
