@@ -142,13 +142,18 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
   if (std::optional<FusedActivation> fused = fused_activation(op, a)) {
     const std::array<ValueType, 1> activation_input{output};
     return node_cost(Op::kConv, fused->conv, inputs, output, context) +
-           node_cost(fused->activation, {}, activation_input, output, {.reads_convolution = true});
+           node_cost(fused->activation, {}, activation_input, output,
+                     {.input = FromConvolution::kYes});
   }
   const std::string signature = op_signature(op, a, inputs);
-  if (context.reads_convolution) {
-    if (auto it = between_.find(signature); it != between_.end()) return it->second;
+  auto alone = alone_.find(signature);
+  if (context.input != FromConvolution::kNo) {
+    if (auto it = between_.find(signature); it != between_.end()) {
+      if (context.input == FromConvolution::kYes || alone == alone_.end()) return it->second;
+      return std::max(it->second, alone->second);
+    }
   }
-  if (auto it = alone_.find(signature); it != alone_.end()) return it->second;
+  if (alone != alone_.end()) return alone->second;
   fallbacks_.fetch_add(1, std::memory_order_relaxed);
   return fallback_.node_cost(op, a, inputs, output, context);
 }
@@ -293,25 +298,51 @@ bool is_convolution_output(const tensor::Graph& graph, int x) {
          graph.nodes[n.inputs[0]].op == Op::kConv;
 }
 
-bool is_convolution_output(const EGraph& egraph, Id id) {
-  auto holds_conv = [&](Id c) {
-    for (const ENode& n : egraph.nodes(egraph.find(c)))
-      if (tensor::TensorLanguage::op(n.op) == Op::kConv) return true;
-    return false;
-  };
-  if (holds_conv(id)) return true;
-  for (const ENode& n : egraph.nodes(egraph.find(id))) {
-    if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty() &&
-        holds_conv(n.children[0]))
-      return true;
+namespace {
+
+// kYes when `pred` holds for every element of (non-empty) `range`, kNo when
+// it holds for none, kMaybe otherwise.
+template <typename Range, typename Pred>
+FromConvolution all_or_none(const Range& range, Pred pred) {
+  bool some = false, all = true;
+  for (const auto& x : range) {
+    const bool holds = pred(x);
+    some |= holds;
+    all &= holds;
   }
-  return false;
+  return all && some ? FromConvolution::kYes
+         : some      ? FromConvolution::kMaybe
+                     : FromConvolution::kNo;
+}
+
+// The stronger of two answers to "reads a convolution's output": an input
+// that surely does settles it.
+FromConvolution either(FromConvolution a, FromConvolution b) { return std::max(a, b); }
+
+}  // namespace
+
+FromConvolution convolution_output(const EGraph& egraph, Id id) {
+  auto is_conv = [](const ENode& n) { return tensor::TensorLanguage::op(n.op) == Op::kConv; };
+  FromConvolution verdict = FromConvolution::kNo;
+  bool first = true;
+  for (const ENode& n : egraph.nodes(egraph.find(id))) {
+    FromConvolution node = FromConvolution::kNo;
+    if (is_conv(n)) {
+      node = FromConvolution::kYes;
+    } else if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty()) {
+      node = all_or_none(egraph.nodes(egraph.find(n.children[0])), is_conv);
+    }
+    verdict = first ? node : verdict == node ? node : FromConvolution::kMaybe;
+    first = false;
+  }
+  return verdict;
 }
 
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x) {
   OpContext context;
-  for (int in : graph.nodes[x].inputs)
-    context.reads_convolution |= !weight_only[in] && is_convolution_output(graph, in);
+  for (int in : graph.nodes[x].inputs) {
+    if (!weight_only[in] && is_convolution_output(graph, in)) context.input = FromConvolution::kYes;
+  }
   return context;
 }
 
@@ -320,7 +351,8 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
   OpContext context;
   for (Id child : node.children) {
     const Id c = egraph.find(child);
-    context.reads_convolution |= !analysis.info(c).weight_only && is_convolution_output(egraph, c);
+    if (!analysis.info(c).weight_only)
+      context.input = either(context.input, convolution_output(egraph, c));
   }
   return context;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -31,14 +32,21 @@
 
 namespace saturn {
 
+// Whether an operator's input is a convolution's output: no, yes, or maybe
+// (in an e-graph, where an input class can hold both kinds of node and
+// extraction picks one only later).
+enum class FromConvolution : std::uint8_t { kNo, kMaybe, kYes };
+
 // Where an operator runs, as far as its price can depend on it. Onnxruntime's
 // CPU provider fuses an activation or a sum into the convolution it reads,
 // and runs chains of convolutions in a blocked channel layout that other
 // operators must be reordered out of and back into. So an operator that
 // reads a convolution's output costs what it costs there, not what it costs
-// alone: nothing when fused, its reorders on top when not.
+// alone: nothing when fused, its reorders on top when not. Where that is
+// not settled yet (kMaybe), a cost model charges the dearer of the two, so
+// that extraction cannot count on a fusion its own choices undo.
 struct OpContext {
-  bool reads_convolution = false;  // a non-weight input is a convolution's output
+  FromConvolution input = FromConvolution::kNo;  // over its non-weight inputs
 };
 
 class CostModel {
@@ -163,13 +171,15 @@ bool fuses_into_convolution(tensor::Op op);
 // Whether node `x` of `graph` hands its readers a convolution's output: a
 // Conv, or an activation that reads a Conv (fused into it).
 bool is_convolution_output(const tensor::Graph& graph, int x);
-// Whether e-class `id` holds such a node: a Conv, or an activation whose
-// input class holds a Conv. Which node extraction picks is not known when
-// nodes are priced, so a class that can be a convolution's output counts.
-bool is_convolution_output(const EGraph& egraph, Id id);
-// The context of node `x` of `graph` (`weight_only` from weight_only_nodes).
+// The same for e-class `id`: kYes when every node of the class is such a
+// node (a Conv, or an activation whose input class holds only Convs), kNo
+// when none can be, kMaybe otherwise.
+FromConvolution convolution_output(const EGraph& egraph, Id id);
+// The context of node `x` of `graph` (`weight_only` from weight_only_nodes):
+// kYes when a non-weight input is a convolution's output.
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x);
-// The context of e-node `node`.
+// The context of e-node `node`: kYes when a non-weight input class surely is
+// a convolution's output, else kMaybe when one may be.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
                        const ENode& node);
 

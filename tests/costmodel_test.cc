@@ -136,8 +136,9 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->uses_context());
   std::vector<ValueType> in{F({1, 8, 6, 6})};
-  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.reads_convolution = true}), 0.0);
-  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.reads_convolution = false}), 5.0);
+  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.input = FromConvolution::kYes}), 0.0);
+  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.input = FromConvolution::kNo}), 5.0);
+  EXPECT_EQ(m->node_cost(Op::kRelu, {}, in, in[0], {.input = FromConvolution::kMaybe}), 5.0);
 
   // In the graph, Relu(Conv) costs the Conv's 40 us and the other Relu its
   // 5 us alone; a Conv with the fused activation is priced as the Conv and
@@ -147,8 +148,8 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   EXPECT_TRUE(is_convolution_output(g, conv.node));
   EXPECT_TRUE(is_convolution_output(g, g.outputs[0].node));
   EXPECT_FALSE(is_convolution_output(g, g.outputs[1].node));
-  EXPECT_TRUE(node_context(g, weight_only, g.outputs[0].node).reads_convolution);
-  EXPECT_FALSE(node_context(g, weight_only, conv.node).reads_convolution);
+  EXPECT_EQ(node_context(g, weight_only, g.outputs[0].node).input, FromConvolution::kYes);
+  EXPECT_EQ(node_context(g, weight_only, conv.node).input, FromConvolution::kNo);
   EXPECT_EQ(*graph_cost(*m, g), 40.0 + 0.0 + 5.0);
   EXPECT_EQ(m->fallbacks(), 0u);
   TensorLanguage lang;
@@ -156,15 +157,27 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   EGraph egraph(lang, &shapes);
   std::vector<Id> ids = *add_graph(egraph, g);
   const Id relu = ids[g.outputs[0].node], conv_class = ids[conv.node];
-  EXPECT_TRUE(is_convolution_output(egraph, conv_class));
-  EXPECT_TRUE(is_convolution_output(egraph, relu));  // an activation of a Conv
-  EXPECT_FALSE(is_convolution_output(egraph, ids[g.outputs[1].node]));
+  const Id other_relu = ids[g.outputs[1].node];
+  EXPECT_EQ(convolution_output(egraph, conv_class), FromConvolution::kYes);
+  EXPECT_EQ(convolution_output(egraph, relu), FromConvolution::kYes);  // an activation of a Conv
+  EXPECT_EQ(convolution_output(egraph, other_relu), FromConvolution::kNo);
   auto cost = egraph_cost_function(*m, egraph, shapes);
-  EXPECT_EQ(cost(relu, egraph.nodes(relu)[0]), 0.0);
-  EXPECT_EQ(cost(ids[g.outputs[1].node], egraph.nodes(ids[g.outputs[1].node])[0]), 5.0);
+  const ENode relu_node = egraph.nodes(relu)[0];
+  EXPECT_EQ(cost(relu, relu_node), 0.0);
+  EXPECT_EQ(cost(other_relu, egraph.nodes(other_relu)[0]), 5.0);
   const ENode fused(TensorLanguage::symbol(Op::kConv), egraph.attrs().intern(conv_relu),
                     std::span<const Id>(egraph.nodes(conv_class)[0].children));
   EXPECT_EQ(cost(relu, fused), 40.0);
+
+  // Once the Conv's class also holds a node that is no convolution (here the
+  // input z), extraction may pick that one, and the Relu is not fused then:
+  // it costs the dearer of its two prices.
+  egraph.merge(conv_class, ids[g.nodes[g.outputs[1].node].inputs[0]]);
+  egraph.rebuild();
+  EXPECT_EQ(convolution_output(egraph, conv_class), FromConvolution::kMaybe);
+  EXPECT_EQ(convolution_output(egraph, relu), FromConvolution::kMaybe);
+  EXPECT_EQ(node_context(egraph, shapes, relu_node).input, FromConvolution::kMaybe);
+  EXPECT_EQ(cost(relu, relu_node), 5.0);
   EXPECT_EQ(m->fallbacks(), 0u);
 }
 

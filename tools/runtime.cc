@@ -365,12 +365,20 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     }
     it->second.after_conv = it->second.after_conv || after_conv;
   };
+  // Each convolution's output, and the activations fused into one somewhere:
+  // the rules can fuse those into every convolution (fuse-conv-relu), so
+  // each is timed after each convolution too.
+  std::vector<std::pair<tensor::ValueType, const Graph*>> conv_outputs;
+  std::set<Op> fused_kinds;
   auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                       const std::vector<bool>& in_weight, const tensor::ValueType& out,
                       bool after_conv, const Graph& model) {
+    if (fuses_into_convolution(op) && after_conv) fused_kinds.insert(op);
     std::optional<FusedActivation> fused = fused_activation(op, attributes);
+    if (op == Op::kConv) conv_outputs.emplace_back(out, &model);
     if (!fused) return add(op, attributes, in, in_weight, out, after_conv, model);
     // Priced as the Conv and the activation after it (see fused_activation).
+    fused_kinds.insert(fused->activation);
     add(Op::kConv, fused->conv, in, in_weight, out, after_conv, model);
     const std::array<tensor::ValueType, 1> conv_output{out};
     add(fused->activation, {}, conv_output, {false}, out, true, model);
@@ -401,7 +409,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         in_weight.push_back(weight_only[x]);
       }
       consider(n.op, n.attributes, in, in_weight, (*types)[i],
-               node_context(*graph, weight_only, i).reads_convolution, *graph);
+               node_context(*graph, weight_only, i).input != FromConvolution::kNo, *graph);
     }
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
@@ -429,9 +437,13 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
           in_weight.push_back(child.weight_only);
         }
         consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type,
-                 node_context(egraph, shapes, e).reads_convolution, *graph);
+                 node_context(egraph, shapes, e).input != FromConvolution::kNo, *graph);
       }
     }
+  }
+  for (const auto& [out, model] : conv_outputs) {
+    const std::array<tensor::ValueType, 1> conv_output{out};
+    for (Op kind : fused_kinds) add(kind, {}, conv_output, {false}, out, true, *model);
   }
   // What to time: every signature not in the table, and those the table
   // holds timed alone that now read a convolution's output.
