@@ -355,33 +355,31 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   std::map<std::string, Occurrence> occurrences;
   auto add = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                  const std::vector<bool>& in_weight, const tensor::ValueType& out, bool after_conv,
-                 const Graph& model) {
+                 const tensor::Opsets& opsets) {
     std::string signature = op_signature(op, attributes, in);
     auto [it, fresh] = occurrences.try_emplace(signature);
     if (fresh) {
-      it->second = Occurrence{op,  attributes, {in.begin(), in.end()}, in_weight,
-                              out, after_conv, &model.opsets};
+      it->second =
+          Occurrence{op, attributes, {in.begin(), in.end()}, in_weight, out, after_conv, &opsets};
       order.push_back(std::move(signature));
     }
     it->second.after_conv = it->second.after_conv || after_conv;
   };
-  // Each convolution's output, and the activations fused into one somewhere:
-  // the rules can fuse those into every convolution (fuse-conv-relu), so
-  // each is timed after each convolution too.
-  std::vector<std::pair<tensor::ValueType, const Graph*>> conv_outputs;
+  // The activations fused into a convolution somewhere: the rules can fuse
+  // them into every convolution (fuse-conv-relu), so each is timed after
+  // every convolution too.
   std::set<Op> fused_kinds;
   auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                       const std::vector<bool>& in_weight, const tensor::ValueType& out,
                       bool after_conv, const Graph& model) {
     if (fuses_into_convolution(op) && after_conv) fused_kinds.insert(op);
     std::optional<FusedActivation> fused = fused_activation(op, attributes);
-    if (op == Op::kConv) conv_outputs.emplace_back(out, &model);
-    if (!fused) return add(op, attributes, in, in_weight, out, after_conv, model);
+    if (!fused) return add(op, attributes, in, in_weight, out, after_conv, model.opsets);
     // Priced as the Conv and the activation after it (see fused_activation).
     fused_kinds.insert(fused->activation);
-    add(Op::kConv, fused->conv, in, in_weight, out, after_conv, model);
+    add(Op::kConv, fused->conv, in, in_weight, out, after_conv, model.opsets);
     const std::array<tensor::ValueType, 1> conv_output{out};
-    add(fused->activation, {}, conv_output, {false}, out, true, model);
+    add(fused->activation, {}, conv_output, {false}, out, true, model.opsets);
   };
 
   // The rules that explore each model's rewrites, loaded once.
@@ -441,9 +439,13 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       }
     }
   }
-  for (const auto& [out, model] : conv_outputs) {
-    const std::array<tensor::ValueType, 1> conv_output{out};
-    for (Op kind : fused_kinds) add(kind, {}, conv_output, {false}, out, true, *model);
+  // Each distinct convolution once (add() only appends to `order`; map
+  // entries stay where they are).
+  for (std::size_t i = 0, n = order.size(); i < n; ++i) {
+    const Occurrence& conv = occurrences.at(order[i]);
+    if (conv.op != Op::kConv) continue;
+    const std::array<tensor::ValueType, 1> conv_output{conv.out};
+    for (Op kind : fused_kinds) add(kind, {}, conv_output, {false}, conv.out, true, *conv.opsets);
   }
   // What to time: every signature not in the table, and those the table
   // holds timed alone that now read a convolution's output.
