@@ -8,7 +8,10 @@
 // for paging in code and warming the allocator. The table is the last run's;
 // the rate is reported per run, with the median and the first (cold) run.
 //
-//   build/bench/engine_math [--iterations N] [--repeat N]
+//   build/bench/engine_math [--iterations N] [--repeat N] [--rules]
+//
+// --rules adds each rule's matches and applications (summed over the
+// iterations of the last run).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -76,13 +79,16 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
 
 int main(int argc, char** argv) {
   std::size_t iterations = 7, repeat = 7;
+  bool per_rule = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "--iterations") == 0 && a + 1 < argc) {
       iterations = std::strtoul(argv[++a], nullptr, 10);
     } else if (std::strcmp(argv[a], "--repeat") == 0 && a + 1 < argc) {
       repeat = std::max<std::size_t>(1, std::strtoul(argv[++a], nullptr, 10));
+    } else if (std::strcmp(argv[a], "--rules") == 0) {
+      per_rule = true;
     } else {
-      fmt::print(stderr, "usage: engine_math [--iterations N] [--repeat N]\n");
+      fmt::print(stderr, "usage: engine_math [--iterations N] [--repeat N] [--rules]\n");
       return 2;
     }
   }
@@ -114,6 +120,13 @@ int main(int argc, char** argv) {
     fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i, it.matches,
                it.applied, it.nodes, it.classes, it.search_seconds, it.apply_seconds,
                it.rebuild_seconds);
+  }
+  if (per_rule) {
+    fmt::print("{:<24} {:>10} {:>10}\n", "rule", "matches", "applied");
+    for (std::size_t r = 0; r < rules->size(); ++r) {
+      fmt::print("{:<24} {:>10} {:>10}\n", (*rules)[r].name, report.rules[r].matches,
+                 report.rules[r].applied);
+    }
   }
   fmt::print("stop reason:        {}\n", saturn::to_string(report.stop_reason));
   fmt::print("e-nodes:            {}\n", last.nodes);

@@ -46,17 +46,18 @@ constexpr std::size_t kPerIdBytes =
 // appendices (merge() puts the larger class's list first and appends the
 // other's; repair() appends re-keyed entries): sorting only the tail and
 // merging it in is linear in the long run.
-template <typename T>
-void sort_tail(std::vector<T>& v) {
+// The tail is often sorted already (a merged class's own list).
+template <typename List>
+void sort_tail(List& v) {
   auto mid = std::is_sorted_until(v.begin(), v.end());
   if (mid == v.end()) return;
-  std::sort(mid, v.end());
+  if (std::is_sorted_until(mid, v.end()) != v.end()) std::sort(mid, v.end());
   std::inplace_merge(v.begin(), mid, v.end());
 }
 
 // Appends `from` to `into`, the longer list first.
-template <typename T>
-void append_longer_first(std::vector<T>& into, std::vector<T>& from) {
+template <typename List>
+void append_longer_first(List& into, List& from) {
   if (from.size() > into.size()) into.swap(from);
   into.insert(into.end(), std::make_move_iterator(from.begin()),
               std::make_move_iterator(from.end()));
@@ -131,7 +132,7 @@ AddResult EGraph::add(ENode node) {
   if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
   by_op_[node.op.index()].push_back(id);
   if (recording()) log({UndoEntry::MemoInserted{node}});
-  classes_.push_back(EClass{{std::move(node)}, {}});
+  classes_.emplace_back().nodes.push_back(std::move(node));
   counters_.engine_bytes += cost;
   ++counters_.num_classes;
   ++version_;
@@ -190,8 +191,7 @@ Id EGraph::merge(Id a, Id b) {
   }
   append_longer_first(r.nodes, l.nodes);
   append_longer_first(r.parents, l.parents);
-  EClass().nodes.swap(l.nodes);
-  std::vector<Id>().swap(l.parents);
+  l = EClass();
   --counters_.num_classes;
   ++version_;
   return root;
@@ -305,7 +305,7 @@ void EGraph::refine(Id id) {
     changed |= analysis_->refine(*this, node, id);
   }
   if (!changed) return;
-  const std::vector<Id>& parents = classes_[id.index()].parents;
+  const auto& parents = classes_[id.index()].parents;
   analysis_pending_.insert(analysis_pending_.end(), parents.begin(), parents.end());
   modify_pending_.push_back(id);
   ++version_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 
@@ -40,15 +41,21 @@ struct ENode {
   // Orders by operator first, so that a class's nodes with one operator are
   // contiguous once sorted.
   friend bool operator<(const ENode& a, const ENode& b) {
-    if (a.op != b.op) return a.op < b.op;
-    if (a.attrs != b.attrs) return a.attrs < b.attrs;
-    return std::lexicographical_compare(a.children.begin(), a.children.end(), b.children.begin(),
-                                        b.children.end());
+    if (a.head() != b.head()) return a.head() < b.head();
+    const Id* x = a.children.data();
+    const Id* y = b.children.data();
+    return std::lexicographical_compare(x, x + a.children.size(), y, y + b.children.size());
   }
+  // Operator and attributes in one word: compared and hashed together.
+  std::uint64_t head() const { return (std::uint64_t{op.value} << 32) | attrs.value; }
+  // The hash-cons hashes every node it meets: one multiply per child here,
+  // and absl mixes the result once.
   template <typename H>
   friend H AbslHashValue(H h, const ENode& n) {
-    return H::combine(H::combine_contiguous(std::move(h), n.children.data(), n.children.size()),
-                      n.op, n.attrs, n.children.size());
+    constexpr std::uint64_t kOdd = 0x9e3779b97f4a7c15ull;
+    std::uint64_t x = n.head() * kOdd;
+    for (Id c : n.children) x = (x ^ c.value) * kOdd + 1;
+    return H::combine(std::move(h), x);
   }
 };
 
