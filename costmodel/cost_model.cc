@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "egraph/file.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -146,16 +148,37 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
                      {.input = FromConvolution::kYes});
   }
   const std::string signature = op_signature(op, a, inputs);
+  auto mixed = context.mixed == FromConvolution::kNo ? mixed_.end() : mixed_.find(signature);
+  if (mixed != mixed_.end() && context.mixed == FromConvolution::kYes) return mixed->second;
   auto alone = alone_.find(signature);
-  if (context.input != FromConvolution::kNo) {
-    if (auto it = between_.find(signature); it != between_.end()) {
-      if (context.input == FromConvolution::kYes || alone == alone_.end()) return it->second;
-      return std::max(it->second, alone->second);
-    }
+  double price = 0;
+  if (auto it = context.input == FromConvolution::kNo ? between_.end() : between_.find(signature);
+      it != between_.end()) {
+    price = context.input == FromConvolution::kYes || alone == alone_.end()
+                ? it->second
+                : std::max(it->second, alone->second);
+  } else if (alone != alone_.end()) {
+    price = alone->second;
+  } else {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return fallback_.node_cost(op, a, inputs, output, context);
   }
-  if (alone != alone_.end()) return alone->second;
-  fallbacks_.fetch_add(1, std::memory_order_relaxed);
-  return fallback_.node_cost(op, a, inputs, output, context);
+  // Mixed or not is open. Where an input surely is a convolution's output,
+  // the choice that would make another input plain pays the difference
+  // (reorder_penalty); otherwise the dearer price stands.
+  if (mixed != mixed_.end() && context.input != FromConvolution::kYes)
+    price = std::max(price, mixed->second);
+  return price;
+}
+
+double MeasuredCostModel::mixed_surcharge(Op op, const Attributes& a,
+                                          std::span<const ValueType> inputs) const {
+  if (mixed_.empty()) return 0;
+  const std::string signature = op_signature(op, a, inputs);
+  auto mixed = mixed_.find(signature);
+  auto between = between_.find(signature);
+  if (mixed == mixed_.end() || between == between_.end()) return 0;
+  return std::max(0.0, mixed->second - between->second);
 }
 
 namespace {
@@ -238,7 +261,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     return absl::InvalidArgumentError(
         fmt::format("{}: needs \"entries\", a list of {{\"signature\", \"us\"}}", path));
   }
-  MeasuredCostModel::Table alone, between;
+  MeasuredCostModel::Table alone, between, mixed;
   const nlohmann::json& entries = (*j)["entries"];
   auto microseconds = [](const nlohmann::json& e, const char* key) -> std::optional<double> {
     auto it = e.find(key);
@@ -264,10 +287,18 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
           "{}: entries[{}]: a \"context\" must be \"{}\", with a non-negative \"alone_us\"", path,
           i, kBetweenConvolutions));
     }
+    if (e.contains("mixed_us")) {
+      std::optional<double> mixed_us = microseconds(e, "mixed_us");
+      if (!mixed_us) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: entries[{}]: \"mixed_us\" must be a non-negative number", path, i));
+      }
+      mixed[signature] = *mixed_us;
+    }
     between[signature] = *us;
     alone[std::move(signature)] = *alone_us;
   }
-  return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between),
+  return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between), std::move(mixed),
                                              std::move(fallback));
 }
 
@@ -319,19 +350,44 @@ FromConvolution all_or_none(const Range& range, Pred pred) {
 // that surely does settles it.
 FromConvolution either(FromConvolution a, FromConvolution b) { return std::max(a, b); }
 
+// Whether e-node `n` hands its readers a convolution's output: a Conv, or
+// an activation of a class of Convs (kMaybe when that class holds others).
+FromConvolution node_convolution_output(const EGraph& egraph, const ENode& n) {
+  auto is_conv = [](const ENode& m) { return tensor::TensorLanguage::op(m.op) == Op::kConv; };
+  if (is_conv(n)) return FromConvolution::kYes;
+  if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty())
+    return all_or_none(egraph.nodes(egraph.find(n.children[0])), is_conv);
+  return FromConvolution::kNo;
+}
+
+// The context of an operator whose non-weight inputs are `inputs`, each a
+// convolution's output or not (or maybe).
+template <typename Range>
+OpContext context_of(const Range& inputs) {
+  OpContext context;
+  int can_be_conv = 0, can_be_plain = 0, count = 0;
+  bool surely_conv = false, surely_plain = false;
+  for (FromConvolution in : inputs) {
+    ++count;
+    context.input = either(context.input, in);
+    can_be_conv += in != FromConvolution::kNo;
+    can_be_plain += in != FromConvolution::kYes;
+    surely_conv |= in == FromConvolution::kYes;
+    surely_plain |= in == FromConvolution::kNo;
+  }
+  context.mixed = surely_conv && surely_plain                         ? FromConvolution::kYes
+                  : count >= 2 && can_be_conv > 0 && can_be_plain > 0 ? FromConvolution::kMaybe
+                                                                      : FromConvolution::kNo;
+  return context;
+}
+
 }  // namespace
 
 FromConvolution convolution_output(const EGraph& egraph, Id id) {
-  auto is_conv = [](const ENode& n) { return tensor::TensorLanguage::op(n.op) == Op::kConv; };
   FromConvolution verdict = FromConvolution::kNo;
   bool first = true;
   for (const ENode& n : egraph.nodes(egraph.find(id))) {
-    FromConvolution node = FromConvolution::kNo;
-    if (is_conv(n)) {
-      node = FromConvolution::kYes;
-    } else if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty()) {
-      node = all_or_none(egraph.nodes(egraph.find(n.children[0])), is_conv);
-    }
+    const FromConvolution node = node_convolution_output(egraph, n);
     verdict = first ? node : verdict == node ? node : FromConvolution::kMaybe;
     first = false;
   }
@@ -339,22 +395,77 @@ FromConvolution convolution_output(const EGraph& egraph, Id id) {
 }
 
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x) {
-  OpContext context;
+  absl::InlinedVector<FromConvolution, 4> inputs;
   for (int in : graph.nodes[x].inputs) {
-    if (!weight_only[in] && is_convolution_output(graph, in)) context.input = FromConvolution::kYes;
+    if (!weight_only[in])
+      inputs.push_back(is_convolution_output(graph, in) ? FromConvolution::kYes
+                                                        : FromConvolution::kNo);
   }
-  return context;
+  return context_of(inputs);
 }
 
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
                        const ENode& node) {
-  OpContext context;
+  absl::InlinedVector<FromConvolution, 4> inputs;
   for (Id child : node.children) {
     const Id c = egraph.find(child);
-    if (!analysis.info(c).weight_only)
-      context.input = either(context.input, convolution_output(egraph, c));
+    if (!analysis.info(c).weight_only) inputs.push_back(convolution_output(egraph, c));
   }
-  return context;
+  return context_of(inputs);
+}
+
+namespace {
+
+// The surcharges of `value`'s readers whose other inputs are convolution
+// outputs, were `value` plain: the largest among a reader class's nodes,
+// summed over the reader classes. An activation that reads `value` passes
+// it on (were `value` a convolution's output, it would be fused into it):
+// its readers count too.
+double readers_surcharge(const CostModel& model, const EGraph& egraph,
+                         const tensor::TensorAnalysis& analysis, Id value, bool through) {
+  absl::flat_hash_set<Id> readers;
+  for (Id p : egraph.eclass(value).parents) readers.insert(egraph.find(p));
+  double total = 0;
+  std::vector<ValueType> inputs;
+  for (Id reader : readers) {
+    if (analysis.info(reader).weight_only) continue;
+    double largest = 0;
+    for (const ENode& r : egraph.nodes(reader)) {
+      const Op op = tensor::TensorLanguage::op(r.op);
+      if (through && fuses_into_convolution(op) && !r.children.empty() &&
+          egraph.find(r.children[0]) == value) {
+        largest = std::max(largest, readers_surcharge(model, egraph, analysis, reader, false));
+        continue;
+      }
+      bool reads_value = false, other_conv = false;
+      inputs.clear();
+      for (Id child : r.children) {
+        const Id c = egraph.find(child);
+        inputs.push_back(analysis.info(c).type);
+        if (c == value) {
+          reads_value = true;
+        } else if (!analysis.info(c).weight_only &&
+                   convolution_output(egraph, c) == FromConvolution::kYes) {
+          other_conv = true;
+        }
+      }
+      if (reads_value && other_conv)
+        largest = std::max(largest, model.mixed_surcharge(op, egraph.attrs().get(r.attrs), inputs));
+    }
+    total += largest;
+  }
+  return total;
+}
+
+}  // namespace
+
+double reorder_penalty(const CostModel& model, const EGraph& egraph,
+                       const tensor::TensorAnalysis& analysis, Id eclass, const ENode& node) {
+  const Id self = egraph.find(eclass);
+  if (node_convolution_output(egraph, node) != FromConvolution::kNo ||
+      convolution_output(egraph, self) == FromConvolution::kNo)
+    return 0;
+  return readers_surcharge(model, egraph, analysis, self, true);
 }
 
 std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,
@@ -367,10 +478,13 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     std::vector<ValueType> inputs;
     inputs.reserve(node.children.size());
     for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
-    const OpContext context =
-        model.uses_context() ? node_context(egraph, analysis, node) : OpContext{};
+    if (!model.uses_context()) {
+      return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
+                             inputs, info.type, OpContext{});
+    }
     return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
-                           inputs, info.type, context);
+                           inputs, info.type, node_context(egraph, analysis, node)) +
+           reorder_penalty(model, egraph, analysis, eclass, node);
   };
 }
 

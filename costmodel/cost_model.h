@@ -45,8 +45,16 @@ enum class FromConvolution : std::uint8_t { kNo, kMaybe, kYes };
 // alone: nothing when fused, its reorders on top when not. Where that is
 // not settled yet (kMaybe), a cost model charges the dearer of the two, so
 // that extraction cannot count on a fusion its own choices undo.
+//
+// An operator whose inputs mix convolution outputs with other values (a
+// Concat of a convolution and a Split's part) runs in the plain layout, and
+// the convolution outputs are reordered into it: `mixed`. Where that depends
+// on extraction's choice (kMaybe), the operator is priced as if its inputs
+// were all convolution outputs and the difference is charged to the choice
+// that causes it (reorder_penalty).
 struct OpContext {
   FromConvolution input = FromConvolution::kNo;  // over its non-weight inputs
+  FromConvolution mixed = FromConvolution::kNo;
 };
 
 class CostModel {
@@ -58,6 +66,12 @@ class CostModel {
                            const tensor::ValueType& output, OpContext context) const = 0;
   // Whether node_cost looks at its context (callers may skip working it out).
   virtual bool uses_context() const { return false; }
+  // What the operator costs beyond its price between convolutions when its
+  // inputs mix convolution outputs with other values (OpContext::mixed).
+  virtual double mixed_surcharge(tensor::Op /*op*/, const Attributes& /*attributes*/,
+                                 std::span<const tensor::ValueType> /*inputs*/) const {
+    return 0;
+  }
 };
 
 // Whether an operator is bookkeeping only (inputs, weights, constants,
@@ -117,23 +131,29 @@ class MeasuredCostModel final : public CostModel {
   using Table = absl::flat_hash_map<std::string, double>;
   // `alone` maps signatures to microseconds when the operator runs alone,
   // `between_convolutions` to microseconds when it reads a convolution's
-  // output (see OpContext; an operator missing there costs its time alone);
-  // `fallback` prices the signatures missing from both.
-  MeasuredCostModel(Table alone, Table between_convolutions, RooflineCostModel fallback)
+  // output (see OpContext; an operator missing there costs its time alone),
+  // `mixed` when its inputs mix convolution outputs with other values (one
+  // missing there costs its time between convolutions); `fallback` prices
+  // the signatures missing from all.
+  MeasuredCostModel(Table alone, Table between_convolutions, Table mixed,
+                    RooflineCostModel fallback)
       : alone_(std::move(alone)),
         between_(std::move(between_convolutions)),
+        mixed_(std::move(mixed)),
         fallback_(std::move(fallback)) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
                    OpContext context) const override;
   bool uses_context() const override { return !between_.empty(); }
+  double mixed_surcharge(tensor::Op op, const Attributes& attributes,
+                         std::span<const tensor::ValueType> inputs) const override;
   std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
 
  private:
-  Table alone_, between_;
+  Table alone_, between_, mixed_;
   RooflineCostModel fallback_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
@@ -143,8 +163,9 @@ inline constexpr std::string_view kBetweenConvolutions = "between convolutions";
 
 // Reads a measured table: {"device": ..., "entries": [{"signature": ..., "us": ...}, ...]}.
 // An entry with "context": "between convolutions" holds in "us" the
-// operator's cost when it reads a convolution's output, and its time alone
-// in "alone_us".
+// operator's cost when it reads a convolution's output, its time alone in
+// "alone_us" and, optionally, its cost when its inputs mix convolution
+// outputs with other values in "mixed_us".
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback);
 
@@ -182,6 +203,13 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
 // a convolution's output, else kMaybe when one may be.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
                        const ENode& node);
+// What choosing `node`, which is not a convolution's output, for class
+// `eclass`, which also holds one, costs its readers: each reader whose other
+// inputs are convolution outputs then runs mixed (OpContext) instead of
+// between convolutions. The largest difference among a reader class's nodes
+// counts, summed over the reader classes.
+double reorder_penalty(const CostModel& model, const EGraph& egraph,
+                       const tensor::TensorAnalysis& analysis, Id eclass, const ENode& node);
 
 struct EGraphCostOptions {
   bool weight_only_free = true;  // weight-only classes are computed at load time: cost 0

@@ -181,6 +181,71 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   EXPECT_EQ(m->fallbacks(), 0u);
 }
 
+TEST(CostModel, MixedInputsCostTheReordersAndTheChoiceThatMixesThemPays) {
+  // Concat(Conv(x), Relu(Conv'(x))) and the same with a plain input z.
+  GraphBuilder b("mixed");
+  Value x = b.input("x", {1, 3, 8, 8});
+  Value z = b.input("z", {1, 8, 6, 6});
+  Value c1 = b.conv(x, b.weight("w1", {8, 3, 3, 3}));
+  Value c2 = b.conv(x, b.weight("w2", {8, 3, 3, 3}));
+  Value relu = b.relu(c2);
+  b.output(b.concat({c1, relu}, 1), "y");
+  b.output(b.concat({c1, z}, 1), "m");
+  Graph g = *b.build();
+  const std::vector<ValueType> conv_in{F({1, 3, 8, 8}), F({8, 3, 3, 3})};
+  const std::vector<ValueType> concat_in{F({1, 8, 6, 6}), F({1, 8, 6, 6})};
+  const Attributes& concat_attrs = g.nodes[g.outputs[0].node].attributes;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("saturn_mixed_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  ASSERT_TRUE(write_text_file(
+                  path, fmt::format(
+                            R"({{"entries": [
+                {{"signature": "{}", "us": 40}},
+                {{"signature": "{}", "us": 0, "context": "between convolutions", "alone_us": 5}},
+                {{"signature": "{}", "us": 10, "context": "between convolutions", "alone_us": 12,
+                  "mixed_us": 30}}]}})",
+                            op_signature(Op::kConv, g.nodes[c1.node].attributes, conv_in),
+                            op_signature(Op::kRelu, {}, std::vector<ValueType>{F({1, 8, 6, 6})}),
+                            op_signature(Op::kConcat, concat_attrs, concat_in)))
+                  .ok());
+  auto loaded = load_measured_cost_model(path, RooflineCostModel(toy_profile()));
+  std::filesystem::remove(path);
+  ASSERT_TRUE(loaded.ok()) << message(loaded.status());
+  const MeasuredCostModel& m = **loaded;
+  EXPECT_EQ(m.mixed_surcharge(Op::kConcat, concat_attrs, concat_in), 20.0);
+
+  // In a graph the context is known: the Concat of two convolutions (one
+  // through its fused Relu) costs 10 us, the one with a plain input 30 us.
+  const std::vector<bool> weight_only = weight_only_nodes(g);
+  EXPECT_EQ(node_context(g, weight_only, g.outputs[0].node).mixed, FromConvolution::kNo);
+  EXPECT_EQ(node_context(g, weight_only, g.outputs[1].node).mixed, FromConvolution::kYes);
+  EXPECT_EQ(*graph_cost(m, g), 40 + 40 + 0 + 10 + 30);
+
+  // In the e-graph, once Conv'(x)'s class also holds z, extraction may make
+  // either Concat mixed or neither: each is priced between convolutions, and
+  // choosing z for that class pays both differences (the first through the
+  // Relu that would be fused).
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  auto cost = egraph_cost_function(m, egraph, shapes);
+  const Id y = ids[g.outputs[0].node], conv2 = ids[c2.node];
+  const ENode concat_node = egraph.nodes(y)[0];
+  const ENode conv2_node = egraph.nodes(conv2)[0];
+  const ENode z_node = egraph.nodes(ids[z.node])[0];
+  EXPECT_EQ(cost(y, concat_node), 10.0);
+  egraph.merge(conv2, ids[z.node]);
+  egraph.rebuild();
+  EXPECT_EQ(node_context(egraph, shapes, concat_node).mixed, FromConvolution::kMaybe);
+  EXPECT_EQ(cost(y, concat_node), 10.0);
+  EXPECT_EQ(cost(ids[g.outputs[1].node], egraph.nodes(ids[g.outputs[1].node])[0]), 10.0);
+  EXPECT_EQ(cost(conv2, conv2_node), 40.0);
+  EXPECT_EQ(cost(conv2, z_node), 20.0 + 20.0);
+  EXPECT_EQ(m.fallbacks(), 0u);
+}
+
 TEST(CostModel, MeasuredEntryContextErrors) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("saturn_context_bad_" + std::to_string(::getpid()) + ".json"))
@@ -194,6 +259,14 @@ TEST(CostModel, MeasuredEntryContextErrors) {
               std::string_view::npos)
         << entry;
   }
+  ASSERT_TRUE(write_text_file(path, R"j({"entries": [{"signature": "Concat{axis=1}(float32[2])",
+      "us": 1, "context": "between convolutions", "alone_us": 2, "mixed_us": -3
+}]
+})j")
+                  .ok());
+  EXPECT_NE(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status())
+                .find("entries[0]: \"mixed_us\" must be a non-negative number"),
+            std::string_view::npos);
   std::filesystem::remove(path);
 }
 

@@ -41,8 +41,8 @@ struct SplitCase {
 
 TEST(Calibration, AloneTheOperatorReadsFreshInputs) {
   SplitCase c;
-  std::optional<Graph> g =
-      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.opsets, false);
+  std::optional<Graph> g = timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split",
+                                        c.opsets, Placement::kAlone);
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE(tensor::infer_types(*g).ok());
   EXPECT_EQ(count(*g, Op::kConv), 0);
@@ -54,8 +54,8 @@ TEST(Calibration, AloneTheOperatorReadsFreshInputs) {
 
 TEST(Calibration, BetweenConvolutionsTheOperatorSitsInAChain) {
   SplitCase c;
-  std::optional<Graph> g =
-      timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split", c.opsets, true);
+  std::optional<Graph> g = timing_model(Op::kSplit, c.attributes, c.in, {false}, c.out, "split",
+                                        c.opsets, Placement::kBetweenConvolutions);
   ASSERT_TRUE(g.has_value());
   absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(*g);
   ASSERT_TRUE(types.ok()) << types.status();
@@ -75,13 +75,37 @@ TEST(Calibration, BetweenConvolutionsTheOperatorSitsInAChain) {
 TEST(Calibration, WeightsStayWeightsBetweenConvolutions) {
   // A weight operand is not an activation: no convolution feeds it.
   const Attributes a = *tensor::normalize_attributes(Op::kAdd, {});
-  std::optional<Graph> g =
-      timing_model(Op::kAdd, a, std::vector<ValueType>{F({1, 16, 8, 8}), F({1, 16, 8, 8})},
-                   {false, true}, F({1, 16, 8, 8}), "add", tensor::Opsets{}, true);
+  std::optional<Graph> g = timing_model(
+      Op::kAdd, a, std::vector<ValueType>{F({1, 16, 8, 8}), F({1, 16, 8, 8})}, {false, true},
+      F({1, 16, 8, 8}), "add", tensor::Opsets{}, Placement::kBetweenConvolutions);
   ASSERT_TRUE(g.has_value());
   ASSERT_TRUE(tensor::infer_types(*g).ok());
   EXPECT_EQ(count(*g, Op::kConv), 2);    // one before the activation input, one after the output
   EXPECT_EQ(count(*g, Op::kWeight), 3);  // the operand and the two context kernels
+}
+
+TEST(Calibration, MixedTheFirstActivationStaysPlain) {
+  // A Concat of a weight-free plain input and convolution outputs, as when a
+  // Split's part meets the other branches of an Inception block.
+  const Attributes a = *tensor::normalize_attributes(Op::kConcat, {{"axis", std::int64_t{1}}});
+  const std::vector<ValueType> in = {F({1, 16, 8, 8}), F({1, 8, 8, 8}), F({1, 8, 8, 8})};
+  std::optional<Graph> g = timing_model(Op::kConcat, a, in, {false, false, false}, F({1, 32, 8, 8}),
+                                        "concat", tensor::Opsets{}, Placement::kMixed);
+  ASSERT_TRUE(g.has_value());
+  absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(*g);
+  ASSERT_TRUE(types.ok()) << types.status();
+  // Convolutions before the second and third inputs and after the output.
+  EXPECT_EQ(count(*g, Op::kConv), 3);
+  std::vector<ValueType> inputs;
+  for (int i = 0; i < g->size(); ++i)
+    if (g->nodes[i].op == Op::kInput) inputs.push_back((*types)[i]);
+  EXPECT_EQ(inputs.size(), 3u);
+  EXPECT_NE(std::find(inputs.begin(), inputs.end(), F({1, 16, 8, 8})), inputs.end());
+
+  // One activation input cannot be mixed.
+  EXPECT_FALSE(timing_model(Op::kConcat, a, in, {false, true, true}, F({1, 32, 8, 8}), "concat",
+                            tensor::Opsets{}, Placement::kMixed)
+                   .has_value());
 }
 
 TEST(Calibration, ReordersTheOperatorForcesAreItsCost) {

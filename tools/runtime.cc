@@ -120,7 +120,7 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
                                   std::span<const tensor::ValueType> in,
                                   const std::vector<bool>& in_weight, const tensor::ValueType& out,
                                   std::string name, const tensor::Opsets& opsets,
-                                  bool between_convolutions) {
+                                  Placement placement) {
   // An opaque node whose subgraphs read enclosing values cannot stand alone.
   if (attributes.get_int("explicit_inputs").has_value()) return std::nullopt;
   Graph g;
@@ -137,13 +137,22 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
     g.nodes.push_back(Node{Op::kConv, *std::move(a), {x, w}, fmt::format("ctx_conv{}", g.size())});
     return g.size() - 1;
   };
+  const bool between_convolutions = placement != Placement::kAlone;
+  // The activation input left plain (kMixed), or none.
+  std::optional<std::size_t> plain;
+  int activations = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (in_weight[k] || !is_image(in[k])) continue;
+    if (activations++ == 0 && placement == Placement::kMixed) plain = k;
+  }
+  if (placement == Placement::kMixed && activations < 2) return std::nullopt;
   Node copy{op, attributes, {}, "y"};
   for (std::size_t k = 0; k < in.size(); ++k) {
     const tensor::ValueType& t = in[k];
     if (t.is_tuple || t.tensor().dtype == tensor::DType::kOther || !t.tensor().is_static())
       return std::nullopt;
     const tensor::Dims& d = t.tensor().dims;
-    if (between_convolutions && !in_weight[k] && is_image(t)) {
+    if (between_convolutions && !in_weight[k] && is_image(t) && plain != k) {
       const int x = leaf(Op::kInput, fmt::format("ctx_in{}", k), {d[0], 4, d[2], d[3]},
                          tensor::DType::kFloat32);
       const int w =
@@ -309,7 +318,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
                           {"method", kMethod},
                           {"attribution", kAttribution},
                           {"entries", nlohmann::json::array()}};
-  std::set<std::string> known, known_between;  // timed; timed between convolutions too
+  // Timed; timed between convolutions too; timed mixed too.
+  std::set<std::string> known, known_between, known_mixed;
   CalibrationStats stats;
   if (fs::exists(table_path)) {
     absl::StatusOr<std::unique_ptr<MeasuredCostModel>> check =
@@ -329,6 +339,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         }
         known.insert(e["signature"].get<std::string>());
         if (between) known_between.insert(e["signature"].get<std::string>());
+        if (e.contains("mixed_us")) known_mixed.insert(e["signature"].get<std::string>());
         table["entries"].push_back(std::move(e));
       }
       if (old.contains("device")) table["device"] = old["device"];
@@ -341,7 +352,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   TempDir dir;
   if (absl::Status s = dir.status(); !s.ok()) return s;
   // Each distinct operator signature of the models, in the order first met;
-  // `after_conv`: some occurrence reads a convolution's output.
+  // `after_conv`: some occurrence reads a convolution's output; `mixed`:
+  // some occurrence's inputs may mix convolution outputs with other values.
   struct Occurrence {
     Op op;
     Attributes attributes;
@@ -350,36 +362,39 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     tensor::ValueType out;
     bool after_conv = false;
     const tensor::Opsets* opsets = nullptr;  // of the model it comes from
+    bool mixed = false;
   };
   std::vector<std::string> order;
   std::map<std::string, Occurrence> occurrences;
   auto add = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
-                 const std::vector<bool>& in_weight, const tensor::ValueType& out, bool after_conv,
-                 const tensor::Opsets& opsets) {
+                 const std::vector<bool>& in_weight, const tensor::ValueType& out,
+                 OpContext context, const tensor::Opsets& opsets) {
     std::string signature = op_signature(op, attributes, in);
     auto [it, fresh] = occurrences.try_emplace(signature);
     if (fresh) {
       it->second =
-          Occurrence{op, attributes, {in.begin(), in.end()}, in_weight, out, after_conv, &opsets};
+          Occurrence{op, attributes, {in.begin(), in.end()}, in_weight, out, false, &opsets};
       order.push_back(std::move(signature));
     }
-    it->second.after_conv = it->second.after_conv || after_conv;
+    it->second.after_conv |= context.input != FromConvolution::kNo;
+    it->second.mixed |= context.mixed != FromConvolution::kNo;
   };
+  const OpContext after_conv{.input = FromConvolution::kYes};
   // The activations fused into a convolution somewhere: the rules can fuse
   // them into every convolution (fuse-conv-relu), so each is timed after
   // every convolution too.
   std::set<Op> fused_kinds;
   auto consider = [&](Op op, const Attributes& attributes, std::span<const tensor::ValueType> in,
                       const std::vector<bool>& in_weight, const tensor::ValueType& out,
-                      bool after_conv, const Graph& model) {
-    if (fuses_into_convolution(op) && after_conv) fused_kinds.insert(op);
+                      OpContext context, const Graph& model) {
+    if (fuses_into_convolution(op) && context.input != FromConvolution::kNo) fused_kinds.insert(op);
     std::optional<FusedActivation> fused = fused_activation(op, attributes);
-    if (!fused) return add(op, attributes, in, in_weight, out, after_conv, model.opsets);
+    if (!fused) return add(op, attributes, in, in_weight, out, context, model.opsets);
     // Priced as the Conv and the activation after it (see fused_activation).
     fused_kinds.insert(fused->activation);
-    add(Op::kConv, fused->conv, in, in_weight, out, after_conv, model.opsets);
+    add(Op::kConv, fused->conv, in, in_weight, out, context, model.opsets);
     const std::array<tensor::ValueType, 1> conv_output{out};
-    add(fused->activation, {}, conv_output, {false}, out, true, model.opsets);
+    add(fused->activation, {}, conv_output, {false}, out, after_conv, model.opsets);
   };
 
   // The rules that explore each model's rewrites, loaded once.
@@ -406,8 +421,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         in.push_back((*types)[x]);
         in_weight.push_back(weight_only[x]);
       }
-      consider(n.op, n.attributes, in, in_weight, (*types)[i],
-               node_context(*graph, weight_only, i).input != FromConvolution::kNo, *graph);
+      consider(n.op, n.attributes, in, in_weight, (*types)[i], node_context(*graph, weight_only, i),
+               *graph);
     }
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
@@ -435,7 +450,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
           in_weight.push_back(child.weight_only);
         }
         consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type,
-                 node_context(egraph, shapes, e).input != FromConvolution::kNo, *graph);
+                 node_context(egraph, shapes, e), *graph);
       }
     }
   }
@@ -445,14 +460,15 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     const Occurrence& conv = occurrences.at(order[i]);
     if (conv.op != Op::kConv) continue;
     const std::array<tensor::ValueType, 1> conv_output{conv.out};
-    for (Op kind : fused_kinds) add(kind, {}, conv_output, {false}, conv.out, true, *conv.opsets);
+    for (Op kind : fused_kinds)
+      add(kind, {}, conv_output, {false}, conv.out, after_conv, *conv.opsets);
   }
   // What to time: every signature not in the table, and those the table
   // holds timed alone that now read a convolution's output.
   struct Timing {
     std::string signature;
-    int alone = -1, between = -1;       // indices into `files`
-    std::vector<tensor::Dims> in, out;  // its 4-D activations
+    int alone = -1, between = -1, mixed = -1;  // indices into `files`
+    std::vector<tensor::Dims> in, out;         // its 4-D activations
   };
   std::vector<std::string> files;
   std::vector<Timing> timings;
@@ -471,25 +487,27 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     for (std::size_t k = 0; k < o.in.size(); ++k)
       if (!o.in_weight[k] && is_image(o.in[k])) t.in.push_back(o.in[k].tensor().dims);
     const bool between = o.after_conv && o.op != Op::kConv && !t.in.empty();
-    if (known.contains(signature) && (!between || known_between.contains(signature))) {
+    const bool mixed = between && o.mixed && t.in.size() >= 2;
+    if (known.contains(signature) && (!between || known_between.contains(signature)) &&
+        (!mixed || known_mixed.contains(signature))) {
       ++stats.cached;
       continue;
     }
-    auto model = [&](bool between_convolutions) {
+    auto model = [&](Placement placement) {
       return write_model(timing_model(o.op, o.attributes, o.in, o.in_weight, o.out,
-                                      fmt::format("op{}", files.size()), *o.opsets,
-                                      between_convolutions));
+                                      fmt::format("op{}", files.size()), *o.opsets, placement));
     };
-    t.alone = model(false);
+    t.alone = model(Placement::kAlone);
     if (t.alone < 0) {
       ++stats.skipped;
       continue;
     }
     if (between) {
-      t.between = model(true);
+      t.between = model(Placement::kBetweenConvolutions);
       for (const tensor::TensorType& part : o.out.parts)
         if (is_image(part)) t.out.push_back(part.dims);
     }
+    if (mixed) t.mixed = model(Placement::kMixed);
     if (known.contains(signature)) retimed.insert(signature);
     timings.push_back(std::move(t));
   }
@@ -524,6 +542,15 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
           if (std::optional<double> us = cost_between_convolutions(
                   models[t.between].value("kernels", nlohmann::json::array()), t.in, t.out))
             entry["us"] = *us;
+        }
+        // Mixed: the plain input may be reordered into the blocked layout
+        // instead, so reorders of an input's shape count both ways.
+        std::vector<tensor::Dims> either_way = t.out;
+        either_way.insert(either_way.end(), t.in.begin(), t.in.end());
+        if (ran(t.mixed)) {
+          if (std::optional<double> us = cost_between_convolutions(
+                  models[t.mixed].value("kernels", nlohmann::json::array()), t.in, either_way))
+            entry["mixed_us"] = *us;
         }
       }
       table["entries"].push_back(std::move(entry));

@@ -112,7 +112,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph
 // nothing when a single operator cannot stand alone; written for `opsets`
 // (those of the model the operator comes from).
 //
-// Between convolutions (`between_convolutions`), each 4-D float input that
+// Between convolutions (`kBetweenConvolutions`), each 4-D float input that
 // is not a weight comes from a 1x1 convolution of a 4-channel input, and
 // each 4-D float output goes into a 1x1 convolution to 8 channels strided
 // down to one pixel. Onnxruntime then runs the operator as in a
@@ -122,11 +122,19 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph
 // cover, such as a channel Split). The context's own nodes are
 // convolutions, and the edges of the chain are tiny: a 4-channel input is
 // read as it is, and the last reorders move 8 values.
+//
+// Mixed (`kMixed`, for an operator with two 4-D float activation inputs or
+// more): the first of them is a plain input and the others come from
+// convolutions, as when a Concat gathers a convolution and a Split's part.
+// Onnxruntime then runs the operator in the plain layout and reorders the
+// convolutions' outputs into it. Nothing when the operator has fewer such
+// inputs.
+enum class Placement : std::uint8_t { kAlone, kBetweenConvolutions, kMixed };
 std::optional<tensor::Graph> timing_model(tensor::Op op, const Attributes& attributes,
                                           std::span<const tensor::ValueType> in,
                                           const std::vector<bool>& in_weight,
                                           const tensor::ValueType& out, std::string name,
-                                          const tensor::Opsets& opsets, bool between_convolutions);
+                                          const tensor::Opsets& opsets, Placement placement);
 
 // An operator's cost from the harness's kernels for its model between
 // convolutions (see timing_model; each kernel: "op", "input" and "output"
