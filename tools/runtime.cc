@@ -463,8 +463,9 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     for (Op kind : fused_kinds)
       add(kind, {}, conv_output, {false}, conv.out, after_conv, *conv.opsets);
   }
-  // What to time: every signature not in the table, and those the table
-  // holds timed alone that now read a convolution's output.
+  // What to time: every signature not in the table, those the table holds
+  // timed alone that now read a convolution's output, and those it holds
+  // without a mixed time whose inputs may now be mixed.
   struct Timing {
     std::string signature;
     int alone = -1, between = -1, mixed = -1;  // indices into `files`
