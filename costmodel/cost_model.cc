@@ -365,18 +365,17 @@ FromConvolution node_convolution_output(const EGraph& egraph, const ENode& n) {
 template <typename Range>
 OpContext context_of(const Range& inputs) {
   OpContext context;
-  int can_be_conv = 0, can_be_plain = 0, count = 0;
-  bool surely_conv = false, surely_plain = false;
+  bool can_be_conv = false, can_be_plain = false, surely_conv = false, surely_plain = false;
   for (FromConvolution in : inputs) {
-    ++count;
     context.input = either(context.input, in);
-    can_be_conv += in != FromConvolution::kNo;
-    can_be_plain += in != FromConvolution::kYes;
+    can_be_conv |= in != FromConvolution::kNo;
+    can_be_plain |= in != FromConvolution::kYes;
     surely_conv |= in == FromConvolution::kYes;
     surely_plain |= in == FromConvolution::kNo;
   }
+  // One input alone cannot be mixed, whatever it turns out to be.
   context.mixed = surely_conv && surely_plain                         ? FromConvolution::kYes
-                  : count >= 2 && can_be_conv > 0 && can_be_plain > 0 ? FromConvolution::kMaybe
+                  : inputs.size() >= 2 && can_be_conv && can_be_plain ? FromConvolution::kMaybe
                                                                       : FromConvolution::kNo;
   return context;
 }

@@ -544,11 +544,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
                   models[t.between].value("kernels", nlohmann::json::array()), t.in, t.out))
             entry["us"] = *us;
         }
-        // Mixed: the plain input may be reordered into the blocked layout
-        // instead, so reorders of an input's shape count both ways.
-        std::vector<tensor::Dims> either_way = t.out;
-        either_way.insert(either_way.end(), t.in.begin(), t.in.end());
         if (ran(t.mixed)) {
+          // The plain input may be reordered into the blocked layout
+          // instead, so reorders of an input's shape count both ways.
+          std::vector<tensor::Dims> either_way = t.out;
+          either_way.insert(either_way.end(), t.in.begin(), t.in.end());
           if (std::optional<double> us = cost_between_convolutions(
                   models[t.mixed].value("kernels", nlohmann::json::array()), t.in, either_way))
             entry["mixed_us"] = *us;
