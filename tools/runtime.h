@@ -101,6 +101,16 @@ struct CalibrationOptions {
   // its e-graph grown (greedily) to this many e-nodes. 0: the model's own
   // operators only.
   std::size_t explore_nodes = 2000;
+  // Every model is timed this many times, in passes over all of them, and
+  // its fastest pass is kept. The machine's speed drifts, at times by 1.5x
+  // for seconds to minutes: in one pass over Inception-v3's 1x1
+  // convolutions, four of nineteen took 1.5x their neighbours' time per
+  // channel, and a search exploits exactly such entries (three convolutions
+  // priced high and their merge low make a merge that runs slower).
+  int passes = 3;
+  // Time every signature of the models again, also those in the table, so
+  // that the entries a search compares come from one sitting.
+  bool refresh = false;
 };
 
 absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph*>& graphs,

@@ -76,13 +76,14 @@ constexpr std::string_view kUsage = R"(usage:
                                      run both in onnxruntime (CPU, all graph optimizations) on the same
                                      seeded inputs: compare every output, time them (median, A/B alternating);
                                      exit 1 on a mismatch
-  saturn calibrate MODEL... -o COSTS.json [--runs N] [--explore N] [--threads T]
+  saturn calibrate MODEL... -o COSTS.json [--runs N] [--passes P] [--refresh] [--explore N] [--threads T]
                                      time each distinct operator signature in onnxruntime (its kernel
                                      time), also those the rules reach in an e-graph of N e-nodes
                                      (default 2000; 0: the models' own); an operator that reads a
                                      convolution is also timed between convolutions, the layout reorders
                                      it causes included; writes (or extends) the table for
-                                     --cost measured:COSTS.json
+                                     --cost measured:COSTS.json; each model is timed in P passes (default
+                                     3) and its fastest kept; --refresh times the table's entries again
   saturn env                         serve the search environment: JSON requests on stdin, one per line
 Exit codes: 0 success; 1 an error (bad input, failed verification); 2 bad usage.
 )";
@@ -456,6 +457,10 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
         out = args[++i];
       else if (args[i] == "--explore" && i + 1 < args.size())
         options.explore_nodes = flag_value<decltype(options.explore_nodes)>("--explore", args[++i]);
+      else if (args[i] == "--passes" && i + 1 < args.size())
+        options.passes = flag_value<decltype(options.passes)>("--passes", args[++i]);
+      else if (args[i] == "--refresh")
+        options.refresh = true;
       else if (args[i].starts_with("-")) {
         if (!runtime_option(args, i, options.runtime, json))
           return usage_error("calibrate", "unexpected '" + args[i] + "'");
