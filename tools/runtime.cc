@@ -540,12 +540,12 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     if (known.contains(signature)) retimed.insert(signature);
     timings.push_back(std::move(t));
   }
-  if (!retimed.empty()) {  // timed alone before: timed again
+  if (!retimed.empty()) {  // timed alone before (or --refresh): timed again
     nlohmann::json kept = nlohmann::json::array();
     for (nlohmann::json& e : table["entries"])
       if (!retimed.contains(e["signature"].get<std::string>())) kept.push_back(std::move(e));
     table["entries"] = std::move(kept);
-    stats.stale += retimed.size();
+    if (!options.refresh) stats.stale += retimed.size();
   }
   if (!files.empty()) {
     absl::StatusOr<nlohmann::json> timed = time_models_fastest(files, options);
