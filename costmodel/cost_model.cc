@@ -477,13 +477,11 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     std::vector<ValueType> inputs;
     inputs.reserve(node.children.size());
     for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
-    if (!model.uses_context()) {
-      return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
-                             inputs, info.type, OpContext{});
-    }
-    return model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs),
-                           inputs, info.type, node_context(egraph, analysis, node)) +
-           reorder_penalty(model, egraph, analysis, eclass, node);
+    const bool in_context = model.uses_context();
+    const double cost =
+        model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs), inputs,
+                        info.type, in_context ? node_context(egraph, analysis, node) : OpContext{});
+    return in_context ? cost + reorder_penalty(model, egraph, analysis, eclass, node) : cost;
   };
 }
 

@@ -115,14 +115,20 @@ absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files
   return out;
 }
 
+// A model's kernel time as time_models reports it; nothing where onnxruntime
+// could not run the model.
+std::optional<double> kernel_us(const nlohmann::json& model) {
+  auto it = model.find("kernel_us");
+  if (it == model.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 // Times `files` in `options.passes` passes (see CalibrationOptions::passes)
 // and keeps, per file, the result of the pass whose kernels took least.
 absl::StatusOr<nlohmann::json> time_models_fastest(const std::vector<std::string>& files,
                                                    const CalibrationOptions& options) {
-  auto kernel_us = [](const nlohmann::json& m) {
-    return m.contains("kernel_us") && m["kernel_us"].is_number()
-               ? m["kernel_us"].get<double>()
-               : std::numeric_limits<double>::infinity();
+  auto slowness = [](const nlohmann::json& m) {
+    return kernel_us(m).value_or(std::numeric_limits<double>::infinity());
   };
   nlohmann::json fastest;
   for (int pass = 0; pass < options.passes; ++pass) {
@@ -133,7 +139,7 @@ absl::StatusOr<nlohmann::json> time_models_fastest(const std::vector<std::string
       continue;
     }
     for (std::size_t k = 0; k < files.size(); ++k) {
-      if (kernel_us((*timed)[k]) < kernel_us(fastest[k])) fastest[k] = std::move((*timed)[k]);
+      if (slowness((*timed)[k]) < slowness(fastest[k])) fastest[k] = std::move((*timed)[k]);
     }
   }
   return fastest;
@@ -553,14 +559,14 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     const nlohmann::json& models = *timed;
     auto ran = [&](int k) {
       return k >= 0 && static_cast<std::size_t>(k) < models.size() &&
-             models[k].contains("kernel_us") && models[k]["kernel_us"].is_number();
+             kernel_us(models[k]).has_value();
     };
     for (const Timing& t : timings) {
       if (!ran(t.alone)) {
         ++stats.skipped;  // onnxruntime could not run it
         continue;
       }
-      const double alone = models[t.alone]["kernel_us"].get<double>();
+      const double alone = *kernel_us(models[t.alone]);
       nlohmann::json entry = {{"signature", t.signature}, {"us", alone}};
       if (t.between >= 0) {
         // The cost inside a convolutional network (nothing when onnxruntime
