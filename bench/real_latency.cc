@@ -148,8 +148,12 @@ int main(int argc, char** argv) {
   absl::StatusOr<cli::CalibrationStats> cal = cli::calibrate(graphs, args->costs, calibration);
   if (!cal.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cal.status())), 1;
   fmt::print(
-      "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n\n",
+      "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
+  if (cal->measured > 0)
+    fmt::print("profiler correction: each kernel's time less {:.2f} us, at least {:.2f} us\n",
+               cal->correction.excess_us, cal->correction.floor_us);
+  fmt::print("\n");
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
       cost_model_by_name("measured:" + args->costs);
   if (!cost.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cost.status())), 1;

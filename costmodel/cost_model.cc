@@ -1,7 +1,6 @@
 #include "costmodel/cost_model.h"
 
 #include <algorithm>
-#include <array>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
@@ -141,11 +140,17 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {
   if (is_free_operator(op)) return 0;
-  if (std::optional<FusedActivation> fused = fused_activation(op, a)) {
-    const std::array<ValueType, 1> activation_input{output};
-    return node_cost(Op::kConv, fused->conv, inputs, output, context) +
-           node_cost(fused->activation, {}, activation_input, output,
-                     {.input = FromConvolution::kYes});
+  if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
+    double total = 0;
+    std::vector<ValueType> part_inputs;
+    for (const OpPart& part : parts) {
+      part_inputs.clear();
+      for (int i : part.inputs) part_inputs.push_back(i == kPreviousPart ? output : inputs[i]);
+      total +=
+          node_cost(part.op, part.attributes, part_inputs, output,
+                    part.reads_convolution ? OpContext{.input = FromConvolution::kYes} : context);
+    }
+    return total;
   }
   const std::string signature = op_signature(op, a, inputs);
   auto mixed = context.mixed == FromConvolution::kNo ? mixed_.end() : mixed_.find(signature);
@@ -302,20 +307,33 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
                                              std::move(fallback));
 }
 
-std::optional<FusedActivation> fused_activation(Op op, const Attributes& attributes) {
-  if (op != Op::kConv) return std::nullopt;
-  const std::string* name = attributes.get_string("activation");
-  if (name == nullptr || *name == "none") return std::nullopt;
-  FusedActivation f{attributes, Op::kRelu};
-  if (*name == "sigmoid") {
-    f.activation = Op::kSigmoid;
-  } else if (*name == "tanh") {
-    f.activation = Op::kTanh;
-  } else if (*name != "relu") {
-    return std::nullopt;  // not an activation type inference accepts
+std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::size_t num_inputs) {
+  std::vector<OpPart> parts;
+  if (op == Op::kConv) {
+    const std::string* name = attributes.get_string("activation");
+    if (name == nullptr || *name == "none") return parts;
+    Op activation = Op::kRelu;
+    if (*name == "sigmoid") {
+      activation = Op::kSigmoid;
+    } else if (*name == "tanh") {
+      activation = Op::kTanh;
+    } else if (*name != "relu") {
+      return parts;  // not an activation type inference accepts
+    }
+    Attributes conv = attributes;
+    conv.set("activation", std::string("none"));
+    std::vector<int> inputs(num_inputs);
+    for (std::size_t i = 0; i < num_inputs; ++i) inputs[i] = static_cast<int>(i);
+    parts.push_back({Op::kConv, std::move(conv), std::move(inputs)});
+    parts.push_back({activation, {}, {kPreviousPart}, /*reads_convolution=*/true});
+  } else if (op == Op::kGemm && num_inputs == 3 && attributes.get_int("transA").value_or(0) == 0 &&
+             attributes.get_int("transB").value_or(0) == 0 &&
+             attributes.get_float("alpha").value_or(1) == 1 &&
+             attributes.get_float("beta").value_or(1) == 1) {
+    parts.push_back({Op::kMatMul, {}, {0, 1}});
+    parts.push_back({Op::kAdd, {}, {kPreviousPart, 2}});
   }
-  f.conv.set("activation", std::string("none"));
-  return f;
+  return parts;
 }
 
 bool fuses_into_convolution(Op op) {

@@ -175,16 +175,28 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
 // it has no entry).
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
 
-// A convolution with a fused activation (saturn's Conv{activation=relu}) is
-// written out as the Conv and the activation after it, which onnxruntime
-// fuses again: the same model as the unfused spelling. A measured table
-// prices it as those two (the activation between convolutions), so that both
-// spellings cost the same rather than two measurements' noise apart.
-struct FusedActivation {
-  Attributes conv;  // the Conv's attributes with activation=none
-  tensor::Op activation;
+// Spellings that onnxruntime runs as the same kernels as another, plainer
+// one. A measured table prices them as that spelling's parts, so that both
+// cost the same rather than two measurements' noise apart:
+//   Conv{activation=A}(x, w...) as A(Conv(x, w...)): the Conv is written out
+//     with the activation after it, which onnxruntime fuses again;
+//   Gemm(a, b, c) (no transposes, alpha = beta = 1) as Add(MatMul(a, b), c):
+//     onnxruntime fuses a product and the one sum that reads it into a Gemm
+//     (its MatMulAddFusion), so the model's MatMul and Add already run as one.
+// Every part's result has the operator's result type.
+struct OpPart {
+  tensor::Op op;
+  Attributes attributes;
+  // The part's inputs: indices into the operator's inputs, or kPreviousPart.
+  std::vector<int> inputs;
+  // Whether it reads a convolution's output (an activation fused into it);
+  // otherwise it has the operator's context.
+  bool reads_convolution = false;
 };
-std::optional<FusedActivation> fused_activation(tensor::Op op, const Attributes& attributes);
+inline constexpr int kPreviousPart = -1;
+// The parts `op` is priced as, or nothing when it is priced as itself.
+std::vector<OpPart> priced_as_parts(tensor::Op op, const Attributes& attributes,
+                                    std::size_t num_inputs);
 
 // Whether onnxruntime fuses `op` into the convolution whose output it reads
 // (an activation: Relu, Sigmoid, Tanh, Clip).
