@@ -1,6 +1,7 @@
 #include "costmodel/cost_model.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
@@ -142,12 +143,9 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
   if (is_free_operator(op)) return 0;
   if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
     double total = 0;
-    std::vector<ValueType> part_inputs;
     for (const OpPart& part : parts) {
-      part_inputs.clear();
-      for (int i : part.inputs) part_inputs.push_back(i == kPreviousPart ? output : inputs[i]);
       total +=
-          node_cost(part.op, part.attributes, part_inputs, output,
+          node_cost(part.op, part.attributes, part_input_types(part, inputs, output), output,
                     part.reads_convolution ? OpContext{.input = FromConvolution::kYes} : context);
     }
     return total;
@@ -323,7 +321,7 @@ std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::si
     Attributes conv = attributes;
     conv.set("activation", std::string("none"));
     std::vector<int> inputs(num_inputs);
-    for (std::size_t i = 0; i < num_inputs; ++i) inputs[i] = static_cast<int>(i);
+    std::iota(inputs.begin(), inputs.end(), 0);
     parts.push_back({Op::kConv, std::move(conv), std::move(inputs)});
     parts.push_back({activation, {}, {kPreviousPart}, /*reads_convolution=*/true});
   } else if (op == Op::kGemm && num_inputs == 3 && attributes.get_int("transA").value_or(0) == 0 &&
@@ -334,6 +332,14 @@ std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::si
     parts.push_back({Op::kAdd, {}, {kPreviousPart, 2}});
   }
   return parts;
+}
+
+std::vector<ValueType> part_input_types(const OpPart& part, std::span<const ValueType> inputs,
+                                        const ValueType& output) {
+  std::vector<ValueType> types;
+  types.reserve(part.inputs.size());
+  for (int i : part.inputs) types.push_back(i == kPreviousPart ? output : inputs[i]);
+  return types;
 }
 
 bool fuses_into_convolution(Op op) {

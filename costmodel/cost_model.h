@@ -197,6 +197,10 @@ inline constexpr int kPreviousPart = -1;
 // The parts `op` is priced as, or nothing when it is priced as itself.
 std::vector<OpPart> priced_as_parts(tensor::Op op, const Attributes& attributes,
                                     std::size_t num_inputs);
+// The input types of `part` of an operator with `inputs` and `output`.
+std::vector<tensor::ValueType> part_input_types(const OpPart& part,
+                                                std::span<const tensor::ValueType> inputs,
+                                                const tensor::ValueType& output);
 
 // Whether onnxruntime fuses `op` into the convolution whose output it reads
 // (an activation: Relu, Sigmoid, Tanh, Clip).

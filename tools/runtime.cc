@@ -119,12 +119,15 @@ absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files
   return out;
 }
 
-// A model's kernel time as time_models reports it; nothing where onnxruntime
-// could not run the model.
-std::optional<double> kernel_us(const nlohmann::json& model) {
-  auto it = model.find("kernel_us");
+// A time (`key`) of a model as time_models reports it; nothing where
+// onnxruntime could not run the model.
+std::optional<double> reported_us(const nlohmann::json& model, const char* key) {
+  auto it = model.find(key);
   if (it == model.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
+}
+std::optional<double> kernel_us(const nlohmann::json& model) {
+  return reported_us(model, "kernel_us");
 }
 
 // Times `files` in `options.passes` passes (see CalibrationOptions::passes)
@@ -177,12 +180,11 @@ absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& di
     timing.profile = profile;
     absl::StatusOr<nlohmann::json> timed = time_models(files, timing);
     if (!timed.ok()) return timed.status();
-    for (const nlohmann::json& m : *timed) {
-      if (!m.contains(key) || !m[key].is_number())
-        return absl::InternalError(
-            "onnxruntime could not time the chains that measure its profiler");
-    }
-    return ((*timed)[1][key].get<double>() - (*timed)[0][key].get<double>()) / (kLong - kShort);
+    const std::optional<double> short_us = reported_us((*timed)[0], key);
+    const std::optional<double> long_us = reported_us((*timed)[1], key);
+    if (!short_us || !long_us)
+      return absl::InternalError("onnxruntime could not time the chains that measure its profiler");
+    return (*long_us - *short_us) / (kLong - kShort);
   };
   std::vector<double> excess, floor;
   for (int round = 0; round < kRounds; ++round) {
@@ -481,17 +483,12 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     std::vector<OpPart> parts = priced_as_parts(op, attributes, in.size());
     if (parts.empty()) return add(op, attributes, in, in_weight, out, context, model.opsets);
     // Priced as its parts (see priced_as_parts).
-    std::vector<tensor::ValueType> part_in;
     std::vector<bool> part_weight;
     for (const OpPart& part : parts) {
-      part_in.clear();
       part_weight.clear();
-      for (int i : part.inputs) {
-        part_in.push_back(i == kPreviousPart ? out : in[i]);
-        part_weight.push_back(i != kPreviousPart && in_weight[i]);
-      }
+      for (int i : part.inputs) part_weight.push_back(i != kPreviousPart && in_weight[i]);
       if (part.reads_convolution) fused_kinds.insert(part.op);
-      add(part.op, part.attributes, part_in, part_weight, out,
+      add(part.op, part.attributes, part_input_types(part, in, out), part_weight, out,
           part.reads_convolution ? after_conv : context, model.opsets);
     }
   };
