@@ -190,6 +190,7 @@ class EGraph {
   void push_parent(Id child, Id parent);
   void repair(Id id);
   void refine(Id id);
+  void tidy_parents(Id id);
   // Appends the canonical ids of `ids`, each once.
   void append_canonical(std::span<const Id> ids, std::vector<Id>& out) const;
   // Moves the canonical ids of `queue`, each once, into `out`; empties `queue`.
@@ -211,6 +212,7 @@ class EGraph {
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
   std::vector<std::vector<Id>> by_op_;   // classes created with each operator
   std::vector<Id> dirty_;                // classes that may hold stale nodes
+  std::vector<Id> merged_;               // merge roots, whose parent lists grew
   std::vector<Id> analysis_pending_;     // classes whose nodes' data must be re-derived
   std::vector<Id> modify_pending_;       // classes whose data changed
   Counters counters_;

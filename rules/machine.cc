@@ -174,8 +174,13 @@ void search_pattern(const EGraph& egraph, const Pattern& pattern, std::size_t nu
     }
     return;
   }
-  for (Id id : egraph.classes_with_op(pattern.root().op)) {
-    machine.run_at(id);
+  // The candidates are scattered over the class table: fetching a few ahead
+  // hides most of the wait for each class record.
+  constexpr std::size_t kAhead = 4;
+  std::span<const Id> roots = egraph.classes_with_op(pattern.root().op);
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    if (i + kAhead < roots.size()) __builtin_prefetch(&egraph.eclass(roots[i + kAhead]));
+    machine.run_at(roots[i]);
     if (machine.full()) return;
   }
 }
