@@ -42,17 +42,34 @@ namespace {
 constexpr std::size_t kPerIdBytes =
     sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) + sizeof(std::uint64_t) + sizeof(Id);
 
-// Sorts a list that is one long sorted run followed by short unsorted
-// appendices (merge() puts the larger class's list first and appends the
-// other's; repair() appends re-keyed entries): sorting only the tail and
-// merging it in is linear in the long run.
-// The tail is often sorted already (a merged class's own list).
+// Merges the sorted ranges [first, mid) and [mid, last) in place, from the
+// back: only the entries after the first place the second range goes move.
+template <typename It>
+void merge_back(It first, It mid, It last) {
+  using T = typename std::iterator_traits<It>::value_type;
+  absl::InlinedVector<T, 8> tail(std::make_move_iterator(mid), std::make_move_iterator(last));
+  auto read = mid;      // one past the first range's last unplaced entry
+  auto write = last;    // one past the next slot to fill
+  auto t = tail.end();  // one past the second range's last unplaced entry
+  while (t != tail.begin()) {
+    if (read != first && *(t - 1) < *(read - 1)) {
+      *--write = std::move(*--read);
+    } else {
+      *--write = std::move(*--t);
+    }
+  }
+}
+
+// Sorts a list that is one long sorted run followed by shorter appendices
+// (merge() puts the larger class's list first and appends the other's;
+// repair() appends the re-keyed entries): the tail is sorted on its own and
+// merged into the long run, which stays linear in it.
 template <typename List>
 void sort_tail(List& v) {
-  auto mid = std::is_sorted_until(v.begin(), v.end());
-  if (mid == v.end()) return;
-  if (std::is_sorted_until(mid, v.end()) != v.end()) std::sort(mid, v.end());
-  std::inplace_merge(v.begin(), mid, v.end());
+  const auto tail = std::is_sorted_until(v.begin(), v.end());
+  if (tail == v.end()) return;
+  if (std::is_sorted_until(tail, v.end()) != v.end()) std::sort(tail, v.end());
+  merge_back(v.begin(), tail, v.end());
 }
 
 // Appends `from` to `into`, the longer list first.

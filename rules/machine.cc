@@ -15,10 +15,13 @@ struct AttrStep {
 };
 
 struct Instruction {
-  enum class Kind : std::uint8_t { kBind, kCompare };
+  // kLookup checks a register against the one class that holds a ground
+  // subterm (`0` in `(+ ?a 0)`): a comparison instead of a search through
+  // what is often the e-graph's largest class.
+  enum class Kind : std::uint8_t { kBind, kCompare, kLookup };
   Kind kind;
-  std::uint32_t reg;    // the class to look in (bind) or the first class (compare)
-  std::uint32_t other;  // bind: first output register; compare: second class
+  std::uint32_t reg;    // the class to look in (bind) or the first class (compare, lookup)
+  std::uint32_t other;  // bind: first output register; compare: second class; lookup: class id
   Symbol op;
   AttrId attrs;
   std::uint32_t arity;
@@ -36,10 +39,35 @@ struct Program {
   static constexpr std::uint32_t kNone = 0xffffffff;
 };
 
+// The class of each ground pattern node (one without variables), found in
+// the hash-cons; invalid for the other nodes. False if a ground node is not
+// in the e-graph: the pattern cannot match then.
+bool find_ground(const EGraph& egraph, const Pattern& pattern, std::vector<Id>& ground) {
+  ground.assign(pattern.nodes.size(), Id());
+  for (std::size_t i = 0; i < pattern.nodes.size(); ++i) {
+    const PatternNode& n = pattern.nodes[i];
+    if (n.is_var() || !n.attr_vars.empty() ||
+        !std::all_of(n.children.begin(), n.children.end(),
+                     [&](std::uint32_t c) { return ground[c].valid(); })) {
+      continue;
+    }
+    std::optional<AttrId> attrs = egraph.attrs().find(n.attributes);
+    if (!attrs) return false;
+    ENode node(n.op, *attrs);
+    for (std::uint32_t c : n.children) node.children.push_back(ground[c]);
+    std::optional<Id> id = egraph.lookup(std::move(node));
+    if (!id) return false;
+    ground[i] = *id;
+  }
+  return true;
+}
+
 // Compiles depth-first from the root; false if the pattern cannot match
-// (it names attributes no node in this e-graph has).
+// (it names attributes or ground terms this e-graph does not have).
 bool compile(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars, Program& prog) {
   prog.var_reg.assign(num_vars, Program::kNone);
+  std::vector<Id> ground;
+  if (!find_ground(egraph, pattern, ground)) return false;
   struct Item {
     std::uint32_t node, reg;
   };
@@ -55,6 +83,12 @@ bool compile(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars,
       } else {
         prog.code.push_back({Instruction::Kind::kCompare, it.reg, r, Symbol(), AttrId(), 0});
       }
+      continue;
+    }
+    // The root stays a bind: its candidates come from the operator index.
+    if (ground[it.node].valid() && it.reg != 0) {
+      prog.code.push_back(
+          {Instruction::Kind::kLookup, it.reg, ground[it.node].value, Symbol(), AttrId(), 0});
       continue;
     }
     const std::uint32_t out = prog.num_regs;
@@ -91,7 +125,12 @@ bool compile(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars,
 class Machine {
  public:
   Machine(const EGraph& egraph, const Program& prog, PatternMatches& out, std::size_t limit)
-      : egraph_(egraph), prog_(prog), out_(out), limit_(limit), regs_(prog.num_regs) {}
+      : egraph_(egraph), prog_(prog), out_(out), limit_(limit), regs_(prog.num_regs + 1) {
+    // A variable no pattern binds reads the spare last register, which
+    // stays invalid.
+    gather_.reserve(prog.var_reg.size());
+    for (std::uint32_t r : prog.var_reg) gather_.push_back(r == Program::kNone ? prog.num_regs : r);
+  }
 
   void run_at(Id root) {
     regs_[0] = root;
@@ -101,31 +140,54 @@ class Machine {
 
  private:
   void run(std::size_t pc) {
-    if (full()) return;
-    if (pc == prog_.code.size()) {
+    const std::size_t size = prog_.code.size();
+    // Compares and lookups need no search: check them in a row.
+    for (; pc < size && prog_.code[pc].kind != Instruction::Kind::kBind; ++pc) {
+      const Instruction& check = prog_.code[pc];
+      const Id want =
+          check.kind == Instruction::Kind::kCompare ? regs_[check.other] : Id(check.other);
+      if (regs_[check.reg] != want) return;
+    }
+    if (pc == size) {
       out_.roots.push_back(regs_[0]);
-      for (std::uint32_t r : prog_.var_reg)
-        out_.substs.push_back(r == Program::kNone ? Id() : regs_[r]);
+      for (std::uint32_t r : gather_) out_.substs.push_back(regs_[r]);
       return;
     }
     const Instruction& in = prog_.code[pc];
-    if (in.kind == Instruction::Kind::kCompare) {
-      if (regs_[in.reg] == regs_[in.other]) run(pc + 1);
+    std::span<const ENode> nodes = egraph_.nodes(regs_[in.reg]);
+    if (in.partial != nullptr) {
+      bind_with_attribute_variables(in, nodes, pc);
       return;
     }
-    std::span<const ENode> nodes = egraph_.nodes(regs_[in.reg]);
-    // Nodes are sorted by operator: jump to this operator's run (by a scan
-    // in the usual small class, where it beats a binary search's branches).
-    auto before_op = [&](const ENode& n) { return n.op < in.op; };
-    auto first = nodes.size() <= 8 ? std::find_if_not(nodes.begin(), nodes.end(), before_op)
-                                   : std::partition_point(nodes.begin(), nodes.end(), before_op);
-    for (auto it = first; it != nodes.end() && it->op == in.op; ++it) {
+    // Nodes are sorted by operator and attributes: jump to the run that has
+    // both (by a scan in the usual small class, where it beats a binary
+    // search's branches).
+    const std::uint64_t head = (std::uint64_t{in.op.value} << 32) | in.attrs.value;
+    for (auto it = first_at_least(nodes, [head](const ENode& n) { return n.head() < head; });
+         it != nodes.end() && it->head() == head; ++it) {
       if (it->children.size() != in.arity) continue;
-      if (in.partial == nullptr ? it->attrs != in.attrs : !match_attributes(in, *it)) continue;
-      std::copy(it->children.begin(), it->children.end(), regs_.begin() + in.other);
+      std::copy_n(it->children.data(), in.arity, regs_.begin() + in.other);
       run(pc + 1);
       if (full()) return;
     }
+  }
+
+  void bind_with_attribute_variables(const Instruction& in, std::span<const ENode> nodes,
+                                     std::size_t pc) {
+    for (auto it = first_at_least(nodes, [&](const ENode& n) { return n.op < in.op; });
+         it != nodes.end() && it->op == in.op; ++it) {
+      if (it->children.size() != in.arity || !match_attributes(in, *it)) continue;
+      std::copy_n(it->children.data(), in.arity, regs_.begin() + in.other);
+      run(pc + 1);
+      if (full()) return;
+    }
+  }
+
+  template <typename Before>
+  static std::span<const ENode>::iterator first_at_least(std::span<const ENode> nodes,
+                                                         Before before) {
+    return nodes.size() <= 8 ? std::find_if_not(nodes.begin(), nodes.end(), before)
+                             : std::partition_point(nodes.begin(), nodes.end(), before);
   }
 
   // Literal attributes equal, the node has no others, and the variable ones
@@ -157,6 +219,7 @@ class Machine {
   PatternMatches& out_;
   std::size_t limit_;
   std::vector<Id> regs_;
+  std::vector<std::uint32_t> gather_;  // the register of each variable
 };
 
 }  // namespace
