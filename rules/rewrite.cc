@@ -90,13 +90,16 @@ class Instantiator {
       const PatternNode& n = pattern.nodes[i];
       if (n.is_var()) continue;
       ++num_ops_;
-      if (n.attr_vars.empty() && n.attr_calls.empty())
+      if (n.attr_vars.empty() && n.attr_calls.empty()) {
         attrs_[i] = egraph.attrs().intern(n.attributes);
+      } else {
+        computed_attrs_ = true;
+      }
     }
   }
 
   std::optional<Id> run(std::span<const Id> subst, AddStatus* status) {
-    if (!bind_attributes(subst)) {
+    if (computed_attrs_ && !bind_attributes(subst)) {
       if (status) *status = AddStatus::kRejected;
       return std::nullopt;
     }
@@ -180,7 +183,8 @@ class Instantiator {
   std::vector<AttrId> attrs_;
   std::vector<Id> ids_;
   std::vector<Id> args_;
-  std::size_t num_ops_ = 0;  // pattern nodes that are not variables
+  std::size_t num_ops_ = 0;      // pattern nodes that are not variables
+  bool computed_attrs_ = false;  // whether a node takes attributes from the match
 };
 
 }  // namespace
