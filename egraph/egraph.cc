@@ -196,7 +196,6 @@ Id EGraph::merge(Id a, Id b) {
   // The loser's parents now hold stale children.
   for (Id p : l.parents) dirty_.push_back(p);
   dirty_.push_back(root);
-  merged_.push_back(root);
   if (analysis_ != nullptr) {
     JoinResult changed = analysis_->merge(root, loser);
     if (changed.into_changed) {
@@ -230,8 +229,6 @@ void EGraph::rebuild() {
       for (Id id : todo) analysis_->modify(*this, find(id));
     }
   }
-  take_canonical(merged_, todo);
-  for (Id id : todo) tidy_parents(id);
 #ifndef NDEBUG
   absl::Status s = check_invariants();
   assert(s.ok() && "e-graph invariants broken after rebuild");
@@ -294,32 +291,6 @@ void EGraph::repair(Id id) {
   }
   for (auto [a, b] : congruent) merge(a, b);
   ++version_;
-}
-
-// A merged class's parent list is both classes' lists appended: replaces
-// each parent with its canonical id and drops the repeats. (Other classes'
-// lists may hold stale parents too; readers `find` them, and they are tidied
-// when their class next merges.)
-void EGraph::tidy_parents(Id id) {
-  snapshot_class(id);
-  auto& parents = classes_[id.index()].parents;
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < parents.size(); ++i) {
-    Id p = parents[i];
-    Id canonical = find(p);
-    if (canonical == p) {
-      parents[out++] = p;
-    } else {
-      moved_parents_.push_back(canonical);
-    }
-  }
-  parents.resize(out);
-  parents.insert(parents.end(), moved_parents_.begin(), moved_parents_.end());
-  moved_parents_.clear();
-  sort_tail(parents);
-  const std::size_t before = parents.size();
-  parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
-  counters_.engine_bytes -= (before - parents.size()) * sizeof(Id);
 }
 
 // A child's data changed: the class's nodes may derive better data. If they
@@ -402,7 +373,6 @@ void EGraph::rollback() {
   attrs_.truncate(m.num_attrs);
   counters_ = m.counters;
   dirty_.clear();
-  merged_.clear();
   analysis_pending_.clear();
   modify_pending_.clear();
   if (analysis_ != nullptr) analysis_->rollback();

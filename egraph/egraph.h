@@ -41,7 +41,9 @@ struct EClass {
   // Member e-nodes; canonical, unique and sorted once the e-graph is rebuilt.
   absl::InlinedVector<ENode, 1> nodes;
   // Classes holding a node that has this class as a child (may repeat, may
-  // be non-canonical; `find` them).
+  // be non-canonical; `find` them). A merge appends the loser's list, so the
+  // lists together hold one entry per child slot of every node ever added:
+  // they are never tidied, as tidying cost more than the repeats it saved.
   absl::InlinedVector<Id, 4> parents;
 };
 
@@ -190,7 +192,6 @@ class EGraph {
   void push_parent(Id child, Id parent);
   void repair(Id id);
   void refine(Id id);
-  void tidy_parents(Id id);
   // Appends the canonical ids of `ids`, each once.
   void append_canonical(std::span<const Id> ids, std::vector<Id>& out) const;
   // Moves the canonical ids of `queue`, each once, into `out`; empties `queue`.
@@ -212,7 +213,6 @@ class EGraph {
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
   std::vector<std::vector<Id>> by_op_;   // classes created with each operator
   std::vector<Id> dirty_;                // classes that may hold stale nodes
-  std::vector<Id> merged_;               // merge roots, whose parent lists grew
   std::vector<Id> analysis_pending_;     // classes whose nodes' data must be re-derived
   std::vector<Id> modify_pending_;       // classes whose data changed
   Counters counters_;
@@ -230,9 +230,8 @@ class EGraph {
   mutable std::vector<OpCache> op_cache_;
   mutable std::vector<std::uint32_t> seen_stamp_;
   mutable std::uint32_t stamp_ = 0;
-  // Scratch space of repair(): nodes and parents whose keys changed.
+  // Scratch space of repair(): nodes whose keys changed.
   std::vector<ENode> rekeyed_nodes_;
-  std::vector<Id> moved_parents_;
 };
 
 }  // namespace saturn
