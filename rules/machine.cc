@@ -29,12 +29,21 @@ struct Instruction {
   // are compared one by one) and its steps [first_step, last_step).
   const PatternNode* partial = nullptr;
   std::uint32_t first_step = 0, last_step = 0;
+  // Bind whose first child is known before it runs (a variable bound
+  // earlier, or a ground subterm): the register holding that class. Nodes
+  // are sorted by head, then children, so the bind jumps straight to the
+  // nodes with that first child: `factor`'s (* ?a ?c) then visits the
+  // products of ?a, not every product in the class.
+  std::uint32_t first_child = kNoRegister;
+  static constexpr std::uint32_t kNoRegister = 0xffffffff;
 };
 
 struct Program {
   std::vector<Instruction> code;
   std::vector<AttrStep> steps;
   std::vector<std::uint32_t> var_reg;  // register of each variable, or kNone
+  // Registers that hold a ground subterm's class from the start.
+  std::vector<std::pair<std::uint32_t, Id>> constants;
   std::uint32_t num_regs = 1;
   static constexpr std::uint32_t kNone = 0xffffffff;
 };
@@ -114,6 +123,16 @@ bool compile(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars,
       }
       bind.last_step = static_cast<std::uint32_t>(prog.steps.size());
     }
+    if (!n.children.empty()) {
+      const std::uint32_t c = n.children.front();
+      const PatternNode& first = pattern.nodes[c];
+      if (first.is_var() && prog.var_reg[first.var] != Program::kNone) {
+        bind.first_child = prog.var_reg[first.var];
+      } else if (ground[c].valid()) {
+        bind.first_child = prog.num_regs++;
+        prog.constants.emplace_back(bind.first_child, ground[c]);
+      }
+    }
     prog.code.push_back(bind);
     for (std::size_t k = n.children.size(); k-- > 0;) {
       stack.push_back({n.children[k], out + static_cast<std::uint32_t>(k)});
@@ -130,6 +149,7 @@ class Machine {
     // stays invalid.
     gather_.reserve(prog.var_reg.size());
     for (std::uint32_t r : prog.var_reg) gather_.push_back(r == Program::kNone ? prog.num_regs : r);
+    for (auto [r, id] : prog.constants) regs_[r] = id;
   }
 
   void run_at(Id root) {
@@ -159,27 +179,43 @@ class Machine {
       bind_with_attribute_variables(in, nodes, pc);
       return;
     }
-    // Nodes are sorted by operator and attributes: jump to the run that has
-    // both (by a scan in the usual small class, where it beats a binary
-    // search's branches).
+    // Nodes are sorted by operator and attributes, then children: jump to
+    // the run that has both, and the wanted first child if it is known (by a
+    // scan in the usual small class, where it beats a binary search's
+    // branches).
     const std::uint64_t head = (std::uint64_t{in.op.value} << 32) | in.attrs.value;
-    for (auto it = first_at_least(nodes, [head](const ENode& n) { return n.head() < head; });
-         it != nodes.end() && it->head() == head; ++it) {
-      if (it->children.size() != in.arity) continue;
-      std::copy_n(it->children.data(), in.arity, regs_.begin() + in.other);
-      run(pc + 1);
-      if (full()) return;
+    if (in.first_child == Instruction::kNoRegister) {
+      for (auto it = first_at_least(nodes, [head](const ENode& n) { return n.head() < head; });
+           it != nodes.end() && it->head() == head; ++it) {
+        if (!bind_node(in, *it, pc)) return;
+      }
+      return;
     }
+    const Id first = regs_[in.first_child];
+    auto before = [head, first](const ENode& n) {
+      return n.head() < head || (n.head() == head && (n.children.empty() || n.children[0] < first));
+    };
+    for (auto it = first_at_least(nodes, before); it != nodes.end() && it->head() == head &&
+                                                  !it->children.empty() && it->children[0] == first;
+         ++it) {
+      if (!bind_node(in, *it, pc)) return;
+    }
+  }
+
+  // Binds `node`'s children and runs the rest of the program; false once
+  // the matches are complete.
+  bool bind_node(const Instruction& in, const ENode& node, std::size_t pc) {
+    if (node.children.size() != in.arity) return true;
+    std::copy_n(node.children.data(), in.arity, regs_.begin() + in.other);
+    run(pc + 1);
+    return !full();
   }
 
   void bind_with_attribute_variables(const Instruction& in, std::span<const ENode> nodes,
                                      std::size_t pc) {
     for (auto it = first_at_least(nodes, [&](const ENode& n) { return n.op < in.op; });
          it != nodes.end() && it->op == in.op; ++it) {
-      if (it->children.size() != in.arity || !match_attributes(in, *it)) continue;
-      std::copy_n(it->children.data(), in.arity, regs_.begin() + in.other);
-      run(pc + 1);
-      if (full()) return;
+      if (match_attributes(in, *it) && !bind_node(in, *it, pc)) return;
     }
   }
 
