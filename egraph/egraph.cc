@@ -16,6 +16,7 @@ struct EGraph::UndoEntry {
   struct UnionLink {  // `loser` was linked below `root`
     Id loser, root;
     std::uint32_t old_root_size;
+    std::uint64_t old_root_ops;
   };
   struct ClassSnapshot {  // a class before its first change since the mark
     Id id;
@@ -38,9 +39,10 @@ struct EGraph::UndoEntry {
 namespace {
 
 // Bytes of the per-id records: union-find parent and set size, the class
-// record, its snapshot epoch and its entry in the by-operator index.
-constexpr std::size_t kPerIdBytes =
-    sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) + sizeof(std::uint64_t) + sizeof(Id);
+// record, its snapshot epoch, its entry in the by-operator index and its
+// operator bits.
+constexpr std::size_t kPerIdBytes = sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) +
+                                    sizeof(std::uint64_t) + sizeof(Id) + sizeof(std::uint64_t);
 
 // Merges the sorted ranges [first, mid) and [mid, last) in place, from the
 // back: only the entries after the first place the second range goes move.
@@ -144,6 +146,7 @@ AddResult EGraph::add(ENode node) {
 
   parent_.push_back(id);
   set_size_.push_back(1);
+  ops_.push_back(op_bit(node.op));
   saved_epoch_.push_back(0);
   for (Id c : node.children) push_parent(c, id);
   if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
@@ -185,9 +188,12 @@ Id EGraph::merge(Id a, Id b) {
     std::swap(a, b);
   }
   const Id root = a, loser = b;
-  if (recording()) log({UndoEntry::UnionLink{loser, root, set_size_[root.index()]}});
+  if (recording()) {
+    log({UndoEntry::UnionLink{loser, root, set_size_[root.index()], ops_[root.index()]}});
+  }
   parent_[loser.index()] = root;
   set_size_[root.index()] += set_size_[loser.index()];
+  ops_[root.index()] |= ops_[loser.index()];
 
   snapshot_class(root);
   snapshot_class(loser);
@@ -343,6 +349,7 @@ void EGraph::undo(UndoEntry& entry) {
     void operator()(UndoEntry::UnionLink& u) {
       g.parent_[u.loser.index()] = u.loser;
       g.set_size_[u.root.index()] = u.old_root_size;
+      g.ops_[u.root.index()] = u.old_root_ops;
     }
     void operator()(UndoEntry::ClassSnapshot& s) {
       g.classes_[s.id.index()] = std::move(s.old);
@@ -366,6 +373,7 @@ void EGraph::rollback() {
   classes_.resize(m.num_ids);
   parent_.resize(m.num_ids);
   set_size_.resize(m.num_ids);
+  ops_.resize(m.num_ids);
   saved_epoch_.resize(m.num_ids);
   for (std::vector<Id>& ids : by_op_) {
     while (!ids.empty() && ids.back().index() >= m.num_ids) ids.pop_back();

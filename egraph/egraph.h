@@ -144,6 +144,11 @@ class EGraph {
   std::size_t node_cost_bytes(const ENode& node) const;
 
   const EClass& eclass(Id canonical) const { return classes_[canonical.index()]; }
+  // False if the class holds no node with operator `op`; true if it may (a
+  // filter that spares e-matching a look at the class record).
+  bool may_have_op(Id canonical, Symbol op) const {
+    return (ops_[canonical.index()] & op_bit(op)) != 0;
+  }
   std::span<const ENode> nodes(Id canonical) const { return classes_[canonical.index()].nodes; }
   // Canonical ids in ascending order.
   std::vector<Id> class_ids() const;
@@ -200,6 +205,7 @@ class EGraph {
   void undo(UndoEntry& entry);
   bool recording() const { return !marks_.empty(); }
   static std::size_t memo_entry_bytes(const ENode& node);
+  static std::uint64_t op_bit(Symbol op) { return std::uint64_t{1} << (op.value % 64); }
 
   const Language* language_;
   Analysis* analysis_;
@@ -209,6 +215,10 @@ class EGraph {
 
   mutable std::vector<Id> parent_;       // union-find (find() compresses paths)
   std::vector<std::uint32_t> set_size_;  // union-find set sizes
+  // Per class, one bit per operator it holds (operator index mod 64);
+  // merges join them, and nodes never leave a class, so they stay exact
+  // up to that folding.
+  std::vector<std::uint64_t> ops_;
   std::vector<EClass> classes_;          // by id; empty unless canonical
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
   std::vector<std::vector<Id>> by_op_;   // classes created with each operator

@@ -174,6 +174,7 @@ class Machine {
       return;
     }
     const Instruction& in = prog_.code[pc];
+    if (!egraph_.may_have_op(regs_[in.reg], in.op)) return;
     std::span<const ENode> nodes = egraph_.nodes(regs_[in.reg]);
     if (in.partial != nullptr) {
       bind_with_attribute_variables(in, nodes, pc);
