@@ -264,6 +264,7 @@ class Machine {
 void search_pattern(const EGraph& egraph, const Pattern& pattern, std::size_t num_vars,
                     PatternMatches& out, std::size_t limit) {
   out.num_vars = num_vars;
+  if (out.size() >= limit) return;
   Program prog;
   if (!compile(egraph, pattern, num_vars, prog)) return;
   Machine machine(egraph, prog, out, limit);
