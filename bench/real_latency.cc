@@ -150,9 +150,7 @@ int main(int argc, char** argv) {
   fmt::print(
       "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
-  if (cal->measured > 0)
-    fmt::print("profiler correction: each kernel's time less {:.2f} us, at least {:.2f} us\n",
-               cal->correction.excess_us, cal->correction.floor_us);
+  if (cal->measured > 0) fmt::print("profiler correction: {}\n", cli::describe(cal->correction));
   fmt::print("\n");
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
       cost_model_by_name("measured:" + args->costs);

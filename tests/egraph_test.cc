@@ -11,6 +11,7 @@
 #include "rules/math/math_language.h"
 #include "rules/parser.h"
 #include "rules/runner.h"
+#include "tests/math_setup.h"
 
 namespace saturn {
 namespace {
@@ -140,19 +141,7 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
 }
 
 // Grows a math e-graph with the math rules.
-class MathFixture : public ::testing::Test {
- protected:
-  MathFixture() : folding(lang), eg(lang, &folding), conditions(math_conditions(lang)) {
-    auto loaded = load_rules(math_rules_path(), lang, conditions);
-    EXPECT_TRUE(loaded.ok()) << loaded.status();
-    rules = *std::move(loaded);
-  }
-  MathLanguage lang;
-  ConstantFolding folding;
-  EGraph eg;
-  ConditionRegistry conditions;
-  RuleSet rules;
-};
+class MathFixture : public ::testing::Test, protected MathSetup {};
 
 TEST_F(MathFixture, RollbackRestoresIdenticalState) {
   ASSERT_TRUE(add_term(eg, "(d x (+ 1 (* 2 x)))").ok());

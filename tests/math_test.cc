@@ -3,8 +3,8 @@
 #include "egraph/term.h"
 #include "gtest/gtest.h"
 #include "rules/math/math_language.h"
-#include "rules/parser.h"
 #include "rules/runner.h"
+#include "tests/math_setup.h"
 
 namespace saturn {
 namespace {
@@ -48,12 +48,8 @@ class MathGoal : public ::testing::TestWithParam<Goal> {};
 
 TEST_P(MathGoal, Proves) {
   const Goal& g = GetParam();
-  MathLanguage lang;
-  ConstantFolding folding(lang);
-  EGraph eg(lang, &folding);
-  ConditionRegistry conditions = math_conditions(lang);
-  auto rules = load_rules(math_rules_path(), lang, conditions);
-  ASSERT_TRUE(rules.ok()) << rules.status();
+  MathSetup m;
+  EGraph& eg = m.eg;
   auto start = add_term(eg, g.start);
   auto goal = add_term(eg, g.goal);
   ASSERT_TRUE(start.ok() && goal.ok());
@@ -63,7 +59,7 @@ TEST_P(MathGoal, Proves) {
           .with_node_limit(100'000)
           .with_time_limit(std::chrono::seconds(60))
           .with_goal([&](const EGraph& e) { return e.find(*start) == e.find(*goal); })
-          .run(eg, *rules);
+          .run(eg, m.rules);
   EXPECT_EQ(eg.find(*start), eg.find(*goal))
       << g.start << " vs " << g.goal << " stopped: " << to_string(report.stop_reason) << " nodes "
       << eg.num_nodes();

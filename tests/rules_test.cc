@@ -12,6 +12,7 @@
 #include "rules/parser.h"
 #include "rules/rewrite.h"
 #include "rules/runner.h"
+#include "tests/math_setup.h"
 
 namespace saturn {
 namespace {
@@ -134,25 +135,23 @@ std::vector<std::vector<Id>> naive_matches(const EGraph& eg, const Pattern& p, s
 // the math rules (large classes, constants, repeated variables) and then
 // rolled back from one more iteration.
 TEST(Matching, CompiledMatcherAgreesWithNaiveSearch) {
-  MathLanguage lang;
-  ConstantFolding folding(lang);
-  EGraph eg(lang, &folding);
-  ConditionRegistry conditions = math_conditions(lang);
-  auto rules = load_rules(math_rules_path(), lang, conditions);
-  ASSERT_TRUE(rules.ok()) << rules.status();
+  MathSetup m;
+  EGraph& eg = m.eg;
+  const RuleSet& rules = m.rules;
+  ASSERT_GT(rules.size(), 0u);
   for (const char* term : {"(i (* (cos x) x) x)", "(d x (- (pow x 3) (* 7 (pow x 2))))",
                            "(+ (* y (+ x y)) (- (+ x 2) (+ x x)))", "(* x (/ 1 x))"}) {
     ASSERT_TRUE(add_term(eg, term).ok());
   }
-  Runner().with_iteration_limit(4).run(eg, *rules);
+  Runner().with_iteration_limit(4).run(eg, rules);
   ASSERT_GT(eg.num_nodes(), 1000u);
   // Checked after a rollback too: the classes' operator bits come back.
   eg.mark();
-  Runner().with_iteration_limit(1).run(eg, *rules);
+  Runner().with_iteration_limit(1).run(eg, rules);
   eg.rollback();
   std::size_t total = 0;
-  for (std::size_t r = 0; r < rules->size(); ++r) {
-    const Rule& rule = (*rules)[r];
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    const Rule& rule = rules[r];
     for (const Pattern& pattern : rule.lhs) {
       PatternMatches found;
       search_pattern(eg, pattern, rule.num_vars(), found);

@@ -108,7 +108,9 @@ TEST(TensorGraph, JsonRoundTrip) {
 
 TEST(TensorGraph, JsonRoundTripOfAZooModel) {
   Graph g = *build_zoo_model("squeezenet");
-  std::string path = (std::filesystem::temp_directory_path() / ("saturn_squeezenet_" + std::to_string(::getpid()) + ".json")).string();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("saturn_squeezenet_" + std::to_string(::getpid()) + ".json"))
+                         .string();
   ASSERT_TRUE(save_json_model(g, path).ok());
   absl::StatusOr<Graph> back = load_json_model(path);
   std::filesystem::remove(path);

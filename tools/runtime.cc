@@ -363,6 +363,11 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
   return r;
 }
 
+std::string describe(const ProfilerCorrection& c) {
+  return fmt::format("each kernel's time less {:.2f} us that the profiler adds, at least {:.2f} us",
+                     c.excess_us, c.floor_us);
+}
+
 std::string describe(const VerifyReport& r) {
   std::string out;
   for (const nlohmann::json& o : r.json["outputs"]) {

@@ -89,6 +89,8 @@ struct ProfilerCorrection {
   double excess_us = 0;  // what the profiler adds to a kernel's time
   double floor_us = 0;   // a tiny operator's time per node in a run without it
 };
+// The line calibrate prints for it.
+std::string describe(const ProfilerCorrection& correction);
 
 struct CalibrationStats {
   std::size_t signatures = 0;  // distinct operator signatures in the models

@@ -490,9 +490,7 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
       "({:.1f} s)\n",
       stats->signatures, stats->measured, stats->cached, stats->skipped, out, clock.seconds());
-  if (stats->measured > 0)
-    fmt::print("each kernel's time less {:.2f} us that the profiler adds, at least {:.2f} us\n",
-               stats->correction.excess_us, stats->correction.floor_us);
+  if (stats->measured > 0) fmt::print("{}\n", cli::describe(stats->correction));
   return 0;
 }
 

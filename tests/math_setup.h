@@ -1,0 +1,29 @@
+// A math e-graph with constant folding and the math rules loaded: the setup
+// the engine tests share.
+//
+//   MathSetup m;
+//   add_term(m.eg, "(+ x 0)");
+//   Runner().run(m.eg, m.rules);
+#pragma once
+
+#include "egraph/egraph.h"
+#include "gtest/gtest.h"
+#include "rules/math/math_language.h"
+#include "rules/parser.h"
+
+namespace saturn {
+
+struct MathSetup {
+  MathSetup() : folding(lang), eg(lang, &folding), conditions(math_conditions(lang)) {
+    auto loaded = load_rules(math_rules_path(), lang, conditions);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (loaded.ok()) rules = *std::move(loaded);
+  }
+  MathLanguage lang;
+  ConstantFolding folding;
+  EGraph eg;
+  ConditionRegistry conditions;
+  RuleSet rules;
+};
+
+}  // namespace saturn
