@@ -67,7 +67,7 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
     if (auto id = saturn::add_term(egraph, term); !id.ok()) return id.status();
   }
   egraph.rebuild();
-  const std::size_t ids_before = egraph.num_ids();
+  const std::size_t added_before = egraph.nodes_added();
   Run run;
   run.report = saturn::Runner()
                    .with_iteration_limit(iterations)
@@ -77,9 +77,8 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
   run.nodes = egraph.num_nodes();
   run.classes = egraph.num_classes();
   run.memory = egraph.memory_bytes();
-  // Every e-node ever created made a new id, so ids count the nodes added
-  // (some merge away later as duplicates).
-  run.added = static_cast<double>(egraph.num_ids() - ids_before);
+  // Every e-node created, also those that later merge away as duplicates.
+  run.added = static_cast<double>(egraph.nodes_added() - added_before);
   return run;
 }
 

@@ -44,9 +44,15 @@ class Analysis {
   // Class `from` merges into `into`: joins the data into `into`'s and says
   // which side's data changed (its parents must then be revisited).
   virtual JoinResult merge(Id into, Id from) = 0;
+  // `node`, a new member of the existing class `id` (EGraph::add_into),
+  // joins its data into `id`'s. Returns nullopt to refuse the node (nothing
+  // changes then), otherwise whether `id`'s data changed.
+  virtual std::optional<bool> join_node(const EGraph& egraph, const ENode& node, Id id) = 0;
   // `node`, a member of class `id`, may now derive better data because a
   // child's data changed: joins it in. Returns true if `id`'s data changed.
-  virtual bool refine(const EGraph& egraph, const ENode& node, Id id) = 0;
+  bool refine(const EGraph& egraph, const ENode& node, Id id) {
+    return join_node(egraph, node, id).value_or(false);
+  }
   // Whether class `id`'s data can no longer change (refining it is skipped).
   virtual bool is_final(Id id) const {
     (void)id;
@@ -99,9 +105,9 @@ class TypedAnalysis : public Analysis {
     return r;
   }
 
-  bool refine(const EGraph& egraph, const ENode& node, Id id) final {
+  std::optional<bool> join_node(const EGraph& egraph, const ENode& node, Id id) final {
     std::optional<Data> made = make_data(egraph, node);
-    if (!made) return false;
+    if (!made) return std::nullopt;
     save(id);
     Data& target = data_[id.index()];
     std::size_t before = data_bytes(target);

@@ -21,7 +21,12 @@ struct EGraph::UndoEntry {
   struct ClassSnapshot {  // a class before its first change since the mark
     Id id;
     EClass old;
+    std::uint64_t old_ops;
     std::uint64_t old_epoch;
+  };
+  struct OpIndexed {  // an old class entered in the by-operator index
+    Symbol op;
+    Id id;
   };
   struct ParentPushed {  // a parent appended to an old class
     Id id;
@@ -33,7 +38,7 @@ struct EGraph::UndoEntry {
     ENode key;
     Id value;
   };
-  std::variant<UnionLink, ClassSnapshot, ParentPushed, MemoInserted, MemoErased> change;
+  std::variant<UnionLink, ClassSnapshot, OpIndexed, ParentPushed, MemoInserted, MemoErased> change;
 };
 
 namespace {
@@ -96,9 +101,14 @@ std::size_t EGraph::memo_entry_bytes(const ENode& node) {
   return node.stored_bytes() + sizeof(Id) + 1;
 }
 
+std::size_t EGraph::member_cost_bytes(const ENode& node) {
+  // The hash-cons entry, the copy in the class and an entry in each child's
+  // parent list.
+  return memo_entry_bytes(node) + node.stored_bytes() + node.children.size() * sizeof(Id);
+}
+
 std::size_t EGraph::node_cost_bytes(const ENode& node) const {
-  return memo_entry_bytes(node) + node.stored_bytes() + kPerIdBytes +
-         node.children.size() * sizeof(Id);
+  return member_cost_bytes(node) + kPerIdBytes;
 }
 
 std::size_t EGraph::memory_bytes() const {
@@ -133,9 +143,8 @@ AddResult EGraph::add(ENode node) {
     memo_.erase(slot);
     return {Id(), why};
   };
-  if (memo_.size() > budget_.max_nodes) return refuse(AddStatus::kNodeLimit);
   const std::size_t cost = node_cost_bytes(node);
-  if (memory_bytes() + cost > budget_.max_bytes) return refuse(AddStatus::kByteLimit);
+  if (std::optional<AddStatus> over = over_budget(cost)) return refuse(*over);
   if (analysis_ != nullptr) {
     if (!analysis_->make(*this, node, id)) return refuse(AddStatus::kRejected);
     if (memory_bytes() + cost > budget_.max_bytes) {
@@ -148,17 +157,69 @@ AddResult EGraph::add(ENode node) {
   set_size_.push_back(1);
   ops_.push_back(op_bit(node.op));
   saved_epoch_.push_back(0);
-  for (Id c : node.children) push_parent(c, id);
-  if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
-  by_op_[node.op.index()].push_back(id);
-  if (recording()) log({UndoEntry::MemoInserted{node}});
+  link(node, id);
   classes_.emplace_back().nodes.push_back(std::move(node));
   counters_.engine_bytes += cost;
   ++counters_.num_classes;
+  ++counters_.nodes_added;
   ++version_;
 
   if (analysis_ != nullptr) analysis_->modify(*this, id);
   return {id, AddStatus::kAdded};
+}
+
+AddResult EGraph::add_into(ENode node, Id into) {
+  canonicalize(node);
+  into = find(into);
+  auto [slot, inserted] = memo_.try_emplace(node, into);
+  if (!inserted) return {merge(slot->second, into), AddStatus::kExisting};
+  // The analysis joins the node's data as a merge would; the shipped joins
+  // keep the data's size, so the bytes are checked before.
+  const std::size_t cost = member_cost_bytes(node);
+  if (std::optional<AddStatus> over = over_budget(cost)) {
+    memo_.erase(slot);
+    return {Id(), *over};
+  }
+  if (analysis_ != nullptr) {
+    std::optional<bool> changed = analysis_->join_node(*this, node, into);
+    if (!changed) {
+      memo_.erase(slot);
+      return {Id(), AddStatus::kRejected};
+    }
+    if (*changed) {
+      const auto& parents = classes_[into.index()].parents;
+      analysis_pending_.insert(analysis_pending_.end(), parents.begin(), parents.end());
+      modify_pending_.push_back(into);
+    }
+  }
+
+  snapshot_class(into);
+  ops_[into.index()] |= op_bit(node.op);
+  link(node, into);
+  classes_[into.index()].nodes.push_back(std::move(node));
+  dirty_.push_back(into);  // its node list is sorted again there
+  counters_.engine_bytes += cost;
+  ++counters_.nodes_added;
+  ++version_;
+  return {into, AddStatus::kAdded};
+}
+
+std::optional<AddStatus> EGraph::over_budget(std::size_t cost) const {
+  if (memo_.size() > budget_.max_nodes) return AddStatus::kNodeLimit;
+  if (memory_bytes() + cost > budget_.max_bytes) return AddStatus::kByteLimit;
+  return std::nullopt;
+}
+
+void EGraph::link(const ENode& node, Id cls) {
+  for (Id c : node.children) push_parent(c, cls);
+  if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
+  by_op_[node.op.index()].push_back(cls);
+  if (recording()) {
+    // A class older than the mark leaves the index on rollback by its own
+    // entry; newer ones go when the index is cut back.
+    if (cls.index() < marks_.back().num_ids) log({UndoEntry::OpIndexed{node.op, cls}});
+    log({UndoEntry::MemoInserted{node}});
+  }
 }
 
 void EGraph::push_parent(Id child, Id parent) {
@@ -173,7 +234,8 @@ void EGraph::snapshot_class(Id id) {
   if (!recording()) return;
   const MarkRecord& m = marks_.back();
   if (id.index() >= m.num_ids || saved_epoch_[id.index()] >= m.epoch) return;
-  log({UndoEntry::ClassSnapshot{id, classes_[id.index()], saved_epoch_[id.index()]}});
+  log({UndoEntry::ClassSnapshot{id, classes_[id.index()], ops_[id.index()],
+                                saved_epoch_[id.index()]}});
   saved_epoch_[id.index()] = epoch_;
 }
 
@@ -191,12 +253,12 @@ Id EGraph::merge(Id a, Id b) {
   if (recording()) {
     log({UndoEntry::UnionLink{loser, root, set_size_[root.index()], ops_[root.index()]}});
   }
+  snapshot_class(root);
+  snapshot_class(loser);
   parent_[loser.index()] = root;
   set_size_[root.index()] += set_size_[loser.index()];
   ops_[root.index()] |= ops_[loser.index()];
 
-  snapshot_class(root);
-  snapshot_class(loser);
   EClass& r = classes_[root.index()];
   EClass& l = classes_[loser.index()];
   // The loser's parents now hold stale children.
@@ -353,7 +415,13 @@ void EGraph::undo(UndoEntry& entry) {
     }
     void operator()(UndoEntry::ClassSnapshot& s) {
       g.classes_[s.id.index()] = std::move(s.old);
+      g.ops_[s.id.index()] = s.old_ops;
       g.saved_epoch_[s.id.index()] = s.old_epoch;
+    }
+    void operator()(UndoEntry::OpIndexed& o) {
+      // Entries of newer ids may follow it; they go when the index is cut.
+      std::vector<Id>& ids = g.by_op_[o.op.index()];
+      ids.erase(std::find(ids.rbegin(), ids.rend(), o.id).base() - 1);
     }
     void operator()(UndoEntry::ParentPushed& p) { g.classes_[p.id.index()].parents.pop_back(); }
     void operator()(UndoEntry::MemoInserted& m) { g.memo_.erase(m.key); }

@@ -93,6 +93,13 @@ class EGraph {
 
   // Adds `node` (children may be non-canonical) unless it is present.
   AddResult add(ENode node);
+  // Adds `node` to the class of `into`: what `merge(into, add(node).id)`
+  // does, without making a class for the node first (most nodes a rewrite
+  // adds join the class it matched). Returns the merged class; kExisting if
+  // the node was present (its class is merged with `into`). The analysis
+  // joins the node's data into the class's, as a merge would, and the class
+  // is repaired (its node list re-sorted) by the next `rebuild`.
+  AddResult add_into(ENode node, Id into);
   // The class of `node` if it is present.
   std::optional<Id> lookup(ENode node) const;
   // Asserts that two classes are equal; returns the surviving canonical id.
@@ -135,13 +142,18 @@ class EGraph {
   std::size_t num_classes() const { return counters_.num_classes; }
   // Ids handed out so far (canonical or not).
   std::size_t num_ids() const { return classes_.size(); }
+  // E-nodes added so far (by `add` and `add_into`; rollback restores it).
+  // More than num_nodes() once congruent nodes have merged.
+  std::size_t nodes_added() const { return counters_.nodes_added; }
   // Bytes of e-graph content: each e-node in the hash-cons and in its class,
   // union-find entries, class records, parent lists, the attribute table and
   // analysis data. Container slack is not counted, so the figure is exact and
   // deterministic.
   std::size_t memory_bytes() const;
-  // What one more e-node costs in memory_bytes(), not counting analysis data.
+  // What one more e-node costs in memory_bytes(), not counting analysis
+  // data: with a class of its own (`add`), or in an existing one (`add_into`).
   std::size_t node_cost_bytes(const ENode& node) const;
+  static std::size_t member_cost_bytes(const ENode& node);
 
   const EClass& eclass(Id canonical) const { return classes_[canonical.index()]; }
   // False if the class holds no node with operator `op`; true if it may (a
@@ -183,6 +195,7 @@ class EGraph {
   struct Counters {
     std::size_t engine_bytes = 0;
     std::size_t num_classes = 0;
+    std::size_t nodes_added = 0;
   };
   struct MarkRecord {
     std::size_t trail_size;
@@ -193,6 +206,11 @@ class EGraph {
   };
   struct UndoEntry;
 
+  // The limit a node of `cost` bytes would break, once it is in the hash-cons.
+  std::optional<AddStatus> over_budget(std::size_t cost) const;
+  // Enters a node that joins class `cls` in its children's parent lists and
+  // the by-operator index (and the undo trail).
+  void link(const ENode& node, Id cls);
   void snapshot_class(Id id);
   void push_parent(Id child, Id parent);
   void repair(Id id);

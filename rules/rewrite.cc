@@ -98,7 +98,9 @@ class Instantiator {
     }
   }
 
-  std::optional<Id> run(std::span<const Id> subst, AddStatus* status) {
+  // Adds the instantiated pattern; with `into` valid, its root joins that
+  // class (EGraph::add_into) and the merged class is returned.
+  std::optional<Id> run(std::span<const Id> subst, AddStatus* status, Id into = Id()) {
     if (computed_attrs_ && !bind_attributes(subst)) {
       if (status) *status = AddStatus::kRejected;
       return std::nullopt;
@@ -110,12 +112,14 @@ class Instantiator {
       if (status) *status = AddStatus::kNodeLimit;
       return std::nullopt;
     }
+    const std::size_t root = pattern_.nodes.size() - 1;
     for (std::size_t i = 0; i < pattern_.nodes.size(); ++i) {
       const PatternNode& n = pattern_.nodes[i];
       if (n.is_var()) {
         ids_[i] = subst[n.var];
       } else if (!ids_[i].valid()) {
-        AddResult r = egraph_.add(node_at(i));
+        AddResult r = i == root && into.valid() ? egraph_.add_into(node_at(i), into)
+                                                : egraph_.add(node_at(i));
         if (!r.ok()) {
           if (status) *status = r.status;
           return std::nullopt;
@@ -124,7 +128,7 @@ class Instantiator {
       }
     }
     if (status) *status = AddStatus::kExisting;
-    return ids_.back();
+    return into.valid() ? egraph_.merge(into, ids_.back()) : ids_.back();
   }
 
  private:
@@ -214,8 +218,9 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
     bool changed = false;
     for (std::size_t p = 0; p < rule.rhs.size(); ++p) {
       AddStatus status = AddStatus::kExisting;
-      const std::size_t before = egraph.num_nodes();
-      std::optional<Id> id = rhs[p].run(subst, &status);
+      const std::size_t nodes_before = egraph.nodes_added();
+      const std::size_t classes_before = egraph.num_classes();
+      std::optional<Id> id = rhs[p].run(subst, &status, matches.roots_of(m)[p]);
       if (!id) {
         if (status == AddStatus::kRejected) {
           ++result.skipped;
@@ -224,9 +229,7 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
         result.stopped = status;
         return false;
       }
-      Id target = matches.roots_of(m)[p];
-      changed |= egraph.num_nodes() != before || egraph.find(target) != egraph.find(*id);
-      egraph.merge(target, *id);
+      changed |= egraph.nodes_added() != nodes_before || egraph.num_classes() != classes_before;
     }
     if (changed) ++result.applied;
     return true;

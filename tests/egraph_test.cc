@@ -2,11 +2,13 @@
 // closure, rollback, budgets and serialization.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "egraph/egraph.h"
 #include "egraph/serialize.h"
 #include "egraph/term.h"
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "rules/math/math_language.h"
 #include "rules/parser.h"
@@ -97,7 +99,9 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
     EGraph eg(lang);
     NaiveClosure ref;
     std::vector<Id> ids;  // e-graph id of each reference term
-    auto add_random = [&] {
+    // Adds a random term over earlier ones: in a class of its own, or (with
+    // `into`, an earlier term) in that term's class.
+    auto add_random = [&](std::optional<std::size_t> into) {
       ENode node;
       std::uniform_int_distribution<int> kind(0, 2);
       int k = ref.terms.size() < 3 ? 0 : kind(rng);
@@ -112,15 +116,18 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
       }
       ENode in_graph = node;
       for (Id& c : in_graph.children) c = ids[c.index()];
-      ids.push_back(eg.add(in_graph).id);
+      ids.push_back(into ? eg.add_into(in_graph, ids[*into]).id : eg.add(in_graph).id);
       ref.terms.push_back(node);
       ref.parent.push_back(ref.parent.size());
+      if (into) ref.parent[ref.find(ref.terms.size() - 1)] = ref.find(*into);
     };
     for (int step = 0; step < 150; ++step) {
-      int action = rng() % 10;
+      int action = rng() % 12;
       if (action < 7 || ref.terms.size() < 2) {
-        add_random();
+        add_random(std::nullopt);
       } else if (action < 9) {
+        add_random(rng() % ref.terms.size());
+      } else if (action < 11) {
         std::size_t i = rng() % ref.terms.size(), j = rng() % ref.terms.size();
         eg.merge(ids[i], ids[j]);
         ref.parent[ref.find(i)] = ref.find(j);
@@ -140,6 +147,90 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
   }
 }
 
+// What e-matching reads besides the classes: the classes listed under each
+// operator, and the operator filter of each class.
+std::string operator_index(const EGraph& eg) {
+  std::string out;
+  for (std::uint32_t op = 0; op < eg.language().num_operators(); ++op) {
+    std::span<const Id> listed = eg.classes_with_op(Symbol(op));
+    std::vector<Id> with(listed.begin(), listed.end());
+    std::sort(with.begin(), with.end());
+    out += fmt::format("{}:", op);
+    for (Id c : with) out += fmt::format(" {}", c.value);
+    out += " |";
+    for (Id c : eg.class_ids()) {
+      if (eg.may_have_op(c, Symbol(op))) out += fmt::format(" {}", c.value);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+// A node added into a class ends where add-then-merge puts it, at less cost.
+TEST(EGraph, AddIntoEqualsAddThenMerge) {
+  TinyLanguage lang;
+  EGraph joined(lang), merged(lang);
+  for (EGraph* eg : {&joined, &merged}) {
+    ASSERT_TRUE(add_term(*eg, "(g (f a) b)").ok());
+    ASSERT_TRUE(add_term(*eg, "(f c)").ok());
+    eg->rebuild();
+  }
+  const Id a = *add_term(joined, "a"), b = *add_term(joined, "b"), c = *add_term(joined, "c");
+  const std::size_t added = joined.nodes_added();
+  const std::size_t ids = joined.num_ids();
+  // (f b) is new: it joins a's class; (f c) exists: its class merges with b's.
+  AddResult r = joined.add_into(ENode(lang.f, kNoAttributes, {b}), a);
+  EXPECT_EQ(r.status, AddStatus::kAdded);
+  EXPECT_EQ(r.id, joined.find(a));
+  EXPECT_EQ(joined.add_into(ENode(lang.f, kNoAttributes, {c}), b).status, AddStatus::kExisting);
+  EXPECT_EQ(joined.nodes_added(), added + 1);
+  EXPECT_EQ(joined.num_ids(), ids);  // no class was made for (f b)
+  joined.rebuild();
+
+  merged.merge(*add_term(merged, "a"), *add_term(merged, "(f b)"));
+  merged.merge(*add_term(merged, "b"), *add_term(merged, "(f c)"));
+  merged.rebuild();
+  EXPECT_EQ(joined.dump(), merged.dump());
+  EXPECT_EQ(operator_index(joined), operator_index(merged));
+  EXPECT_EQ(joined.nodes_added(), merged.nodes_added());
+  EXPECT_LT(joined.memory_bytes(), merged.memory_bytes());
+  EXPECT_TRUE(joined.check_invariants().ok()) << joined.check_invariants();
+}
+
+// An analysis that refuses every g node.
+class NoG final : public TypedAnalysis<int> {
+ public:
+  explicit NoG(Symbol g) : g_(g) {}
+  std::optional<int> make_data(const EGraph&, const ENode& node) override {
+    return node.op == g_ ? std::nullopt : std::optional<int>(0);
+  }
+  JoinResult join(int&, const int&) override { return {}; }
+
+ private:
+  Symbol g_;
+};
+
+TEST(EGraph, AddIntoRefusalsChangeNothing) {
+  TinyLanguage lang;
+  NoG analysis(lang.g);
+  EGraph eg(lang, &analysis);
+  const Id a = *add_term(eg, "a"), b = *add_term(eg, "b");
+  eg.rebuild();
+  const std::string before = eg.dump();
+  const std::size_t bytes = eg.memory_bytes();
+  EXPECT_EQ(eg.add_into(ENode(lang.g, kNoAttributes, {a, b}), a).status, AddStatus::kRejected);
+  eg.set_budget(Budget{.max_nodes = 2});
+  EXPECT_EQ(eg.add_into(ENode(lang.f, kNoAttributes, {a}), b).status, AddStatus::kNodeLimit);
+  eg.set_budget(Budget{.max_bytes = bytes + 1});
+  EXPECT_EQ(eg.add_into(ENode(lang.f, kNoAttributes, {a}), b).status, AddStatus::kByteLimit);
+  EXPECT_TRUE(eg.is_clean());
+  EXPECT_EQ(eg.dump(), before);
+  EXPECT_EQ(eg.memory_bytes(), bytes);
+  EXPECT_EQ(eg.nodes_added(), 2u);
+  eg.set_budget(Budget{});
+  EXPECT_EQ(eg.add_into(ENode(lang.f, kNoAttributes, {a}), b).status, AddStatus::kAdded);
+}
+
 // Grows a math e-graph with the math rules.
 class MathFixture : public ::testing::Test, protected MathSetup {};
 
@@ -148,6 +239,7 @@ TEST_F(MathFixture, RollbackRestoresIdenticalState) {
   ASSERT_TRUE(add_term(eg, "(+ (* y (+ x y)) (- (+ x 2) (+ x x)))").ok());
   Runner().with_iteration_limit(2).run(eg, rules);
   const std::string before = eg.dump();
+  const std::string index_before = operator_index(eg);
   const std::size_t nodes = eg.num_nodes(), bytes = eg.memory_bytes();
 
   eg.mark();
@@ -161,6 +253,7 @@ TEST_F(MathFixture, RollbackRestoresIdenticalState) {
   EXPECT_TRUE(eg.check_invariants().ok());
   eg.rollback();
   EXPECT_EQ(eg.dump(), before);
+  EXPECT_EQ(operator_index(eg), index_before);
   EXPECT_EQ(eg.num_nodes(), nodes);
   EXPECT_EQ(eg.memory_bytes(), bytes);
   EXPECT_EQ(eg.trail_size(), 0u);

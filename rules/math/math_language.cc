@@ -99,8 +99,7 @@ JoinResult ConstantFolding::join(std::optional<double>& into, const std::optiona
 void ConstantFolding::modify(EGraph& egraph, Id id) {
   const std::optional<double> c = data(egraph.find(id));
   if (!c) return;
-  AddResult r = egraph.add(ENode(lang_.num, egraph.attrs().intern(Attributes{{"value", *c}})));
-  if (r.ok()) egraph.merge(id, r.id);
+  egraph.add_into(ENode(lang_.num, egraph.attrs().intern(Attributes{{"value", *c}})), id);
 }
 
 ConditionRegistry math_conditions(const MathLanguage& lang) {
