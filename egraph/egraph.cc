@@ -16,7 +16,6 @@ struct EGraph::UndoEntry {
   struct UnionLink {  // `loser` was linked below `root`
     Id loser, root;
     std::uint32_t old_root_size;
-    std::uint64_t old_root_ops;
   };
   struct ClassSnapshot {  // a class before its first change since the mark
     Id id;
@@ -251,8 +250,9 @@ Id EGraph::merge(Id a, Id b) {
   }
   const Id root = a, loser = b;
   if (recording()) {
-    log({UndoEntry::UnionLink{loser, root, set_size_[root.index()], ops_[root.index()]}});
+    log({UndoEntry::UnionLink{loser, root, set_size_[root.index()]}});
   }
+  // The root's snapshot also keeps its operator bits from before the merge.
   snapshot_class(root);
   snapshot_class(loser);
   parent_[loser.index()] = root;
@@ -411,7 +411,6 @@ void EGraph::undo(UndoEntry& entry) {
     void operator()(UndoEntry::UnionLink& u) {
       g.parent_[u.loser.index()] = u.loser;
       g.set_size_[u.root.index()] = u.old_root_size;
-      g.ops_[u.root.index()] = u.old_root_ops;
     }
     void operator()(UndoEntry::ClassSnapshot& s) {
       g.classes_[s.id.index()] = std::move(s.old);
