@@ -48,34 +48,60 @@ namespace {
 constexpr std::size_t kPerIdBytes = sizeof(Id) + sizeof(std::uint32_t) + sizeof(EClass) +
                                     sizeof(std::uint64_t) + sizeof(Id) + sizeof(std::uint64_t);
 
-// Merges the sorted ranges [first, mid) and [mid, last) in place, from the
-// back: only the entries after the first place the second range goes move.
-template <typename It>
-void merge_back(It first, It mid, It last) {
-  using T = typename std::iterator_traits<It>::value_type;
-  absl::InlinedVector<T, 8> tail(std::make_move_iterator(mid), std::make_move_iterator(last));
-  auto read = mid;      // one past the first range's last unplaced entry
+// The order of ENode's operator< as far as the head and the first two
+// children decide it (each child + 1, 0 when absent, so that a shorter list
+// comes first); nodes that agree there and have more children are compared
+// in full. Sorting these keys moves 24-byte records instead of nodes.
+struct SortKey {
+  std::uint64_t head;
+  std::uint64_t kids;
+  std::uint32_t index;
+};
+
+SortKey sort_key(const ENode& node, std::uint32_t index) {
+  const std::size_t n = node.children.size();
+  const Id* c = node.children.data();
+  const std::uint64_t first = n > 0 ? std::uint64_t{c[0].value} + 1 : 0;
+  const std::uint64_t second = n > 1 ? std::uint64_t{c[1].value} + 1 : 0;
+  return {node.head(), (first << 32) | second, index};
+}
+
+// Sorts a node list that is one long sorted run followed by shorter
+// appendices (merge() puts the larger class's list first and appends the
+// other's; repair() and add_into() append nodes): the tail is sorted on its
+// own, then merged into the run from the back, so that only the entries
+// after the first place the tail goes move.
+template <typename List>
+void sort_tail(List& v) {
+  const auto mid = std::is_sorted_until(v.begin(), v.end());
+  if (mid == v.end()) return;
+  const auto last = v.end();
+  absl::InlinedVector<ENode, 8> tail;
+  tail.reserve(static_cast<std::size_t>(last - mid));
+  if (std::is_sorted_until(mid, last) == last) {
+    tail.assign(std::make_move_iterator(mid), std::make_move_iterator(last));
+  } else {
+    absl::InlinedVector<SortKey, 16> keys;
+    for (auto it = mid; it != last; ++it) {
+      keys.push_back(sort_key(*it, static_cast<std::uint32_t>(it - mid)));
+    }
+    std::sort(keys.begin(), keys.end(), [mid](const SortKey& a, const SortKey& b) {
+      if (a.head != b.head) return a.head < b.head;
+      if (a.kids != b.kids) return a.kids < b.kids;
+      return mid[a.index] < mid[b.index];
+    });
+    for (const SortKey& k : keys) tail.push_back(std::move(mid[k.index]));
+  }
+  auto read = mid;      // one past the run's last unplaced entry
   auto write = last;    // one past the next slot to fill
-  auto t = tail.end();  // one past the second range's last unplaced entry
+  auto t = tail.end();  // one past the tail's last unplaced entry
   while (t != tail.begin()) {
-    if (read != first && *(t - 1) < *(read - 1)) {
+    if (read != v.begin() && *(t - 1) < *(read - 1)) {
       *--write = std::move(*--read);
     } else {
       *--write = std::move(*--t);
     }
   }
-}
-
-// Sorts a list that is one long sorted run followed by shorter appendices
-// (merge() puts the larger class's list first and appends the other's;
-// repair() appends the re-keyed entries): the tail is sorted on its own and
-// merged into the long run, which stays linear in it.
-template <typename List>
-void sort_tail(List& v) {
-  const auto tail = std::is_sorted_until(v.begin(), v.end());
-  if (tail == v.end()) return;
-  if (std::is_sorted_until(tail, v.end()) != v.end()) std::sort(tail, v.end());
-  merge_back(v.begin(), tail, v.end());
 }
 
 // Appends `from` to `into`, the longer list first.

@@ -170,7 +170,10 @@ class Machine {
     }
     if (pc == size) {
       out_.roots.push_back(regs_[0]);
-      for (std::uint32_t r : gather_) out_.substs.push_back(regs_[r]);
+      const std::size_t at = out_.substs.size();
+      out_.substs.resize(at + gather_.size());
+      Id* subst = out_.substs.data() + at;
+      for (std::uint32_t r : gather_) *subst++ = regs_[r];
       return;
     }
     const Instruction& in = prog_.code[pc];

@@ -56,9 +56,19 @@ RuleMatches join(const RuleMatches& left, const PatternMatches& right, std::size
 }  // namespace
 
 RuleMatches search_rule(const EGraph& egraph, const Rule& rule, std::size_t limit) {
-  PatternMatches first;
-  search_pattern(egraph, rule.lhs[0], rule.num_vars(), first, rule.is_multi() ? SIZE_MAX : limit);
   RuleMatches out;
+  search_rule(egraph, rule, limit, out);
+  return out;
+}
+
+void search_rule(const EGraph& egraph, const Rule& rule, std::size_t limit, RuleMatches& out) {
+  // The first pattern's matches go straight into out's buffers.
+  PatternMatches first;
+  first.roots = std::move(out.roots);
+  first.substs = std::move(out.substs);
+  first.clear();
+  search_pattern(egraph, rule.lhs[0], rule.num_vars(), first, rule.is_multi() ? SIZE_MAX : limit);
+  out.num_patterns = 1;
   out.num_vars = rule.num_vars();
   out.roots = std::move(first.roots);
   out.substs = std::move(first.substs);
@@ -72,7 +82,6 @@ RuleMatches search_rule(const EGraph& egraph, const Rule& rule, std::size_t limi
     }
     out = join(out, next, p + 1 == rule.lhs.size() ? limit : SIZE_MAX, before);
   }
-  return out;
 }
 
 namespace {

@@ -5,8 +5,8 @@
 //
 // A multi-pattern rule's matches are the joins of its patterns' matches on
 // their shared variables; of the matches that differ only by swapping
-// interchangeable patterns (Rule::interchangeable), one is found. Applying adds each right-hand result and merges it
-// with the class its pattern matched; a match whose results do not fit in the
+// interchangeable patterns (Rule::interchangeable), one is found. Applying adds each right-hand
+// result and merges it with the class its pattern matched; a match whose results do not fit in the
 // budget is not applied, and applying stops there.
 #pragma once
 
@@ -34,11 +34,19 @@ struct RuleMatches {
   std::span<const Id> subst(std::size_t i) const {
     return {substs.data() + i * num_vars, num_vars};
   }
+  // Empties the buffers, keeping their memory.
+  void clear() {
+    roots.clear();
+    substs.clear();
+  }
 };
 
 // Finds the rule's matches in the rebuilt e-graph, at most `limit`.
 RuleMatches search_rule(const EGraph& egraph, const Rule& rule,
                         std::size_t limit = std::numeric_limits<std::size_t>::max());
+// The same into `out`, whose buffers are reused (a runner searches each rule
+// every iteration).
+void search_rule(const EGraph& egraph, const Rule& rule, std::size_t limit, RuleMatches& out);
 
 struct ApplyResult {
   std::size_t applied = 0;           // matches whose results changed the e-graph

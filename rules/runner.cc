@@ -107,13 +107,14 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
 
     Stopwatch phase;
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
-      found[r] = RuleMatches{};
+      RuleMatches& m = found[r];
+      m.clear();
       if (!scheduler_->should_search(r, iter)) continue;
       ++it.rules_searched;
-      RuleMatches m = search_rule(egraph, rules[r], scheduler_->search_limit(r));
+      search_rule(egraph, rules[r], scheduler_->search_limit(r), m);
       report.rules[r].matches += m.size();
       it.matches += m.size();
-      if (scheduler_->accept(r, iter, m.size())) found[r] = std::move(m);
+      if (!scheduler_->accept(r, iter, m.size())) m.clear();
       if (out_of_time()) stop = StopReason::kTimeLimit;
     }
     it.search_seconds = phase.seconds();
