@@ -18,16 +18,17 @@
 namespace saturn {
 namespace {
 
-// Leaves a..e, unary f and binary g.
+// Leaves a..e, unary f, binary g and ternary h.
 class TinyLanguage : public Language {
  public:
   TinyLanguage() : Language("tiny") {
     for (const char* leaf : {"a", "b", "c", "d", "e"}) leaves.push_back(add_operator(leaf, 0));
     f = add_operator("f", 1);
     g = add_operator("g", 2);
+    h = add_operator("h", 3);
   }
   std::vector<Symbol> leaves;
-  Symbol f, g;
+  Symbol f, g, h;
 };
 
 TEST(EGraph, CongruenceAfterMerge) {
@@ -103,7 +104,9 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
     // `into`, an earlier term) in that term's class.
     auto add_random = [&](std::optional<std::size_t> into) {
       ENode node;
-      std::uniform_int_distribution<int> kind(0, 2);
+      // Ternary nodes often share their first two children: node lists are
+      // sorted by those first, and in full only on such ties.
+      std::uniform_int_distribution<int> kind(0, 3);
       int k = ref.terms.size() < 3 ? 0 : kind(rng);
       std::uniform_int_distribution<std::size_t> pick(0,
                                                       ref.terms.empty() ? 0 : ref.terms.size() - 1);
@@ -111,8 +114,11 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
         node = ENode(lang.leaves[rng() % lang.leaves.size()], kNoAttributes);
       } else if (k == 1) {
         node = ENode(lang.f, kNoAttributes, {Id(pick(rng))});
-      } else {
+      } else if (k == 2) {
         node = ENode(lang.g, kNoAttributes, {Id(pick(rng)), Id(pick(rng))});
+      } else {
+        const Id x(pick(rng) % 3);
+        node = ENode(lang.h, kNoAttributes, {x, x, Id(pick(rng))});
       }
       ENode in_graph = node;
       for (Id& c : in_graph.children) c = ids[c.index()];
@@ -195,6 +201,30 @@ TEST(EGraph, AddIntoEqualsAddThenMerge) {
   EXPECT_EQ(joined.nodes_added(), merged.nodes_added());
   EXPECT_LT(joined.memory_bytes(), merged.memory_bytes());
   EXPECT_TRUE(joined.check_invariants().ok()) << joined.check_invariants();
+}
+
+// Nodes that join a class are appended, and rebuild sorts them: by operator
+// and the first two children, then in full for nodes with more children.
+TEST(EGraph, RebuildSortsNodesJoiningAClass) {
+  TinyLanguage lang;
+  EGraph eg(lang);
+  std::vector<Id> leaf;
+  for (const char* name : {"a", "b", "c", "d", "e"}) leaf.push_back(*add_term(eg, name));
+  eg.rebuild();
+  const Id a = leaf[0], b = leaf[1];
+  std::vector<ENode> joining;
+  for (std::size_t i = leaf.size(); i-- > 2;) {  // c, d, e
+    joining.push_back(ENode(lang.h, kNoAttributes, {b, b, leaf[i]}));
+    joining.push_back(ENode(lang.h, kNoAttributes, {leaf[i], b, b}));
+    joining.push_back(ENode(lang.g, kNoAttributes, {b, leaf[i]}));
+    joining.push_back(ENode(lang.f, kNoAttributes, {leaf[i]}));
+  }
+  for (const ENode& n : joining) ASSERT_EQ(eg.add_into(n, a).status, AddStatus::kAdded);
+  eg.rebuild();
+  std::span<const ENode> nodes = eg.nodes(eg.find(a));
+  ASSERT_EQ(nodes.size(), joining.size() + 1);
+  EXPECT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));
+  EXPECT_TRUE(eg.check_invariants().ok()) << eg.check_invariants();
 }
 
 // An analysis that refuses every g node.
