@@ -172,7 +172,7 @@ AddResult EGraph::add(ENode node) {
   if (std::optional<AddStatus> over = over_budget(cost)) return refuse(*over);
   if (analysis_ != nullptr) {
     if (!analysis_->make(*this, node, id)) return refuse(AddStatus::kRejected);
-    if (memory_bytes() + cost > budget_.max_bytes) {
+    if (over_byte_budget(cost)) {
       analysis_->discard_last();
       return refuse(AddStatus::kByteLimit);
     }
@@ -231,7 +231,7 @@ AddResult EGraph::add_into(ENode node, Id into) {
 
 std::optional<AddStatus> EGraph::over_budget(std::size_t cost) const {
   if (memo_.size() > budget_.max_nodes) return AddStatus::kNodeLimit;
-  if (memory_bytes() + cost > budget_.max_bytes) return AddStatus::kByteLimit;
+  if (over_byte_budget(cost)) return AddStatus::kByteLimit;
   return std::nullopt;
 }
 

@@ -208,6 +208,10 @@ class EGraph {
 
   // The limit a node of `cost` bytes would break, once it is in the hash-cons.
   std::optional<AddStatus> over_budget(std::size_t cost) const;
+  // Whether `cost` more bytes break the byte budget (no sum when unlimited).
+  bool over_byte_budget(std::size_t cost) const {
+    return budget_.max_bytes != Budget::kUnlimited && memory_bytes() + cost > budget_.max_bytes;
+  }
   // Enters a node that joins class `cls` in its children's parent lists and
   // the by-operator index (and the undo trail).
   void link(const ENode& node, Id cls);
