@@ -143,7 +143,7 @@ Selection dag_selection(const ExtractionProblem& p, const Parents& parents,
     double total = 0;
     for (const auto& item : acc) total += item.second;
     if (!(total < sets[c].total)) continue;
-    sets[c].items = acc;
+    sets[c].items.swap(acc);  // acc is cleared before its next use
     sets[c].total = total;
     s.choice[c] = static_cast<std::int32_t>(n);
     for (std::uint32_t parent : parents.of(c)) queue.push(parent);
