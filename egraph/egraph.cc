@@ -71,8 +71,7 @@ SortKey sort_key(const ENode& node, std::uint32_t index) {
 // other's; repair() and add_into() append nodes): the tail is sorted on its
 // own, then merged into the run from the back, so that only the entries
 // after the first place the tail goes move.
-template <typename List>
-void sort_tail(List& v) {
+void sort_tail(decltype(EClass::nodes)& v) {
   const auto mid = std::is_sorted_until(v.begin(), v.end());
   if (mid == v.end()) return;
   const auto last = v.end();
@@ -198,24 +197,18 @@ AddResult EGraph::add_into(ENode node, Id into) {
   into = find(into);
   auto [slot, inserted] = memo_.try_emplace(node, into);
   if (!inserted) return {merge(slot->second, into), AddStatus::kExisting};
+  auto refuse = [&](AddStatus why) -> AddResult {
+    memo_.erase(slot);
+    return {Id(), why};
+  };
   // The analysis joins the node's data as a merge would; the shipped joins
   // keep the data's size, so the bytes are checked before.
   const std::size_t cost = member_cost_bytes(node);
-  if (std::optional<AddStatus> over = over_budget(cost)) {
-    memo_.erase(slot);
-    return {Id(), *over};
-  }
+  if (std::optional<AddStatus> over = over_budget(cost)) return refuse(*over);
   if (analysis_ != nullptr) {
     std::optional<bool> changed = analysis_->join_node(*this, node, into);
-    if (!changed) {
-      memo_.erase(slot);
-      return {Id(), AddStatus::kRejected};
-    }
-    if (*changed) {
-      const auto& parents = classes_[into.index()].parents;
-      analysis_pending_.insert(analysis_pending_.end(), parents.begin(), parents.end());
-      modify_pending_.push_back(into);
-    }
+    if (!changed) return refuse(AddStatus::kRejected);
+    if (*changed) data_changed(into);
   }
 
   snapshot_class(into);
@@ -398,10 +391,14 @@ void EGraph::refine(Id id) {
     changed |= analysis_->refine(*this, node, id);
   }
   if (!changed) return;
+  data_changed(id);
+  ++version_;
+}
+
+void EGraph::data_changed(Id id) {
   const auto& parents = classes_[id.index()].parents;
   analysis_pending_.insert(analysis_pending_.end(), parents.begin(), parents.end());
   modify_pending_.push_back(id);
-  ++version_;
 }
 
 std::vector<Id> EGraph::class_ids() const {

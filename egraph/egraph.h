@@ -219,6 +219,9 @@ class EGraph {
   void push_parent(Id child, Id parent);
   void repair(Id id);
   void refine(Id id);
+  // Class `id`'s analysis data changed: its parents are revisited and the
+  // analysis may act on it.
+  void data_changed(Id id);
   // Appends the canonical ids of `ids`, each once.
   void append_canonical(std::span<const Id> ids, std::vector<Id>& out) const;
   // Moves the canonical ids of `queue`, each once, into `out`; empties `queue`.
@@ -243,7 +246,7 @@ class EGraph {
   std::vector<std::uint64_t> ops_;
   std::vector<EClass> classes_;          // by id; empty unless canonical
   absl::flat_hash_map<ENode, Id> memo_;  // hash-cons: node -> (some id of) its class
-  std::vector<std::vector<Id>> by_op_;   // classes created with each operator
+  std::vector<std::vector<Id>> by_op_;   // classes given a node with each operator
   std::vector<Id> dirty_;                // classes that may hold stale nodes
   std::vector<Id> analysis_pending_;     // classes whose nodes' data must be re-derived
   std::vector<Id> modify_pending_;       // classes whose data changed
