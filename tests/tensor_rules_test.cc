@@ -81,6 +81,45 @@ TEST(TensorRules, ConvReluFusionEndToEnd) {
   EXPECT_LE(max_error_ratio((*evaluate(*fused, in))[0], (*evaluate(g, in))[0], 1e-5, 1e-6), 1.0);
 }
 
+// A convolution merged from several (a Split of its output feeding each
+// former reader through its own Relu) gets its activation back: split-relu
+// moves the Relus in front of the Split, where fuse-conv-relu takes them.
+TEST(TensorRules, MergedConvolutionKeepsItsActivationFused) {
+  GraphBuilder b("merged");
+  Value x = b.input("x", {1, 4, 8, 8});
+  Value h = b.conv2d("c", x, {.out_channels = 8, .kernel = {1, 1}});
+  std::vector<Value> parts = b.split(h, 1, {3, 5});
+  b.output(b.relu(parts[0]), "a");
+  b.output(b.relu(parts[1]), "b");
+  Graph g = *b.build();
+
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(lang, conditions);
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  Runner().with_iteration_limit(4).with_node_limit(20'000).run(egraph, rules);
+  EXPECT_EQ(shapes.type_conflicts(), 0u);
+
+  std::vector<Id> roots{ids[g.outputs[0].node], ids[g.outputs[1].node]};
+  OpCountCostModel opcount;
+  ExtractionProblem p =
+      problem_from_egraph(egraph, roots, egraph_cost_function(opcount, egraph, shapes));
+  ExtractionResult r = IlpExtractor().extract(p);
+  std::vector<ClassOutput> outputs{{roots[0], "a"}, {roots[1], "b"}};
+  absl::StatusOr<Graph> fused =
+      graph_from_egraph(egraph, g, outputs, chosen_enodes(egraph, p, r.selection));
+  ASSERT_TRUE(fused.ok()) << message(fused.status());
+  EXPECT_EQ(op_counts(*fused)[Op::kRelu], 0);
+  EXPECT_EQ(op_counts(*fused)[Op::kConv], 1);
+  EXPECT_EQ(op_counts(*fused)[Op::kSplit], 1);
+  Inputs in = random_inputs(g, 5);
+  std::vector<Tensor> want = *evaluate(g, in), got = *evaluate(*fused, in);
+  ASSERT_EQ(got.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_LE(max_error_ratio(got[i], want[i], 1e-5, 1e-6), 1.0);
+}
+
 TEST(TensorRules, EveryShippedRuleVerifies) {
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();
