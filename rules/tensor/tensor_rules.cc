@@ -205,7 +205,8 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
   if (key == "count_include_pad" || key == "transA" || key == "transB")
     return one_of({std::int64_t{0}, std::int64_t{1}});
   if (key == "axes") return one_of({Ints{-1}, Ints{1}, Ints{2}, Ints{0}});
-  if (key == "split") return one_of({Ints{1, 1}, Ints{1, 2}, Ints{2, 1}, Ints{1, 1, 1}, Ints{2, 2}});
+  if (key == "split")
+    return one_of({Ints{1, 1}, Ints{1, 2}, Ints{2, 1}, Ints{1, 1, 1}, Ints{2, 2}});
   if (key == "shape")
     return one_of({Ints{-1}, Ints{1, -1}, Ints{-1, 1}, Ints{2, -1}, Ints{-1, 2}, Ints{-1, 1, 1},
                    Ints{1, -1, 2}, Ints{3, -1}});
