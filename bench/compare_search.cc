@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Run> runs;
-  const std::string machine = bench::machine_description();
+  const std::string machine = machine_description();
   fmt::print("machine: {}\n\n", machine);
   fmt::print(
       "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "

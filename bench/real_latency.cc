@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     if (!m.ok()) return fmt::print(stderr, "real_latency: {}\n", message(m.status())), 2;
     models.push_back(std::move(*m));
   }
-  const std::string machine = bench::machine_description();
+  const std::string machine = machine_description();
   fmt::print("machine: {}\n", machine);
 
   // The measured cost model: every operator signature timed in onnxruntime.
@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
       "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
   if (cal->measured > 0) fmt::print("profiler correction: {}\n", cli::describe(cal->correction));
+  if (cal->foreign > 0) {
+    fmt::print("cost table: {} entries measured on {}, not on this machine\n", cal->foreign,
+               cal->foreign_machine.empty() ? "a machine it does not name" : cal->foreign_machine);
+  }
   fmt::print("\n");
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
       cost_model_by_name("measured:" + args->costs);

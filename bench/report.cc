@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <thread>
 
 #include "fmt/format.h"
 
@@ -14,18 +12,6 @@ namespace {
 const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
 
 }  // namespace
-
-std::string machine_description() {
-  std::string cpu = "unknown CPU";
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);) {
-    if (line.starts_with("model name")) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
-}
 
 std::string bar_chart(const std::string& title, const std::vector<std::string>& groups,
                       const std::vector<std::string>& series,

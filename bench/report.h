@@ -1,14 +1,11 @@
-// Shared by the benchmark binaries: a description of the machine and the
-// grouped bar chart of their SVG plots.
+// Shared by the benchmark binaries: the grouped bar chart of their SVG
+// plots.
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace saturn::bench {
-
-// "CPU model, N hardware threads".
-std::string machine_description();
 
 // Grouped bars as an SVG group at (x0, y0), 900 x 260: for each group (a
 // model) one bar per series (a strategy); values are percentages (negative

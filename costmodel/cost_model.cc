@@ -1,7 +1,9 @@
 #include "costmodel/cost_model.h"
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
+#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
@@ -254,6 +256,18 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_
       "unknown cost model '{}' (use opcount, roofline, roofline:PROFILE or measured:FILE)", spec));
 }
 
+std::string machine_description() {
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.starts_with("model name")) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
+}
+
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback) {
   absl::StatusOr<std::string> text = read_text_file(path);
@@ -263,6 +277,12 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
   if (!j->is_object() || !j->contains("entries") || !(*j)["entries"].is_array()) {
     return absl::InvalidArgumentError(
         fmt::format("{}: needs \"entries\", a list of {{\"signature\", \"us\"}}", path));
+  }
+  std::string machine;
+  if (auto it = j->find("machine"); it != j->end()) {
+    if (!it->is_string())
+      return absl::InvalidArgumentError(fmt::format("{}: \"machine\" must be a string", path));
+    machine = it->get<std::string>();
   }
   MeasuredCostModel::Table alone, between, mixed;
   const nlohmann::json& entries = (*j)["entries"];
@@ -302,7 +322,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     alone[std::move(signature)] = *alone_us;
   }
   return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between), std::move(mixed),
-                                             std::move(fallback));
+                                             std::move(fallback), std::move(machine));
 }
 
 std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::size_t num_inputs) {

@@ -135,12 +135,14 @@ class MeasuredCostModel final : public CostModel {
   // `mixed` when its inputs mix convolution outputs with other values (one
   // missing there costs its time between convolutions); `fallback` prices
   // the signatures missing from all.
+  // `measured_on` names the machine the table was timed on (empty: unknown).
   MeasuredCostModel(Table alone, Table between_convolutions, Table mixed,
-                    RooflineCostModel fallback)
+                    RooflineCostModel fallback, std::string measured_on = {})
       : alone_(std::move(alone)),
         between_(std::move(between_convolutions)),
         mixed_(std::move(mixed)),
-        fallback_(std::move(fallback)) {}
+        fallback_(std::move(fallback)),
+        measured_on_(std::move(measured_on)) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
@@ -151,17 +153,26 @@ class MeasuredCostModel final : public CostModel {
   std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
+  // The machine the table was timed on, as machine_description() put it
+  // there; empty when the table does not say.
+  const std::string& measured_on() const { return measured_on_; }
 
  private:
   Table alone_, between_, mixed_;
   RooflineCostModel fallback_;
+  std::string measured_on_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
 
 // The "context" of a measured entry timed between convolutions.
 inline constexpr std::string_view kBetweenConvolutions = "between convolutions";
 
-// Reads a measured table: {"device": ..., "entries": [{"signature": ..., "us": ...}, ...]}.
+// This machine as a measured table records it: "CPU model, N hardware
+// threads". Kernel times hold for the machine they were taken on only.
+std::string machine_description();
+
+// Reads a measured table: {"device": ..., "machine": ..., "entries":
+// [{"signature": ..., "us": ...}, ...]} ("machine" is optional).
 // An entry with "context": "between convolutions" holds in "us" the
 // operator's cost when it reads a convolution's output, its time alone in
 // "alone_us" and, optionally, its cost when its inputs mix convolution

@@ -88,10 +88,28 @@ TEST(CostModel, MeasuredTableWithFallback) {
       (*m)->node_cost(Op::kMatMul, {}, other, F({2, 5}), {}),
       RooflineCostModel(toy_profile()).node_cost(Op::kMatMul, {}, other, F({2, 5}), {}));
   EXPECT_EQ((*m)->fallbacks(), 1u);
+  EXPECT_EQ((*m)->measured_on(), "");  // the table does not say
   ASSERT_TRUE(write_text_file(path, R"({"entries": [{"signature": "x"}]})").ok());
   EXPECT_NE(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status())
                 .find("entries[0]"),
             std::string_view::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(CostModel, MeasuredTableNamesItsMachine) {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("saturn_machine_" + std::to_string(::getpid()) + ".json"))
+                         .string();
+  ASSERT_TRUE(
+      write_text_file(path, R"({"machine": "Some CPU, 4 hardware threads", "entries": []})").ok());
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m =
+      load_measured_cost_model(path, RooflineCostModel(toy_profile()));
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  EXPECT_EQ((*m)->measured_on(), "Some CPU, 4 hardware threads");
+  EXPECT_NE(machine_description().find("hardware threads"), std::string::npos);
+  ASSERT_TRUE(write_text_file(path, R"({"machine": 4, "entries": []})").ok());
+  EXPECT_EQ(message(load_measured_cost_model(path, RooflineCostModel(toy_profile())).status()),
+            path + ": \"machine\" must be a string");
   std::filesystem::remove(path);
 }
 

@@ -409,6 +409,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   // time alone; such entries are timed again).
   constexpr int kAttribution = 2;
   // The table so far (the cache).
+  const std::string here = machine_description();
+  std::string recorded = here;  // the machine the table's entries come from
   nlohmann::json table = {{"device", "onnxruntime-cpu"},
                           {"method", kMethod},
                           {"attribution", kAttribution},
@@ -438,6 +440,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         table["entries"].push_back(std::move(e));
       }
       if (old.contains("device")) table["device"] = old["device"];
+      recorded = old.value("machine", std::string());
     } else {
       stats.stale = old["entries"].size();  // measured another way: measured again
     }
@@ -620,6 +623,18 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       if (!retimed.contains(e["signature"].get<std::string>())) kept.push_back(std::move(e));
     table["entries"] = std::move(kept);
     if (!options.refresh) stats.stale += retimed.size();
+  }
+  // What is left of the old table stays as measured where it was.
+  if (recorded != here && !table["entries"].empty()) {
+    stats.foreign = table["entries"].size();
+    stats.foreign_machine = recorded;
+    if (recorded.empty()) {
+      table.erase("machine");
+    } else {
+      table["machine"] = recorded;
+    }
+  } else {
+    table["machine"] = here;
   }
   if (!files.empty()) {
     absl::StatusOr<ProfilerCorrection> correction = measure_profiler_correction(dir, options);

@@ -105,6 +105,10 @@ struct CalibrationStats {
   // onnxruntime cannot run).
   std::size_t skipped = 0;
   ProfilerCorrection correction;  // taken off the kernels measured now
+  // Entries kept from a table timed on another machine (or one that does
+  // not say), and that machine ("" when unknown).
+  std::size_t foreign = 0;
+  std::string foreign_machine;
 };
 
 // Times every distinct operator signature of `graphs` as a single-operator

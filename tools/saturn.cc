@@ -135,6 +135,25 @@ int fail(const absl::Status& status) {
   return 1;
 }
 
+// The cost model named by --cost. A measured table timed on another machine
+// prices this one's kernels only roughly, so that is said (on stderr; the
+// command goes on).
+absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view spec) {
+  absl::StatusOr<std::shared_ptr<const CostModel>> model = cost_model_by_name(spec);
+  if (!model.ok()) return model;
+  const auto* measured = dynamic_cast<const MeasuredCostModel*>(model->get());
+  if (measured != nullptr && !measured->measured_on().empty()) {
+    const std::string here = machine_description();
+    if (measured->measured_on() != here) {
+      fmt::print(stderr,
+                 "saturn: note: {} was measured on {}, this machine is {} (saturn calibrate "
+                 "--refresh times its entries here)\n",
+                 spec.substr(spec.find(':') + 1), measured->measured_on(), here);
+    }
+  }
+  return model;
+}
+
 std::string op_summary(const Graph& graph) {
   std::string out;
   for (const auto& [op, count] : op_counts(graph)) {
@@ -222,7 +241,7 @@ int info(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   if (!graph.ok()) return fail(graph.status());
   absl::StatusOr<std::vector<ValueType>> types = infer_types(*graph);
   if (!types.ok()) return fail(with_context(types.status(), model));
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   fmt::print("{}: {} ops\n", graph->name, total_ops(*graph));
   if (!graph->opsets.empty()) {
@@ -486,6 +505,14 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
   if (stats->stale > 0)
     fmt::print("{} held {} entries timed another way (an older saturn); measured anew\n", out,
                stats->stale);
+  if (stats->foreign > 0) {
+    fmt::print(
+        "{} keeps {} entries measured on {}, not on this machine ({}); --refresh times "
+        "them here\n",
+        out, stats->foreign,
+        stats->foreign_machine.empty() ? "a machine it does not name" : stats->foreign_machine,
+        machine_description());
+  }
   fmt::print(
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
       "({:.1f} s)\n",
@@ -570,7 +597,7 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
     return usage_error("optimize", "--verify, --keep-faster and --min-speedup need -o OUT.onnx");
   absl::StatusOr<Graph> graph = load_model(model, onnx);
   if (!graph.ok()) return fail(graph.status());
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_by_name(cost);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   options.cost_model = *cost_model;
   ProgressLine progress(!quiet && isatty(fileno(stderr)));
