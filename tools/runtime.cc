@@ -408,9 +408,9 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   // onnxruntime fuses into the convolution costs nothing there (1 kept its
   // time alone; such entries are timed again).
   constexpr int kAttribution = 2;
-  // The table so far (the cache).
   const std::string here = machine_description();
   std::string recorded = here;  // the machine the table's entries come from
+  // The table so far (the cache).
   nlohmann::json table = {{"device", "onnxruntime-cpu"},
                           {"method", kMethod},
                           {"attribution", kAttribution},
