@@ -151,10 +151,7 @@ int main(int argc, char** argv) {
       "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
   if (cal->measured > 0) fmt::print("profiler correction: {}\n", cli::describe(cal->correction));
-  if (cal->foreign > 0) {
-    fmt::print("cost table: {} entries measured on {}, not on this machine\n", cal->foreign,
-               cal->foreign_machine.empty() ? "a machine it does not name" : cal->foreign_machine);
-  }
+  if (cal->foreign > 0) fmt::print("cost table: {}\n", cli::describe_foreign(*cal));
   fmt::print("\n");
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
       cost_model_by_name("measured:" + args->costs);

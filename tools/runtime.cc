@@ -368,6 +368,12 @@ std::string describe(const ProfilerCorrection& c) {
                      c.excess_us, c.floor_us);
 }
 
+std::string describe_foreign(const CalibrationStats& s) {
+  return fmt::format("{} entries measured on {}, not on this machine ({})", s.foreign,
+                     s.foreign_machine.empty() ? "a machine it does not name" : s.foreign_machine,
+                     machine_description());
+}
+
 std::string describe(const VerifyReport& r) {
   std::string out;
   for (const nlohmann::json& o : r.json["outputs"]) {

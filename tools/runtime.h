@@ -110,6 +110,9 @@ struct CalibrationStats {
   std::size_t foreign = 0;
   std::string foreign_machine;
 };
+// "N entries measured on MACHINE, not on this machine (THIS)", for
+// stats.foreign > 0.
+std::string describe_foreign(const CalibrationStats& stats);
 
 // Times every distinct operator signature of `graphs` as a single-operator
 // ONNX model in onnxruntime (the kernel time its profiler reports) and

@@ -505,14 +505,8 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
   if (stats->stale > 0)
     fmt::print("{} held {} entries timed another way (an older saturn); measured anew\n", out,
                stats->stale);
-  if (stats->foreign > 0) {
-    fmt::print(
-        "{} keeps {} entries measured on {}, not on this machine ({}); --refresh times "
-        "them here\n",
-        out, stats->foreign,
-        stats->foreign_machine.empty() ? "a machine it does not name" : stats->foreign_machine,
-        machine_description());
-  }
+  if (stats->foreign > 0)
+    fmt::print("{} keeps {}; --refresh times them here\n", out, cli::describe_foreign(*stats));
   fmt::print(
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
       "({:.1f} s)\n",
