@@ -39,6 +39,7 @@ struct ExtractionResult {
   ExtractionStatus status = ExtractionStatus::kHeuristic;
   double lower_bound = 0;  // ILP: best proven bound on the DAG cost
   int cycle_cuts = 0;      // ILP: cuts added to break cycles (up front and lazily)
+  int fixed_nodes = 0;     // ILP: nodes dropped by reduced-cost fixing
 };
 
 class Extractor {
@@ -90,6 +91,10 @@ struct IlpOptions {
   // Cycles of up to this many classes get a cut before solving (0: none;
   // longer cycles are still excluded, by order variables and lazy cuts).
   int cycle_cut_length = 4;
+  // Rounds of reduced-cost fixing before the search (0: none): nodes that
+  // the LP relaxation shows cannot beat the warm start leave the problem,
+  // and the rest is formulated again.
+  int reduced_cost_rounds = 8;
 };
 
 class IlpExtractor final : public Extractor {

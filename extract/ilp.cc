@@ -15,7 +15,10 @@
 // Before solving, the problem shrinks: classes the roots cannot reach go;
 // "free" classes (a zero-cost node whose children are free) are decided up
 // front and leave the program; a node is dropped when another node of its
-// class costs no more and needs a subset of its children. Inside each
+// class costs no more and needs a subset of its children, or when a child
+// class cannot be derived at all. Then rounds of reduced-cost fixing drop
+// the nodes that the LP relaxation proves cannot beat the warm start, and
+// the rest is formulated again (see IlpExtractor::extract). Inside each
 // strongly connected group of classes, order variables t forbid cycles:
 //
 //              t(a) - t(b) - M x(n) >= 1 - M         for n in a with child b in a's group
@@ -23,9 +26,13 @@
 // and any cycle that still shows up (a safety net) gets a lazy cut
 //              sum_{n in C} x(n) <= |C| - 1.
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 
 #include "Cbc_C_Interface.h"
+#include "Clp_C_Interface.h"
 #include "egraph/stopwatch.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
@@ -35,6 +42,34 @@ namespace saturn {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The classes some acyclic selection can derive (bottom up from the leaves).
+std::vector<bool> derivable_classes(const ExtractionProblem& p) {
+  std::vector<bool> derived(p.num_classes(), false);
+  std::vector<std::vector<std::uint32_t>> readers(p.num_classes());
+  std::vector<std::uint32_t> missing(p.num_nodes());
+  std::vector<std::uint32_t> queue;
+  auto derive = [&](std::uint32_t c) {
+    if (!derived[c]) {
+      derived[c] = true;
+      queue.push_back(c);
+    }
+  };
+  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+    std::vector<std::uint32_t> kids(p.children(n).begin(), p.children(n).end());
+    std::sort(kids.begin(), kids.end());
+    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+    missing[n] = static_cast<std::uint32_t>(kids.size());
+    for (std::uint32_t k : kids) readers[k].push_back(n);
+    if (kids.empty()) derive(p.node_class[n]);
+  }
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    for (std::uint32_t n : readers[queue[i]]) {
+      if (--missing[n] == 0) derive(p.node_class[n]);
+    }
+  }
+  return derived;
+}
 
 // The classes reachable from the roots through any node.
 std::vector<bool> reachable_classes(const ExtractionProblem& p) {
@@ -168,7 +203,8 @@ std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint
   return kids;
 }
 
-// A 0-1 program built row by row, then loaded into CBC in column form.
+// A 0-1 program built row by row, then loaded in column form into CBC (or,
+// as its LP relaxation, into Clp).
 class SparseModel {
  public:
   int add_column(double cost, double upper, bool integer) {
@@ -183,32 +219,52 @@ class SparseModel {
     row_lower_.push_back(lower);
     row_upper_.push_back(upper);
   }
-  void load(Cbc_Model* m) const {
-    const int cols = static_cast<int>(cost_.size());
-    std::vector<CoinBigIndex> start(cols + 1, 0);
-    for (const auto& t : terms_) ++start[t.first + 1];
-    for (int c = 0; c < cols; ++c) start[c + 1] += start[c];
-    std::vector<int> rows(terms_.size());
-    std::vector<double> values(terms_.size());
-    std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
-    for (std::size_t r = 0; r + 1 < row_start_.size(); ++r) {
-      for (std::size_t i = row_start_[r]; i < row_start_[r + 1]; ++i) {
-        CoinBigIndex at = fill[terms_[i].first]++;
-        rows[at] = static_cast<int>(r);
-        values[at] = terms_[i].second;
-      }
-    }
-    std::vector<double> lower(cols, 0.0);
-    Cbc_loadProblem(m, cols, static_cast<int>(row_lower_.size()), start.data(), rows.data(),
-                    values.data(), lower.data(), upper_.data(), cost_.data(), row_lower_.data(),
+  int num_columns() const { return static_cast<int>(cost_.size()); }
+
+  // Loads the program into CBC, with its integer columns marked.
+  void load_program(Cbc_Model* m) const {
+    const ColumnForm f = column_form();
+    Cbc_loadProblem(m, num_columns(), f.num_rows, f.start.data(), f.rows.data(), f.values.data(),
+                    f.lower.data(), upper_.data(), cost_.data(), row_lower_.data(),
                     row_upper_.data());
-    for (int c = 0; c < cols; ++c) {
+    for (int c = 0; c < num_columns(); ++c) {
       Cbc_setColName(m, c, fmt::format("c{}", c).c_str());  // MIP starts match columns by name
       if (integer_[c]) Cbc_setInteger(m, c);
     }
   }
+  // Loads the LP relaxation into Clp.
+  void load_relaxation(Clp_Simplex* m) const {
+    const ColumnForm f = column_form();
+    Clp_loadProblem(m, num_columns(), f.num_rows, f.start.data(), f.rows.data(), f.values.data(),
+                    f.lower.data(), upper_.data(), cost_.data(), row_lower_.data(),
+                    row_upper_.data());
+  }
 
  private:
+  struct ColumnForm {
+    int num_rows;
+    std::vector<CoinBigIndex> start;
+    std::vector<int> rows;
+    std::vector<double> values, lower;
+  };
+  ColumnForm column_form() const {
+    const int cols = num_columns();
+    ColumnForm f{static_cast<int>(row_lower_.size()), std::vector<CoinBigIndex>(cols + 1, 0),
+                 std::vector<int>(terms_.size()), std::vector<double>(terms_.size()),
+                 std::vector<double>(cols, 0.0)};
+    for (const auto& t : terms_) ++f.start[t.first + 1];
+    for (int c = 0; c < cols; ++c) f.start[c + 1] += f.start[c];
+    std::vector<CoinBigIndex> fill(f.start.begin(), f.start.end() - 1);
+    for (std::size_t r = 0; r + 1 < row_start_.size(); ++r) {
+      for (std::size_t i = row_start_[r]; i < row_start_[r + 1]; ++i) {
+        CoinBigIndex at = fill[terms_[i].first]++;
+        f.rows[at] = static_cast<int>(r);
+        f.values[at] = terms_[i].second;
+      }
+    }
+    return f;
+  }
+
   std::vector<double> cost_, upper_;
   std::vector<bool> integer_;
   std::vector<std::pair<int, double>> terms_;
@@ -377,23 +433,34 @@ int add_short_cycle_cuts(const ExtractionProblem& p, const std::vector<std::uint
   return cuts;
 }
 
-}  // namespace
+// The 0-1 program of a problem, with the maps between its columns and the
+// problem's nodes and classes. Columns 0 .. node_of.size() - 1 are nodes;
+// the order columns follow.
+struct Program {
+  SparseModel model;
+  std::vector<std::int32_t> free;      // per class: its node if decided up front, else -1
+  std::vector<int> column_of;          // per node: its column, or -1 if reduced away
+  std::vector<bool> never_needed;      // per node: dominated, its own child, or underivable
+  std::vector<std::uint32_t> node_of;  // per node column: its node
+  std::vector<int> order_col;          // per class: its order column, or -1
+  std::vector<int> group_size;         // per class: classes in its strongly connected group
+  int cycle_cuts = 0;                  // short-cycle rows
+};
 
-ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
-  const Stopwatch clock;
-  auto elapsed = [&] { return clock.seconds(); };
-  ExtractionResult warm = DagGreedyExtractor().extract(p);
-  ExtractionResult result = warm;
-  result.seconds = elapsed();
-  // The greedy pass finds a selection whenever one exists.
-  if (warm.status == ExtractionStatus::kNoSolution) return result;
-  result.status = ExtractionStatus::kTimedOut;
-
+// Reduces the problem and writes its program. `known`, a valid selection,
+// tells which classes may be mandatory.
+Program formulate(const ExtractionProblem& p, const Selection& known, int cycle_cut_length) {
+  Program prog;
+  SparseModel& model = prog.model;
   // ---- Reduce ---------------------------------------------------------
   const std::vector<bool> reachable = reachable_classes(p);
-  const std::vector<std::int32_t> free = free_classes(p);
-  std::vector<int> column_of(p.num_nodes(), -1);
-  std::vector<std::uint32_t> node_of;
+  const std::vector<bool> derivable = derivable_classes(p);
+  prog.free = free_classes(p);
+  const std::vector<std::int32_t>& free = prog.free;
+  std::vector<int>& column_of = prog.column_of;
+  std::vector<std::uint32_t>& node_of = prog.node_of;
+  column_of.assign(p.num_nodes(), -1);
+  prog.never_needed.assign(p.num_nodes(), false);
   std::vector<std::vector<std::uint32_t>> kids_of;  // per column: needed child classes
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
     if (!reachable[c] || free[c] >= 0) continue;
@@ -401,7 +468,11 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
     std::vector<std::vector<std::uint32_t>> member_kids;
     for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
       std::vector<std::uint32_t> kids = needed_children(p, n, free);
-      if (std::binary_search(kids.begin(), kids.end(), c)) continue;  // its own child
+      if (std::binary_search(kids.begin(), kids.end(), c) ||  // its own child
+          !std::all_of(kids.begin(), kids.end(), [&](std::uint32_t k) { return derivable[k]; })) {
+        prog.never_needed[n] = true;
+        continue;
+      }
       members.push_back(n);
       member_kids.push_back(std::move(kids));
     }
@@ -415,27 +486,20 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
         dominated = no_worse && std::includes(member_kids[i].begin(), member_kids[i].end(),
                                               member_kids[j].begin(), member_kids[j].end());
       }
-      if (dominated) continue;
+      if (dominated) {
+        prog.never_needed[members[i]] = true;
+        continue;
+      }
       column_of[members[i]] = static_cast<int>(node_of.size());
       node_of.push_back(members[i]);
       kids_of.push_back(member_kids[i]);
     }
   }
-
-  if (node_of.empty()) {  // every needed class is free
-    result.selection = prune_to_roots(p, Selection{free});
-    result.dag_cost = *check_selection(p, result.selection);
-    result.tree_cost = tree_cost(p, result.selection);
-    result.lower_bound = result.dag_cost;
-    result.status = ExtractionStatus::kOptimal;
-    result.seconds = elapsed();
-    return result;
-  }
+  if (node_of.empty()) return prog;  // every needed class is free
 
   // ---- Build ----------------------------------------------------------
   // Rows are collected first and loaded at once (adding them one by one is
   // quadratic in CBC).
-  SparseModel model;
   for (std::uint32_t n : node_of) model.add_column(p.node_cost[n], 1.0, true);
   auto add_class_sum = [&](std::uint32_t cls) {
     for (std::uint32_t n = p.class_start[cls]; n < p.class_start[cls + 1]; ++n) {
@@ -451,9 +515,11 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     for (std::uint32_t k : kids_of[col]) edges[p.node_class[node_of[col]]].push_back(k);
   }
-  std::vector<int> comp = strongly_connected_components(edges);
+  const std::vector<int> comp = strongly_connected_components(edges);
   std::vector<int> comp_size(p.num_classes() + 1, 0);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) ++comp_size[comp[c]];
+  prog.group_size.resize(p.num_classes());
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) prog.group_size[c] = comp_size[comp[c]];
   // Child rows, one per class a and child class k: the nodes of a that read
   // k are at most the nodes of k,
   //
@@ -488,28 +554,250 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
     }
   }
   // Classes every solution needs get the row sum_{n in k} x(n) >= 1.
-  for (std::uint32_t k : mandatory_classes(p, node_of, kids_of, columns, warm.selection)) {
+  for (std::uint32_t k : mandatory_classes(p, node_of, kids_of, columns, known)) {
     add_class_sum(k);
     model.end_row(1.0, kInfinity);
   }
+  // The chosen classes and their child edges form a graph in which every
+  // class is reached from a root (free classes, whose children are free, lie
+  // on no such path), so it has at least as many edges as classes, less one
+  // per root:
+  //
+  //              sum_n (children(n) - 1) x(n) >= -(roots)
+  //
+  // Without it the LP builds egg's sums of seven numbers from three
+  // additions where any selection needs six.
+  int open_roots = 0;
+  for (std::uint32_t r : p.roots) open_roots += free[r] < 0;
+  for (std::size_t col = 0; col < node_of.size(); ++col) {
+    const double edges_less_one = static_cast<double>(kids_of[col].size()) - 1.0;
+    if (edges_less_one != 0) model.add_term(static_cast<int>(col), edges_less_one);
+  }
+  model.end_row(-static_cast<double>(open_roots), kInfinity);
   // Order variables for the classes of each cyclic group.
-  std::vector<int> order_col(p.num_classes(), -1);
+  prog.order_col.assign(p.num_classes(), -1);
   for (std::size_t col = 0; col < node_of.size(); ++col) {
     std::uint32_t a = p.node_class[node_of[col]];
     for (std::uint32_t b : kids_of[col]) {
       if (comp[a] != comp[b]) continue;
       const double big = comp_size[comp[a]];
       for (std::uint32_t c : {a, b}) {
-        if (order_col[c] < 0) order_col[c] = model.add_column(0.0, big - 1, false);
+        if (prog.order_col[c] < 0) prog.order_col[c] = model.add_column(0.0, big - 1, false);
       }
-      model.add_term(order_col[a], 1.0);
-      model.add_term(order_col[b], -1.0);
+      model.add_term(prog.order_col[a], 1.0);
+      model.add_term(prog.order_col[b], -1.0);
       model.add_term(static_cast<int>(col), -big);
       model.end_row(1.0 - big, kInfinity);
     }
   }
-  result.cycle_cuts =
-      add_short_cycle_cuts(p, node_of, kids_of, comp, options_.cycle_cut_length, model);
+  prog.cycle_cuts = add_short_cycle_cuts(p, node_of, kids_of, comp, cycle_cut_length, model);
+  return prog;
+}
+
+// CBC's MIP start for a selection: its nodes, and order values from a
+// topological order of its classes.
+void mip_start(const ExtractionProblem& p, const Program& prog, const Selection& selection,
+               std::vector<int>& cols, std::vector<double>& vals) {
+  for (std::size_t col = 0; col < prog.node_of.size(); ++col) {
+    std::uint32_t n = prog.node_of[col];
+    cols.push_back(static_cast<int>(col));
+    vals.push_back(selection.choice[p.node_class[n]] == static_cast<std::int32_t>(n) ? 1.0 : 0.0);
+  }
+  std::vector<double> depth(p.num_classes(), 0);
+  Selection pruned = prune_to_roots(p, selection);
+  // Post-order walk: a class's depth exceeds its children's.
+  std::vector<std::uint8_t> seen(p.num_classes(), 0);
+  for (std::uint32_t r : p.roots) {
+    std::vector<std::pair<std::uint32_t, std::size_t>> stack{{r, 0}};
+    if (seen[r]) continue;
+    seen[r] = 1;
+    while (!stack.empty()) {
+      auto& [c, i] = stack.back();
+      std::span<const std::uint32_t> kids =
+          p.children(static_cast<std::uint32_t>(pruned.choice[c]));
+      if (i < kids.size()) {
+        std::uint32_t k = kids[i++];
+        if (!seen[k]) {
+          seen[k] = 1;
+          stack.push_back({k, 0});
+        }
+        continue;
+      }
+      double d = 0;
+      for (std::uint32_t k : kids) d = std::max(d, depth[k] + 1);
+      depth[c] = d;
+      stack.pop_back();
+    }
+  }
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (prog.order_col[c] < 0) continue;
+    cols.push_back(prog.order_col[c]);
+    vals.push_back(std::min<double>(depth[c], prog.group_size[c] - 1));
+  }
+}
+
+// The LP relaxation's optimum, and per node column a lower bound on the
+// cost of any solution of the program that chooses it.
+struct Relaxation {
+  double bound = 0;
+  std::vector<double> bound_with;
+};
+
+// Solves the relaxation with Clp's dual simplex (its presolve crashed on a
+// SqueezeNet e-graph, see below); nothing if it is not proven in time.
+std::optional<Relaxation> solve_relaxation(const Program& prog, double seconds) {
+  std::unique_ptr<Clp_Simplex, void (*)(Clp_Simplex*)> clp(Clp_newModel(), Clp_deleteModel);
+  Clp_Simplex* m = clp.get();
+  Clp_setLogLevel(m, 0);
+  prog.model.load_relaxation(m);
+  Clp_setMaximumSeconds(m, seconds);
+  Clp_dual(m, 0);
+  if (Clp_status(m) != 0 || !Clp_isProvenOptimal(m)) return std::nullopt;
+  // For any feasible x, cost(x) = bound + sum_j d_j (x_j - x*_j) plus
+  // non-negative row terms; at the optimum each term is non-negative except
+  // for what the solver's tolerances leave, which is subtracted.
+  const int cols = prog.model.num_columns();
+  const double* d = Clp_getReducedCost(m);
+  const double* x = Clp_getColSolution(m);
+  const double* upper = Clp_getColUpper(m);
+  double slack = 0;
+  for (int j = 0; j < cols; ++j) slack += std::max(0.0, -d[j] * (x[j] > 0.5 * upper[j] ? -1 : 1));
+  Relaxation r;
+  r.bound = Clp_objectiveValue(m) - slack;
+  for (std::size_t j = 0; j < prog.node_of.size(); ++j)
+    r.bound_with.push_back(r.bound + std::max(0.0, d[j]) * (1.0 - x[j]));
+  return r;
+}
+
+// The problem without the nodes `drop` marks; its classes and roots are
+// p's. `kept` receives, per remaining node, its index in p.
+ExtractionProblem without_nodes(const ExtractionProblem& p, const std::vector<bool>& drop,
+                                std::vector<std::uint32_t>& kept) {
+  ExtractionProblem q;
+  kept.clear();
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
+      if (drop[n]) continue;
+      kept.push_back(n);
+      q.node_class.push_back(c);
+      q.node_cost.push_back(p.node_cost[n]);
+      std::span<const std::uint32_t> kids = p.children(n);
+      q.child_class.insert(q.child_class.end(), kids.begin(), kids.end());
+      q.child_start.push_back(static_cast<std::uint32_t>(q.child_class.size()));
+    }
+    q.class_start.push_back(static_cast<std::uint32_t>(q.node_class.size()));
+  }
+  q.roots = p.roots;
+  q.class_ids = p.class_ids;
+  return q;
+}
+
+}  // namespace
+
+ExtractionResult IlpExtractor::extract(const ExtractionProblem& full) const {
+  const Stopwatch clock;
+  auto elapsed = [&] { return clock.seconds(); };
+  ExtractionResult warm = DagGreedyExtractor().extract(full);
+  ExtractionResult result = warm;
+  result.seconds = elapsed();
+  // The greedy pass finds a selection whenever one exists.
+  if (warm.status == ExtractionStatus::kNoSolution) return result;
+  result.status = ExtractionStatus::kTimedOut;
+  const double incumbent = warm.dag_cost;
+  const double tolerance = 1e-7 * std::max(1.0, std::abs(incumbent));
+  // A better selection costs at most `better`: with whole-number node costs
+  // (op count) every DAG cost is whole, so at least 1 less than the warm
+  // start's.
+  const bool whole = std::all_of(full.node_cost.begin(), full.node_cost.end(),
+                                 [](double c) { return c == std::round(c); });
+  const double better = whole ? incumbent - 1 : incumbent;
+
+  // The program is solved over a problem `p` whose node n is full's
+  // to_full[n]; `start` is the warm start in p's numbering.
+  ExtractionProblem p = full;
+  std::vector<std::uint32_t> to_full(full.num_nodes());
+  for (std::uint32_t n = 0; n < full.num_nodes(); ++n) to_full[n] = n;
+  Selection start = prune_to_roots(full, warm.selection);
+  auto finish = [&](const Selection& s, ExtractionStatus status) {
+    Selection mapped{std::vector<std::int32_t>(full.num_classes(), -1)};
+    for (std::uint32_t c = 0; c < full.num_classes(); ++c) {
+      if (s.choice[c] >= 0) mapped.choice[c] = static_cast<std::int32_t>(to_full[s.choice[c]]);
+    }
+    mapped = prune_to_roots(full, mapped);
+    absl::StatusOr<double> cost = check_selection(full, mapped);
+    if (cost.ok() && *cost <= warm.dag_cost) {
+      result.selection = std::move(mapped);
+      result.dag_cost = *cost;
+      result.tree_cost = tree_cost(full, result.selection);
+      result.status = status;
+    } else if (status == ExtractionStatus::kOptimal) {
+      result.status = status;  // the warm start is as good
+    }
+  };
+
+  // ---- Reduced-cost fixing ------------------------------------------------
+  // A node that every solution of the LP relaxation choosing it makes cost
+  // more than the warm start is in no better selection, so it leaves the
+  // problem. The smaller problem is formulated anew, and its reductions and
+  // rows see fewer alternatives: classes that only the dropped nodes derived
+  // become underivable, more nodes surely lead back (ReturnPaths), and the
+  // bound rises. On TENSAT's BERT the first relaxation (bound 0.589 against
+  // the greedy 0.708) drops 9,786 of 20,172 columns; the next program has
+  // 1,937 columns and a bound of 0.7078, and CBC then proves the optimum in
+  // seconds where it had not closed a 15% gap in 60 s.
+  Program prog = formulate(p, start, options_.cycle_cut_length);
+  for (int round = 0; round < options_.reduced_cost_rounds && !prog.node_of.empty(); ++round) {
+    const double remaining = options_.time_limit_seconds - elapsed();
+    if (remaining <= 0) break;
+    std::optional<Relaxation> lp = solve_relaxation(prog, remaining);
+    if (!lp) break;
+    result.lower_bound = std::max(result.lower_bound, std::min(lp->bound, incumbent));
+    if (lp->bound > better + tolerance || lp->bound >= incumbent - tolerance) {
+      finish(start, ExtractionStatus::kOptimal);
+      result.lower_bound = incumbent;
+      result.seconds = elapsed();
+      return result;
+    }
+    // Dominated nodes go too: a node they are dominated by may go now, and
+    // they would come back as columns in the next program, no cheaper. The
+    // warm start's nodes stay, so that it remains a selection of the problem.
+    std::vector<bool> drop = prog.never_needed;
+    std::size_t dropped = 0;
+    for (std::size_t col = 0; col < prog.node_of.size(); ++col) {
+      if (lp->bound_with[col] > better + tolerance) {
+        drop[prog.node_of[col]] = true;
+        ++dropped;
+      }
+    }
+    for (std::int32_t n : start.choice) {
+      if (n >= 0 && drop[n]) {
+        drop[n] = false;
+        dropped -= prog.column_of[n] >= 0;
+      }
+    }
+    if (dropped * 50 < prog.node_of.size()) break;  // too few to pay for a new round
+    result.fixed_nodes += static_cast<int>(dropped);
+    std::vector<std::uint32_t> kept;
+    p = without_nodes(p, drop, kept);
+    std::vector<std::int32_t> renumbered(drop.size(), -1);
+    for (std::uint32_t n = 0; n < kept.size(); ++n) {
+      renumbered[kept[n]] = static_cast<std::int32_t>(n);
+      kept[n] = to_full[kept[n]];
+    }
+    to_full = std::move(kept);
+    for (std::int32_t& choice : start.choice) {
+      if (choice >= 0) choice = renumbered[choice];
+    }
+    prog = formulate(p, start, options_.cycle_cut_length);
+  }
+  if (prog.node_of.empty()) {  // every needed class is free
+    finish(Selection{prog.free}, ExtractionStatus::kOptimal);
+    result.lower_bound = result.dag_cost;
+    result.seconds = elapsed();
+    return result;
+  }
+
+  // ---- Solve ----------------------------------------------------------
   CbcModel cbc;
   Cbc_Model* m = cbc.get();
   Cbc_setLogLevel(m, 0);
@@ -521,55 +809,13 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
   // 60 s, and the other files end as before.
   Cbc_setParameter(m, "preprocess", "off");
   Cbc_setParameter(m, "presolve", "off");
-  model.load(m);
-  std::vector<int> idx;
-  std::vector<double> coef;
-
-  // ---- Solve ----------------------------------------------------------
-  // The warm start: the greedy answer, with order values from a topological
-  // order of its classes.
+  prog.model.load_program(m);
+  result.cycle_cuts = prog.cycle_cuts;
   std::vector<int> start_cols;
   std::vector<double> start_vals;
-  if (options_.warm_start) {
-    for (std::size_t col = 0; col < node_of.size(); ++col) {
-      std::uint32_t n = node_of[col];
-      start_cols.push_back(static_cast<int>(col));
-      start_vals.push_back(
-          warm.selection.choice[p.node_class[n]] == static_cast<std::int32_t>(n) ? 1.0 : 0.0);
-    }
-    std::vector<double> depth(p.num_classes(), 0);
-    Selection pruned = prune_to_roots(p, warm.selection);
-    // Post-order walk: a class's depth exceeds its children's.
-    std::vector<std::uint32_t> order;
-    std::vector<std::uint8_t> seen(p.num_classes(), 0);
-    for (std::uint32_t r : p.roots) {
-      std::vector<std::pair<std::uint32_t, std::size_t>> stack{{r, 0}};
-      if (seen[r]) continue;
-      seen[r] = 1;
-      while (!stack.empty()) {
-        auto& [c, i] = stack.back();
-        std::span<const std::uint32_t> kids =
-            p.children(static_cast<std::uint32_t>(pruned.choice[c]));
-        if (i < kids.size()) {
-          std::uint32_t k = kids[i++];
-          if (!seen[k]) {
-            seen[k] = 1;
-            stack.push_back({k, 0});
-          }
-          continue;
-        }
-        double d = 0;
-        for (std::uint32_t k : kids) d = std::max(d, depth[k] + 1);
-        depth[c] = d;
-        stack.pop_back();
-      }
-    }
-    for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
-      if (order_col[c] < 0) continue;
-      start_cols.push_back(order_col[c]);
-      start_vals.push_back(std::min<double>(depth[c], comp_size[comp[c]] - 1));
-    }
-  }
+  if (options_.warm_start) mip_start(p, prog, start, start_cols, start_vals);
+  std::vector<int> idx;
+  std::vector<double> coef;
   while (true) {
     double remaining = options_.time_limit_seconds - elapsed();
     if (remaining <= 0) break;
@@ -581,12 +827,12 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
     const double* x = Cbc_getColSolution(m);
     bool has_solution = x != nullptr && Cbc_getObjValue(m) < 1e300 && !Cbc_isProvenInfeasible(m);
     if (!has_solution) break;
-    std::vector<int> cycle = find_cycle(p, column_of, x);
+    std::vector<int> cycle = find_cycle(p, prog.column_of, x);
     if (!cycle.empty()) {
       idx.clear();
       coef.clear();
       for (int n : cycle) {
-        idx.push_back(column_of[n]);
+        idx.push_back(prog.column_of[n]);
         coef.push_back(1.0);
       }
       Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L',
@@ -594,27 +840,20 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& p) const {
       ++result.cycle_cuts;
       continue;
     }
-    Selection s{free};
-    for (std::size_t col = 0; col < node_of.size(); ++col) {
-      std::uint32_t n = node_of[col];
+    Selection s{prog.free};
+    for (std::size_t col = 0; col < prog.node_of.size(); ++col) {
+      std::uint32_t n = prog.node_of[col];
       std::uint32_t c = p.node_class[n];
       if (x[col] > 0.5 && (s.choice[c] < 0 || p.node_cost[n] < p.node_cost[s.choice[c]]))
         s.choice[c] = static_cast<std::int32_t>(n);
     }
-    s = prune_to_roots(p, s);
-    absl::StatusOr<double> cost = check_selection(p, s);
-    bool optimal = Cbc_isProvenOptimal(m) != 0;
-    result.lower_bound = optimal ? Cbc_getObjValue(m) : Cbc_getBestPossibleObjValue(m);
-    if (cost.ok() && *cost <= warm.dag_cost) {
-      result.selection = std::move(s);
-      result.dag_cost = *cost;
-      result.tree_cost = tree_cost(p, result.selection);
-      result.status = optimal ? ExtractionStatus::kOptimal : ExtractionStatus::kFeasible;
-    } else if (optimal) {
-      result.status = ExtractionStatus::kOptimal;  // the warm start is as good
-    }
+    const bool optimal = Cbc_isProvenOptimal(m) != 0;
+    const double bound = optimal ? Cbc_getObjValue(m) : Cbc_getBestPossibleObjValue(m);
+    result.lower_bound = std::max(result.lower_bound, bound);
+    finish(s, optimal ? ExtractionStatus::kOptimal : ExtractionStatus::kFeasible);
     break;
   }
+  result.lower_bound = std::min(result.lower_bound, result.dag_cost);
   result.seconds = elapsed();
   return result;
 }

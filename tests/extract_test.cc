@@ -164,6 +164,25 @@ TEST(Extract, CyclesAreAvoided) {
   EXPECT_EQ(r.status, ExtractionStatus::kOptimal);
 }
 
+// A random e-graph: `classes` classes of 1-3 nodes, each costing below
+// `max_cost` with 0-2 random children, so that cycles and shared classes
+// occur. Class 0 is the root; the last class always has a leaf (costing
+// max_cost), so usually something is feasible.
+ExtractionProblem random_problem(std::mt19937& rng, std::uint32_t classes, unsigned max_cost) {
+  std::vector<HandNode> nodes;
+  for (std::uint32_t c = 0; c < classes; ++c) {
+    const int count = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < count; ++i) {
+      HandNode n{c, static_cast<double>(rng() % max_cost), {}};
+      const int kids = static_cast<int>(rng() % 3);
+      for (int k = 0; k < kids; ++k) n.children.push_back(rng() % classes);
+      nodes.push_back(n);
+    }
+  }
+  nodes.push_back({classes - 1, static_cast<double>(max_cost + 1), {}});
+  return make_problem(nodes, {0});
+}
+
 TEST(Extract, IlpMatchesExhaustiveSearchOnRandomEGraphs) {
   // Small random e-graphs, cycles and shared classes included: every
   // selection is enumerated, and the ILP must prove the same optimum (its
@@ -172,20 +191,7 @@ TEST(Extract, IlpMatchesExhaustiveSearchOnRandomEGraphs) {
   int with_cycles = 0;
   for (int trial = 0; trial < 200; ++trial) {
     const std::uint32_t classes = 3 + rng() % 5;
-    std::vector<HandNode> nodes;
-    for (std::uint32_t c = 0; c < classes; ++c) {
-      const int count = 1 + static_cast<int>(rng() % 3);
-      for (int i = 0; i < count; ++i) {
-        HandNode n{c, static_cast<double>(rng() % 4), {}};
-        const int kids = static_cast<int>(rng() % 3);
-        for (int k = 0; k < kids; ++k) n.children.push_back(rng() % classes);
-        nodes.push_back(n);
-      }
-    }
-    // Class 0 is the root; the last class always has a leaf, so usually
-    // something is feasible.
-    nodes.push_back({classes - 1, 5, {}});
-    ExtractionProblem p = make_problem(nodes, {0});
+    ExtractionProblem p = random_problem(rng, classes, 4);
     double best = std::numeric_limits<double>::infinity();
     Selection s{std::vector<std::int32_t>(classes, 0)};
     std::vector<std::uint32_t> pick(classes, 0);
@@ -209,6 +215,31 @@ TEST(Extract, IlpMatchesExhaustiveSearchOnRandomEGraphs) {
     EXPECT_TRUE(check_selection(p, ilp.selection).ok()) << "trial " << trial;
   }
   EXPECT_GT(with_cycles, 0);  // the generator does make cyclic choices
+}
+
+TEST(Extract, ReducedCostFixingKeepsTheOptimum) {
+  // Random e-graphs too large to enumerate: the ILP that drops nodes by
+  // reduced cost and formulates again must prove the same optimum as the
+  // one that does not.
+  std::mt19937 rng(11);
+  int compared = 0, fixed = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    ExtractionProblem p = random_problem(rng, 10 + rng() % 30, 10);
+    ExtractionResult with = IlpExtractor().extract(p);
+    ExtractionResult without = IlpExtractor(IlpOptions{.reduced_cost_rounds = 0}).extract(p);
+    ASSERT_EQ(with.status == ExtractionStatus::kNoSolution,
+              without.status == ExtractionStatus::kNoSolution)
+        << "trial " << trial;
+    if (with.status == ExtractionStatus::kNoSolution) continue;
+    EXPECT_TRUE(check_selection(p, with.selection).ok()) << "trial " << trial;
+    ASSERT_EQ(with.status, ExtractionStatus::kOptimal) << "trial " << trial;
+    ASSERT_EQ(without.status, ExtractionStatus::kOptimal) << "trial " << trial;
+    EXPECT_NEAR(with.dag_cost, without.dag_cost, 1e-9) << "trial " << trial;
+    fixed += with.fixed_nodes;
+    ++compared;
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(fixed, 0);  // the rounds did drop nodes
 }
 
 TEST(Extract, SliceOfAMergeThatReadsItselfIsNotCounted) {
@@ -294,14 +325,17 @@ TEST(Extract, EveryExtractionGymFile) {
       EXPECT_DOUBLE_EQ(*cost, r->dag_cost);
     }
     EXPECT_LE(greedy.dag_cost, tree.dag_cost) << file;
-    // The ILP on the files it proves in well under a second; the larger
-    // ones are bench/extract's business.
-    bool quick =
-        p.num_nodes() <= 2000 && file.string().find("math_associate_adds") == std::string::npos;
-    if (!quick) continue;
-    ExtractionResult ilp = IlpExtractor(IlpOptions{.time_limit_seconds = 20}).extract(p);
+    // The ILP proves every optimum (BERT's in seconds) except on TENSAT's
+    // cyclic VGG, where the LP derives convolutions from each other through
+    // Split/Concat round trips; there it must still return a valid
+    // selection no worse than the greedy one.
+    const bool provable = file.filename() != "vgg.json";
+    ExtractionResult ilp =
+        IlpExtractor(IlpOptions{.time_limit_seconds = provable ? 60.0 : 2.0}).extract(p);
     ASSERT_TRUE(check_selection(p, ilp.selection).ok()) << file;
-    EXPECT_EQ(ilp.status, ExtractionStatus::kOptimal) << file;
+    if (provable) {
+      EXPECT_EQ(ilp.status, ExtractionStatus::kOptimal) << file;
+    }
     EXPECT_LE(ilp.dag_cost, greedy.dag_cost + 1e-9) << file;
     EXPECT_GE(ilp.dag_cost, greedy.dag_cost * 0.99 - 1e-9)
         << file << ": greedy more than 1% above the optimum";
