@@ -824,6 +824,9 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& full) const {
   // 60 s, and the other files end as before.
   Cbc_setParameter(m, "preprocess", "off");
   Cbc_setParameter(m, "presolve", "off");
+  // The time limit is wall-clock time, as the caller's is; by default CBC
+  // counts its own CPU time, which ran 60 s limits to 100 s on a busy machine.
+  Cbc_setParameter(m, "timeMode", "elapsed");
   prog.model.load_program(m);
   result.cycle_cuts = prog.cycle_cuts;
   std::vector<int> start_cols;
