@@ -751,15 +751,15 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& full) const {
   };
 
   // ---- Reduced-cost fixing ------------------------------------------------
-  // A node that every solution of the LP relaxation choosing it makes cost
-  // more than the warm start is in no better selection, so it leaves the
+  // A node with which every solution of the LP relaxation costs more than
+  // `better` is in no better selection than the warm start, so it leaves the
   // problem. The smaller problem is formulated anew, and its reductions and
   // rows see fewer alternatives: classes that only the dropped nodes derived
   // become underivable, more nodes surely lead back (ReturnPaths), and the
-  // bound rises. On TENSAT's BERT the first relaxation (bound 0.589 against
-  // the greedy 0.708) drops 9,786 of 20,172 columns; the next program has
-  // 1,937 columns and a bound of 0.7078, and CBC then proves the optimum in
-  // seconds where it had not closed a 15% gap in 60 s.
+  // bound rises. On TENSAT's bert_acyclic.json the first relaxation (bound
+  // 0.602 against the greedy 0.7084) drops 9,786 of 20,172 columns; the next
+  // program has 1,937 columns and a bound of 0.7078, and CBC then proves the
+  // optimum in seconds where it had not closed a 15% gap in 60 s.
   Program prog = formulate(p, start, options_.cycle_cut_length);
   for (int round = 0; round < options_.reduced_cost_rounds && !prog.node_of.empty(); ++round) {
     const double remaining = options_.time_limit_seconds - elapsed();
