@@ -6,9 +6,10 @@
 //
 // The ILP's lower bound (CBC's best possible objective, or the LP bound when
 // the relaxation alone proves the warm start optimal) is shown too, the
-// cycle cuts it used and the nodes its reduced-cost fixing dropped. "on cycles" counts the classes
-// that lie on a cycle of the e-graph: a file named acyclic is not always so (TENSAT's
-// bert_acyclic.json has the same nodes as bert.json, cycles included).
+// cycle cuts it used and the nodes its reduced-cost fixing dropped. "on
+// cycles" counts the classes that lie on a cycle of the e-graph: a file named
+// acyclic is not always so (TENSAT's bert_acyclic.json has the same nodes as
+// bert.json, cycles included).
 //
 //   build/bench/extract [--ilp-seconds 60] [--cycle-cut-length 4] [--fixing-rounds 8]
 //                       [--only SUBSTRING] [DIR]

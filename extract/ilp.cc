@@ -30,6 +30,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "Cbc_C_Interface.h"
 #include "Clp_C_Interface.h"
@@ -43,31 +44,48 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// The classes some acyclic selection can derive (bottom up from the leaves).
-std::vector<bool> derivable_classes(const ExtractionProblem& p) {
-  std::vector<bool> derived(p.num_classes(), false);
-  std::vector<std::vector<std::uint32_t>> readers(p.num_classes());
-  std::vector<std::uint32_t> missing(p.num_nodes());
+constexpr std::uint32_t kNoClass = std::numeric_limits<std::uint32_t>::max();
+
+// Bottom-up derivation from the leaves through `items` (nodes or columns):
+// item i derives class item_class[i] once its child classes kids[i] (sorted,
+// distinct) are derived; `readers` lists per class the items with it as a
+// child. Marks what is derived in `derived` (all false on entry), never
+// deriving `banned`.
+void derive_bottom_up(std::span<const std::uint32_t> item_class,
+                      const std::vector<std::vector<std::uint32_t>>& kids,
+                      const std::vector<std::vector<int>>& readers, std::uint32_t banned,
+                      std::vector<bool>& derived) {
+  std::vector<std::size_t> missing(item_class.size());
   std::vector<std::uint32_t> queue;
   auto derive = [&](std::uint32_t c) {
-    if (!derived[c]) {
+    if (c != banned && !derived[c]) {
       derived[c] = true;
       queue.push_back(c);
     }
   };
-  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
-    std::vector<std::uint32_t> kids(p.children(n).begin(), p.children(n).end());
-    std::sort(kids.begin(), kids.end());
-    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
-    missing[n] = static_cast<std::uint32_t>(kids.size());
-    for (std::uint32_t k : kids) readers[k].push_back(n);
-    if (kids.empty()) derive(p.node_class[n]);
+  for (std::size_t i = 0; i < item_class.size(); ++i) {
+    missing[i] = kids[i].size();
+    if (missing[i] == 0) derive(item_class[i]);
   }
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    for (std::uint32_t n : readers[queue[i]]) {
-      if (--missing[n] == 0) derive(p.node_class[n]);
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    for (int i : readers[queue[q]]) {
+      if (--missing[i] == 0) derive(item_class[i]);
     }
   }
+}
+
+// The classes some acyclic selection can derive.
+std::vector<bool> derivable_classes(const ExtractionProblem& p) {
+  std::vector<std::vector<std::uint32_t>> kids(p.num_nodes());
+  std::vector<std::vector<int>> readers(p.num_classes());
+  for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
+    kids[n].assign(p.children(n).begin(), p.children(n).end());
+    std::sort(kids[n].begin(), kids[n].end());
+    kids[n].erase(std::unique(kids[n].begin(), kids[n].end()), kids[n].end());
+    for (std::uint32_t k : kids[n]) readers[k].push_back(static_cast<int>(n));
+  }
+  std::vector<bool> derived(p.num_classes(), false);
+  derive_bottom_up(p.node_class, kids, readers, kNoClass, derived);
   return derived;
 }
 
@@ -332,27 +350,13 @@ std::vector<std::uint32_t> mandatory_classes(const ExtractionProblem& p,
                                              const std::vector<std::uint32_t>& node_of,
                                              const std::vector<std::vector<std::uint32_t>>& kids_of,
                                              const ColumnIndex& columns, const Selection& known) {
-  std::vector<int> missing(node_of.size());
+  std::vector<std::uint32_t> column_class(node_of.size());
+  for (std::size_t col = 0; col < node_of.size(); ++col)
+    column_class[col] = p.node_class[node_of[col]];
   std::vector<bool> derived(p.num_classes());
-  std::vector<std::uint32_t> queue;
   auto derivable_without = [&](std::uint32_t banned) {
     std::fill(derived.begin(), derived.end(), false);
-    queue.clear();
-    auto derive = [&](std::uint32_t c) {
-      if (c != banned && !derived[c]) {
-        derived[c] = true;
-        queue.push_back(c);
-      }
-    };
-    for (std::size_t col = 0; col < node_of.size(); ++col) {
-      missing[col] = static_cast<int>(kids_of[col].size());
-      if (missing[col] == 0) derive(p.node_class[node_of[col]]);
-    }
-    for (std::size_t i = 0; i < queue.size(); ++i) {
-      for (int col : columns.readers[queue[i]]) {
-        if (--missing[col] == 0) derive(p.node_class[node_of[col]]);
-      }
-    }
+    derive_bottom_up(column_class, kids_of, columns.readers, banned, derived);
     return std::all_of(p.roots.begin(), p.roots.end(),
                        [&](std::uint32_t r) { return derived[r] || columns.per_class[r] == 0; });
   };
@@ -677,7 +681,6 @@ std::optional<Relaxation> solve_relaxation(const Program& prog, double seconds) 
   double slack = 0;
   for (int j = 0; j < cols; ++j) slack += std::max(0.0, -d[j] * (x[j] > 0.5 * upper[j] ? -1 : 1));
   Relaxation r;
-
   r.bound = Clp_objectiveValue(m) - slack;
   for (std::size_t j = 0; j < prog.node_of.size(); ++j)
     r.bound_with.push_back(r.bound + std::max(0.0, d[j]) * (1.0 - x[j]));
