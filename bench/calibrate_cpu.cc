@@ -7,10 +7,15 @@
 //                       arrays (best of 5; 12 bytes moved per element)
 //   launch_overhead_us  median time of a one-element Relu through the
 //                       kernel dispatch (10,000 runs)
+//   cache_mb            the last-level cache as sysfs reports it
+//                       (/sys/devices/system/cpu/cpu0/cache; 0 if absent)
 //
 //   build/bench/calibrate_cpu [-o PROFILE.json]
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +30,30 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The size of cpu0's highest-level cache in MB (10^6 bytes), 0 if sysfs
+// does not say. sysfs writes sizes like "32768K".
+double last_level_cache_mb() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int best_level = 0;
+  double best_mb = 0;
+  for (const fs::directory_entry& e :
+       fs::directory_iterator("/sys/devices/system/cpu/cpu0/cache", ec)) {
+    if (!e.path().filename().string().starts_with("index")) continue;
+    int level = 0;
+    std::string size;
+    std::ifstream(e.path() / "level") >> level;
+    std::ifstream(e.path() / "size") >> size;
+    if (size.empty() || level <= best_level) continue;
+    double value = std::strtod(size.c_str(), nullptr);
+    if (size.back() == 'K') value *= 1024;
+    if (size.back() == 'M') value *= 1024 * 1024;
+    best_level = level;
+    best_mb = value / 1e6;
+  }
+  return best_mb;
 }
 
 }  // namespace
@@ -71,11 +100,10 @@ int main(int argc, char** argv) {
 
   std::string json = fmt::format(
       "{{\n  \"name\": \"cpu-2core\",\n  \"peak_gflops\": {:.2f},\n  \"bandwidth_gbs\": {:.2f},\n"
-      "  \"launch_overhead_us\": {:.3f},\n  \"source\": \"measured by bench/calibrate_cpu on this "
-      "machine: "
-      "1024^3 MatMul in saturn's kernel, parallel triad over 3 x 64 MiB, median one-element "
-      "Relu\"\n}}\n",
-      gflops, gbs, launch_us);
+      "  \"launch_overhead_us\": {:.3f},\n  \"cache_mb\": {:.2f},\n  \"source\": \"measured by "
+      "bench/calibrate_cpu on this machine: 1024^3 MatMul in saturn's kernel, parallel triad over "
+      "3 x 64 MiB, median one-element Relu, last-level cache from sysfs\"\n}}\n",
+      gflops, gbs, launch_us, last_level_cache_mb());
   fmt::print("{}", json);
   if (!out_path.empty()) {
     absl::Status s = saturn::write_text_file(out_path, json);

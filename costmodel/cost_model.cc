@@ -216,6 +216,12 @@ absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view text, std::s
     }
     *field = it->get<double>();
   }
+  if (auto it = j->find("cache_mb"); it != j->end()) {
+    if (!it->is_number() || it->get<double>() < 0)
+      return absl::InvalidArgumentError(
+          fmt::format("{}: cache_mb must be a number of megabytes, at least 0", file));
+    p.cache_mb = it->get<double>();
+  }
   return p;
 }
 
@@ -223,6 +229,18 @@ absl::StatusOr<DeviceProfile> load_device_profile(const std::string& path) {
   absl::StatusOr<std::string> text = read_text_file(path);
   if (!text.ok()) return text.status();
   return parse_device_profile(*text, path);
+}
+
+double weight_us_per_byte(const CostModel& model) {
+  const DeviceProfile* device = model.device();
+  return device == nullptr ? 0.0 : 1.0 / (device->bandwidth_gbs * 1e3);
+}
+
+double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes) {
+  const DeviceProfile* device = model.device();
+  if (device == nullptr || device->cache_mb <= 0) return 0;
+  const double kept = std::max(baseline_bytes, device->cache_mb * 1e6);
+  return std::max(0.0, resident_bytes - kept) * weight_us_per_byte(model);
 }
 
 std::string device_profile_path(std::string_view name) {
@@ -516,8 +534,18 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
                                                              const tensor::TensorAnalysis& analysis,
                                                              EGraphCostOptions options) {
   return [&model, &egraph, &analysis, options](Id eclass, const ENode& node) {
-    const tensor::TensorInfo& info = analysis.info(egraph.find(eclass));
-    if (options.weight_only_free && info.weight_only) return 0.0;
+    const Id self = egraph.find(eclass);
+    const tensor::TensorInfo& info = analysis.info(self);
+    if (options.weight_only_free && info.weight_only) {
+      if (options.weight_us_per_byte <= 0) return 0.0;
+      // Held at run time when a computed node reads it; a class is computed
+      // (not weight-only) only when all its nodes are.
+      for (Id p : egraph.eclass(self).parents) {
+        if (!analysis.info(egraph.find(p)).weight_only)
+          return static_cast<double>(info.type.num_bytes()) * options.weight_us_per_byte;
+      }
+      return 0.0;
+    }
     std::vector<ValueType> inputs;
     inputs.reserve(node.children.size());
     for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);

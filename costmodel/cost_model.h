@@ -57,6 +57,8 @@ struct OpContext {
   FromConvolution mixed = FromConvolution::kNo;
 };
 
+struct DeviceProfile;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -72,6 +74,9 @@ class CostModel {
                                  std::span<const tensor::ValueType> /*inputs*/) const {
     return 0;
   }
+  // The device the costs are for (its memory figures price weights that no
+  // longer fit in its cache); null when the model has no device (op count).
+  virtual const DeviceProfile* device() const { return nullptr; }
 };
 
 // Whether an operator is bookkeeping only (inputs, weights, constants,
@@ -100,7 +105,10 @@ struct DeviceProfile {
   double peak_gflops = 0;         // sustained FP32 GFLOP/s
   double bandwidth_gbs = 0;       // memory bandwidth, GB/s
   double launch_overhead_us = 0;  // fixed cost per operator
-  std::string source;             // how the figures were obtained
+  // Last-level cache, MB (10^6 bytes); 0 when unknown. Weights beyond it
+  // are streamed from memory on every inference (weight_spill).
+  double cache_mb = 0;
+  std::string source;  // how the figures were obtained
 };
 absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view json, std::string_view file);
 absl::StatusOr<DeviceProfile> load_device_profile(const std::string& path);
@@ -112,6 +120,7 @@ class RooflineCostModel final : public CostModel {
   explicit RooflineCostModel(DeviceProfile profile) : profile_(std::move(profile)) {}
   std::string_view name() const override { return "roofline"; }
   const DeviceProfile& profile() const { return profile_; }
+  const DeviceProfile* device() const override { return &profile_; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
                    OpContext context) const override;
@@ -150,6 +159,7 @@ class MeasuredCostModel final : public CostModel {
   bool uses_context() const override { return !between_.empty(); }
   double mixed_surcharge(tensor::Op op, const Attributes& attributes,
                          std::span<const tensor::ValueType> inputs) const override;
+  const DeviceProfile* device() const override { return fallback_.device(); }
   std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
@@ -240,7 +250,21 @@ double reorder_penalty(const CostModel& model, const EGraph& egraph,
 
 struct EGraphCostOptions {
   bool weight_only_free = true;  // weight-only classes are computed at load time: cost 0
+  // When positive, a weight-only class that some computed e-node reads (a
+  // tensor the runtime may have to hold) costs its bytes at this rate
+  // instead: an extraction that avoids growing the weights.
+  double weight_us_per_byte = 0;
 };
+
+// What holding `resident_bytes` of weights costs per inference on `model`'s
+// device, in the model's unit, beyond what `baseline_bytes` (the input
+// graph's weights) cost: the bytes that fit neither in the last-level cache
+// nor in the baseline are streamed from memory every time. The operator
+// costs (roofline or measured one at a time) assume weights that stay in
+// cache. 0 when the model has no device or the device no cache size.
+double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes);
+// The rate weight_spill charges, microseconds per byte (0 without a device).
+double weight_us_per_byte(const CostModel& model);
 
 // A cost function over the e-nodes of a tensor e-graph (for extraction):
 // node costs from `model`, using the shapes in `analysis`.

@@ -84,11 +84,12 @@ std::vector<tensor::ClassOutput> Environment::outputs() const {
   return outs;
 }
 
-ExtractionProblem Environment::problem() const {
+ExtractionProblem Environment::problem() const { return problem(config_.cost_options); }
+
+ExtractionProblem Environment::problem(const EGraphCostOptions& costs) const {
   std::vector<Id> roots = output_classes();
-  return problem_from_egraph(
-      *egraph_, roots,
-      egraph_cost_function(*config_.cost_model, *egraph_, *analysis_, config_.cost_options));
+  return problem_from_egraph(*egraph_, roots,
+                             egraph_cost_function(*config_.cost_model, *egraph_, *analysis_, costs));
 }
 
 double Environment::evaluate_cost() const {
@@ -115,12 +116,17 @@ absl::StatusOr<tensor::Graph> Environment::extract_graph(const Extractor& extrac
                                                          ExtractionResult* result) const {
   ExtractionProblem p = problem();
   ExtractionResult r = extractor.extract(p);
-  if (r.status == ExtractionStatus::kNoSolution)
-    return absl::InternalError("extraction found no acyclic graph for the outputs");
-  absl::StatusOr<tensor::Graph> g = tensor::graph_from_egraph(
-      *egraph_, *config_.graph, outputs(), chosen_enodes(*egraph_, p, r.selection));
+  absl::StatusOr<tensor::Graph> g = graph_of(p, r);
   if (result != nullptr) *result = std::move(r);
   return g;
+}
+
+absl::StatusOr<tensor::Graph> Environment::graph_of(const ExtractionProblem& p,
+                                                    const ExtractionResult& extraction) const {
+  if (extraction.status == ExtractionStatus::kNoSolution)
+    return absl::InternalError("extraction found no acyclic graph for the outputs");
+  return tensor::graph_from_egraph(*egraph_, *config_.graph, outputs(),
+                                   chosen_enodes(*egraph_, p, extraction.selection));
 }
 
 Observation Environment::observe() {

@@ -156,11 +156,16 @@ class Environment {
   std::vector<tensor::ClassOutput> outputs() const;
   std::vector<Id> output_classes() const;
 
-  // The extraction problem of the current state under the cost model.
+  // The extraction problem of the current state under the cost model (with
+  // the configured cost options, or `costs`).
   ExtractionProblem problem() const;
+  ExtractionProblem problem(const EGraphCostOptions& costs) const;
   // Extracts the current state with `extractor` and rebuilds a graph.
   absl::StatusOr<tensor::Graph> extract_graph(const Extractor& extractor,
                                               ExtractionResult* result = nullptr) const;
+  // The graph that `selection` (of problem() or any problem(costs)) picks.
+  absl::StatusOr<tensor::Graph> graph_of(const ExtractionProblem& p,
+                                         const ExtractionResult& extraction) const;
 
  private:
   explicit Environment(const EnvironmentConfig& config);

@@ -52,7 +52,12 @@ struct PhaseTimes {
 struct OptimizeResult {
   tensor::Graph graph;  // the best graph found (the input when nothing is cheaper)
   double cost_before = 0;
-  double cost_after = 0;
+  double cost_after = 0;  // weight_spill included
+  // Weights the runtime holds (tensor::resident_weight_bytes), and what
+  // cost_after charges for those beyond the cache and the input's weights.
+  std::int64_t weight_bytes_before = 0;
+  std::int64_t weight_bytes_after = 0;
+  double weight_spill = 0;
   std::string cost_model;
   ExtractionStatus extraction = ExtractionStatus::kHeuristic;
   std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied

@@ -67,6 +67,22 @@ std::vector<bool> live_nodes(const Graph& graph) {
   return live;
 }
 
+std::int64_t resident_weight_bytes(const Graph& graph, std::span<const ValueType> types) {
+  const std::vector<bool> live = live_nodes(graph);
+  const std::vector<bool> weight_only = weight_only_nodes(graph);
+  std::vector<bool> held(graph.nodes.size(), false);
+  for (int i = 0; i < graph.size(); ++i) {
+    if (!live[i] || weight_only[i]) continue;
+    for (int in : graph.nodes[i].inputs) held[in] = held[in] || weight_only[in];
+  }
+  for (const GraphOutput& o : graph.outputs) held[o.node] = held[o.node] || weight_only[o.node];
+  std::int64_t bytes = 0;
+  for (int i = 0; i < graph.size(); ++i) {
+    if (held[i]) bytes += types[i].num_bytes();
+  }
+  return bytes;
+}
+
 Attributes leaf_attributes(std::string name, Dims dims, DType dtype) {
   return Attributes{{"name", std::move(name)},
                     {"shape", std::move(dims)},

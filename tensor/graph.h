@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +79,12 @@ absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight
 // Whether each node matters: the graph outputs depend on it, or it is a graph
 // input (inputs are the model's interface, used or not).
 std::vector<bool> live_nodes(const Graph& graph);
+
+// The bytes of weights a runtime holds while the model runs: the live
+// weight-only values that a computed node or a graph output reads (each
+// weight-only subgraph is computed once at load time and only its results
+// stay). `types` from infer_types.
+std::int64_t resident_weight_bytes(const Graph& graph, std::span<const ValueType> types);
 
 // The attributes of an Input or Weight node.
 Attributes leaf_attributes(std::string name, Dims dims, DType dtype);

@@ -89,6 +89,11 @@ struct ValueType {
     assert(!is_tuple && parts.size() == 1);
     return parts[0];
   }
+  std::int64_t num_bytes() const {  // over all parts
+    std::int64_t total = 0;
+    for (const TensorType& t : parts) total += t.num_bytes();
+    return total;
+  }
   friend bool operator==(const ValueType&, const ValueType&) = default;
 };
 

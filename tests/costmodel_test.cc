@@ -23,7 +23,8 @@ using namespace tensor;
 ValueType F(Dims d) { return ValueType::of(TensorType{DType::kFloat32, std::move(d)}); }
 
 DeviceProfile toy_profile() {
-  return DeviceProfile{"toy", 1.0, 1.0, 2.0, "test"};
+  return DeviceProfile{
+      .name = "toy", .peak_gflops = 1.0, .bandwidth_gbs = 1.0, .launch_overhead_us = 2.0, .source = "test"};
 }  // 1 GFLOP/s, 1 GB/s, 2 us
 
 TEST(CostModel, OpCount) {
@@ -57,8 +58,15 @@ TEST(CostModel, ShippedProfilesLoad) {
     absl::StatusOr<DeviceProfile> p = load_device_profile(device_profile_path(name));
     ASSERT_TRUE(p.ok()) << message(p.status());
     EXPECT_GT(p->peak_gflops, 0);
+    EXPECT_GT(p->cache_mb, 0);
     EXPECT_FALSE(p->source.empty());
   }
+  EXPECT_NE(message(parse_device_profile(R"({"peak_gflops": 1, "bandwidth_gbs": 2, )"
+                                         R"("launch_overhead_us": 1, "cache_mb": "big"})",
+                                         "p.json")
+                        .status())
+                .find("p.json: cache_mb must be a number of megabytes"),
+            std::string_view::npos);
   EXPECT_NE(
       message(parse_device_profile(
                   R"({"peak_gflops": 1, "bandwidth_gbs": -2, "launch_overhead_us": 1})", "p.json")
@@ -357,6 +365,51 @@ TEST(CostModel, WeightOnlyClassesAreFree) {
   EXPECT_GT(paid_weights(t, egraph.nodes(t)[0]), 2.0);
   Id y = ids[g.outputs[0].node];
   EXPECT_GT(free_weights(y, egraph.nodes(y)[0]), 2.0);
+}
+
+TEST(CostModel, HeldWeightsAreTheOnesComputedNodesRead) {
+  GraphBuilder b("held");
+  Value x = b.input("x", {1, 8});
+  Value w1 = b.weight("w1", {8, 8});
+  Value w2 = b.weight("w2", {8, 8});
+  Value merged = b.concat({w1, w2}, 1);  // folded at load time: only the result is held
+  b.weight("unused", {100, 100});
+  b.output(b.add(b.matmul(x, merged), b.matmul(x, b.concat({w2, w2}, 1))), "y");
+  Graph g = *b.build();
+  std::vector<ValueType> types = *infer_types(g);
+  EXPECT_EQ(resident_weight_bytes(g, types), 2 * 8 * 16 * 4);
+
+  // Unchanged weights cost nothing; growth beyond both the cache and the
+  // input's weights is streamed at the profile's bandwidth.
+  DeviceProfile profile = toy_profile();  // 1 GB/s: 1e-3 us per byte
+  profile.cache_mb = 1;
+  RooflineCostModel roofline(profile);
+  EXPECT_EQ(weight_spill(roofline, 0.9e6, 0.5e6), 0.0);
+  EXPECT_EQ(weight_spill(roofline, 2e6, 2e6), 0.0);
+  EXPECT_DOUBLE_EQ(weight_spill(roofline, 3e6, 2e6), 1e3);
+  EXPECT_DOUBLE_EQ(weight_spill(roofline, 3e6, 0), 2e3);
+  profile.cache_mb = 0;  // unknown cache: nothing charged
+  EXPECT_EQ(weight_spill(RooflineCostModel(profile), 3e6, 0), 0.0);
+  EXPECT_EQ(weight_spill(OpCountCostModel(), 3e6, 0), 0.0);
+}
+
+TEST(CostModel, WeightsCanBePricedByTheirBytes) {
+  GraphBuilder b("w");
+  Value x = b.input("x", {4, 8});
+  Value w = b.weight("w", {16, 8});
+  Value wt = b.transpose(w, {1, 0});
+  b.output(b.matmul(x, wt), "y");
+  Graph g = *b.build();
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  RooflineCostModel roofline(toy_profile());
+  auto frugal = egraph_cost_function(roofline, egraph, shapes, {.weight_us_per_byte = 0.5});
+  // Only the transposed weight is read by a computed node (the product).
+  Id held = ids[wt.node], folded = ids[w.node];
+  EXPECT_DOUBLE_EQ(frugal(held, egraph.nodes(held)[0]), 0.5 * 16 * 8 * 4);
+  EXPECT_EQ(frugal(folded, egraph.nodes(folded)[0]), 0.0);
 }
 
 TEST(CostModel, ZooModelsExtractUnderEveryModel) {

@@ -6,10 +6,12 @@
 
 #include <sstream>
 
+#include "fmt/format.h"
 #include "mcts/optimize.h"
 #include "mcts/protocol.h"
 #include "nlohmann/json.hpp"
 #include "rules/tensor/tensor_rules.h"
+#include "tensor/builder.h"
 #include "tensor/interpreter.h"
 #include "tensor/zoo/zoo.h"
 
@@ -17,6 +19,9 @@ namespace saturn {
 namespace {
 
 using tensor::Graph;
+using tensor::GraphBuilder;
+using tensor::Value;
+using tensor::ValueType;
 
 // Settings small enough for a test: few simulations and steps, a short ILP.
 OptimizeOptions quick_options(Strategy strategy, std::size_t nodes) {
@@ -103,6 +108,44 @@ TEST(Search, MctsFindsWhatGreedyFindsOnSqueezeNet) {
   EXPECT_LE(mcts->cost_after, greedy->cost_after);
   EXPECT_GT(mcts->stats.simulations, 0u);
   EXPECT_FALSE(mcts->rules_applied.empty());
+}
+
+// Three products of x merge into one over [w0 w1 w2], but a sum still reads
+// w0 alone: merging holds w0 twice. Where the weights fit in the cache that
+// is free and the merge pays (launches saved); on a device with a tiny cache
+// the extra bytes are streamed every time and the merge must be refused.
+TEST(Search, MergesThatOutgrowTheCacheAreRefused) {
+  GraphBuilder b("held");
+  Value x = b.input("x", {1, 256});
+  Value h = b.input("h", {256, 256});
+  std::vector<Value> w;
+  for (int i = 0; i < 3; ++i) w.push_back(b.weight(fmt::format("w{}", i), {256, 256}));
+  for (int i = 0; i < 3; ++i) b.output(b.matmul(x, w[i]), fmt::format("y{}", i));
+  b.output(b.add(h, w[0]), "z");
+  Graph g = *b.build();
+  auto optimized_with_cache = [&](double cache_mb) {
+    OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+    o.cost_model = std::make_shared<RooflineCostModel>(DeviceProfile{
+        .name = "slow launches", .peak_gflops = 100, .bandwidth_gbs = 1,
+        .launch_overhead_us = 60, .cache_mb = cache_mb});
+    absl::StatusOr<OptimizeResult> r = optimize(g, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *r;
+  };
+  const std::int64_t weights = 3 * 256 * 256 * 4;
+  OptimizeResult roomy = optimized_with_cache(100);
+  EXPECT_EQ(roomy.weight_bytes_before, weights);
+  EXPECT_GT(roomy.weight_bytes_after, weights);  // the merged copy and w0
+  EXPECT_EQ(roomy.weight_spill, 0.0);
+  EXPECT_LT(roomy.cost_after, roomy.cost_before);
+
+  OptimizeResult tight = optimized_with_cache(0.1);
+  EXPECT_LE(tight.weight_bytes_after, weights);
+  EXPECT_EQ(tight.weight_spill, 0.0);
+  EXPECT_LE(tight.cost_after, tight.cost_before);
+  absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(tight.graph);
+  ASSERT_TRUE(types.ok());
+  EXPECT_EQ(tensor::resident_weight_bytes(tight.graph, *types), tight.weight_bytes_after);
 }
 
 TEST(Search, UnknownRuleFileIsAnError) {

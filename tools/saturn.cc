@@ -616,6 +616,8 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
     fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n",
                total_ops(*graph), total_ops(r->graph), r->stats.peak_nodes,
                options.budget.max_nodes, r->stats.stop_reason, to_string(r->extraction));
+    fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
+               r->weight_bytes_before / 1e6, r->weight_bytes_after / 1e6, r->weight_spill);
     fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
                r->times.rules, r->times.search, r->times.extract, r->times.total);
     for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
@@ -635,6 +637,9 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                         {"improvement_percent", r->improvement_percent()},
                         {"ops_before", total_ops(*graph)},
                         {"ops_after", total_ops(r->graph)},
+                        {"weight_bytes_before", r->weight_bytes_before},
+                        {"weight_bytes_after", r->weight_bytes_after},
+                        {"weight_spill", r->weight_spill},
                         {"peak_nodes", r->stats.peak_nodes},
                         {"peak_bytes", r->stats.peak_bytes},
                         {"budget_nodes", options.budget.max_nodes},
