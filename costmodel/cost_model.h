@@ -258,10 +258,11 @@ struct EGraphCostOptions {
 
 // What holding `resident_bytes` of weights costs per inference on `model`'s
 // device, in the model's unit, beyond what `baseline_bytes` (the input
-// graph's weights) cost: the bytes that fit neither in the last-level cache
-// nor in the baseline are streamed from memory every time. The operator
-// costs (roofline or measured one at a time) assume weights that stay in
-// cache. 0 when the model has no device or the device no cache size.
+// graph's weights) cost: the bytes that fit neither in the weights' share
+// of the last-level cache (half of it) nor in the baseline are streamed
+// from memory every time. The operator costs (roofline, or measured one
+// operator at a time) assume weights that stay in cache. 0 when the model
+// has no device or the device no cache size.
 double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes);
 // The rate weight_spill charges, microseconds per byte (0 without a device).
 double weight_us_per_byte(const CostModel& model);

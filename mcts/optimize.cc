@@ -121,6 +121,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     result.weight_bytes_after = best->weight_bytes;
   } else {
     result.graph = graph;
+    result.kept_input = true;
     result.cost_after = result.cost_before;
     result.weight_bytes_after = result.weight_bytes_before;
   }

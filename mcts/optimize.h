@@ -51,6 +51,7 @@ struct PhaseTimes {
 
 struct OptimizeResult {
   tensor::Graph graph;  // the best graph found (the input when nothing is cheaper)
+  bool kept_input = false;  // whether `graph` is the input (nothing was cheaper)
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
   // Weights the runtime holds (tensor::resident_weight_bytes), and what

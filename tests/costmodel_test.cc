@@ -382,7 +382,7 @@ TEST(CostModel, HeldWeightsAreTheOnesComputedNodesRead) {
   // Unchanged weights cost nothing; growth beyond both the cache and the
   // input's weights is streamed at the profile's bandwidth.
   DeviceProfile profile = toy_profile();  // 1 GB/s: 1e-3 us per byte
-  profile.cache_mb = 1;
+  profile.cache_mb = 2;  // weights count on half of it
   RooflineCostModel roofline(profile);
   EXPECT_EQ(weight_spill(roofline, 0.9e6, 0.5e6), 0.0);
   EXPECT_EQ(weight_spill(roofline, 2e6, 2e6), 0.0);
