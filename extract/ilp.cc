@@ -46,6 +46,10 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 constexpr std::uint32_t kNoClass = std::numeric_limits<std::uint32_t>::max();
 
+// Steps (classes to test times columns and child edges) that the search for
+// needed classes may take: about a second.
+constexpr double kNeedWorkLimit = 1e9;
+
 // Bottom-up derivation from the leaves through `items` (nodes or columns):
 // item i derives class item_class[i] once its child classes kids[i] (sorted,
 // distinct) are derived; `readers` lists per class the items with it as a
@@ -462,7 +466,70 @@ struct Program {
   std::vector<int> order_col;          // per class: its order column, or -1
   std::vector<int> group_size;         // per class: classes in its strongly connected group
   int cycle_cuts = 0;                  // short-cycle rows
+  int need_rows = 0;                   // rows of needed_classes
 };
+
+// Which classes each class needs: d is needed by c when no acyclic selection
+// derives c without d (c is then underivable with d banned). Any selection
+// that chooses c chooses d, so X(d) >= X(c). These rows stop the LP from
+// paying a fraction of a class that every alternative of a reader needs:
+// with Relu(Conv(x)) and a fused ConvRelu(x) half-chosen each, the plain
+// child rows ask for half of x, and down a chain of layers the halves
+// compound (VGG's LP bound 1.8 against its optimum 4.87 without them).
+// Returns (d, c) pairs, transitively reduced: c needs e and e needs d
+// imply the row for (d, c). Empty when one derivation per class would
+// cost more than `work_limit` steps in all.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> needed_classes(
+    const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
+    const std::vector<std::vector<std::uint32_t>>& kids_of, const ColumnIndex& columns,
+    double work_limit) {
+  std::vector<std::uint32_t> column_class(node_of.size());
+  std::size_t edges = 0;
+  for (std::size_t col = 0; col < node_of.size(); ++col) {
+    column_class[col] = p.node_class[node_of[col]];
+    edges += kids_of[col].size();
+  }
+  std::vector<std::uint32_t> candidates;  // classes that are some column's child
+  std::vector<bool> is_child(p.num_classes(), false);
+  for (const std::vector<std::uint32_t>& kids : kids_of) {
+    for (std::uint32_t k : kids) is_child[k] = true;
+  }
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (is_child[c] && columns.per_class[c] > 0) candidates.push_back(c);
+  }
+  if (static_cast<double>(candidates.size()) * static_cast<double>(node_of.size() + edges) >
+      work_limit)
+    return {};
+  std::vector<bool> base(p.num_classes(), false), derived(p.num_classes());
+  derive_bottom_up(column_class, kids_of, columns.readers, kNoClass, base);
+  std::vector<std::vector<std::uint32_t>> needs(p.num_classes());
+  for (std::uint32_t d : candidates) {
+    std::fill(derived.begin(), derived.end(), false);
+    derive_bottom_up(column_class, kids_of, columns.readers, d, derived);
+    for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+      if (c != d && base[c] && !derived[c]) needs[c].push_back(d);
+    }
+  }
+  // Keep d for c unless a kept e of c needs it: going from the classes that
+  // need the most, the first kept one of a chain covers the rest.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rows;
+  std::vector<std::uint32_t> covered(p.num_classes(), 0);
+  std::uint32_t stamp = 0;
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    std::vector<std::uint32_t>& own = needs[c];
+    if (own.empty()) continue;
+    ++stamp;
+    std::sort(own.begin(), own.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return needs[a].size() > needs[b].size() || (needs[a].size() == needs[b].size() && a < b);
+    });
+    for (std::uint32_t d : own) {
+      if (covered[d] == stamp) continue;
+      rows.push_back({d, c});
+      for (std::uint32_t e : needs[d]) covered[e] = stamp;
+    }
+  }
+  return rows;
+}
 
 // Reduces the problem and writes its program. `known`, a valid selection,
 // tells which classes may be mandatory.
@@ -574,6 +641,17 @@ Program formulate(const ExtractionProblem& p, const Selection& known, int cycle_
   for (std::uint32_t k : mandatory_classes(p, node_of, kids_of, columns, known)) {
     add_class_sum(k);
     model.end_row(1.0, kInfinity);
+  }
+  // A class needed by another is chosen at least as much:
+  //
+  //              sum_{n in d} x(n) - sum_{n in c} x(n) >= 0.
+  for (auto [d, c] : needed_classes(p, node_of, kids_of, columns, kNeedWorkLimit)) {
+    add_class_sum(d);
+    for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
+      if (column_of[n] >= 0) model.add_term(column_of[n], -1.0);
+    }
+    model.end_row(0.0, kInfinity);
+    ++prog.need_rows;
   }
   // The chosen classes and their child edges form a graph in which every
   // class is reached from a root (free classes, whose children are free, lie
