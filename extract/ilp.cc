@@ -9,8 +9,9 @@
 // chooses one node per class, which makes the per-class child rows valid and
 // allows further rows that only tighten the LP: child rows that leave out
 // nodes surely leading back to the reader (ReturnPaths), X(k) >= 1 for
-// classes every solution needs (mandatory_classes), and cuts on short class
-// cycles (add_short_cycle_cuts).
+// classes every solution needs (mandatory_classes), X(d) >= X(c) for a class
+// d that c needs (needed_classes), and cuts on short class cycles
+// (add_short_cycle_cuts).
 //
 // Before solving, the problem shrinks: classes the roots cannot reach go;
 // "free" classes (a zero-cost node whose children are free) are decided up
