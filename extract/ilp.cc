@@ -467,7 +467,6 @@ struct Program {
   std::vector<int> order_col;          // per class: its order column, or -1
   std::vector<int> group_size;         // per class: classes in its strongly connected group
   int cycle_cuts = 0;                  // short-cycle rows
-  int need_rows = 0;                   // rows of needed_classes
 };
 
 // Which classes each class needs: d is needed by c when no acyclic selection
@@ -653,7 +652,6 @@ Program formulate(const ExtractionProblem& p, const Selection& known, int cycle_
       if (column_of[n] >= 0) model.add_term(column_of[n], -1.0);
     }
     model.end_row(0.0, kInfinity);
-    ++prog.need_rows;
   }
   // The chosen classes and their child edges form a graph in which every
   // class is reached from a root (free classes, whose children are free, lie
