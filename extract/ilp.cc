@@ -177,14 +177,16 @@ namespace {
 
 // The program's columns seen from the classes, built once.
 struct ColumnIndex {
-  std::vector<int> per_class;             // how many columns each class has
-  std::vector<std::vector<int>> readers;  // per class: the columns with it as a child
+  std::vector<int> per_class;              // how many columns each class has
+  std::vector<std::vector<int>> readers;   // per class: the columns with it as a child
+  std::vector<std::uint32_t> class_of;     // per column: its node's class
 
   ColumnIndex(const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
               const std::vector<std::vector<std::uint32_t>>& kids_of)
-      : per_class(p.num_classes(), 0), readers(p.num_classes()) {
+      : per_class(p.num_classes(), 0), readers(p.num_classes()), class_of(node_of.size()) {
     for (std::size_t col = 0; col < node_of.size(); ++col) {
-      ++per_class[p.node_class[node_of[col]]];
+      class_of[col] = p.node_class[node_of[col]];
+      ++per_class[class_of[col]];
       for (std::uint32_t k : kids_of[col]) readers[k].push_back(static_cast<int>(col));
     }
   }
@@ -352,16 +354,12 @@ class ReturnPaths {
 // alternatives need. Only classes of `known`, a valid selection, can be
 // needed by every solution; each is tested by deriving the roots without it.
 std::vector<std::uint32_t> mandatory_classes(const ExtractionProblem& p,
-                                             const std::vector<std::uint32_t>& node_of,
                                              const std::vector<std::vector<std::uint32_t>>& kids_of,
                                              const ColumnIndex& columns, const Selection& known) {
-  std::vector<std::uint32_t> column_class(node_of.size());
-  for (std::size_t col = 0; col < node_of.size(); ++col)
-    column_class[col] = p.node_class[node_of[col]];
   std::vector<bool> derived(p.num_classes());
   auto derivable_without = [&](std::uint32_t banned) {
     std::fill(derived.begin(), derived.end(), false);
-    derive_bottom_up(column_class, kids_of, columns.readers, banned, derived);
+    derive_bottom_up(columns.class_of, kids_of, columns.readers, banned, derived);
     return std::all_of(p.roots.begin(), p.roots.end(),
                        [&](std::uint32_t r) { return derived[r] || columns.per_class[r] == 0; });
   };
@@ -481,15 +479,10 @@ struct Program {
 // imply the row for (d, c). Empty when one derivation per class would
 // cost more than `work_limit` steps in all.
 std::vector<std::pair<std::uint32_t, std::uint32_t>> needed_classes(
-    const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
-    const std::vector<std::vector<std::uint32_t>>& kids_of, const ColumnIndex& columns,
-    double work_limit) {
-  std::vector<std::uint32_t> column_class(node_of.size());
+    const ExtractionProblem& p, const std::vector<std::vector<std::uint32_t>>& kids_of,
+    const ColumnIndex& columns, double work_limit) {
   std::size_t edges = 0;
-  for (std::size_t col = 0; col < node_of.size(); ++col) {
-    column_class[col] = p.node_class[node_of[col]];
-    edges += kids_of[col].size();
-  }
+  for (const std::vector<std::uint32_t>& kids : kids_of) edges += kids.size();
   std::vector<std::uint32_t> candidates;  // classes that are some column's child
   std::vector<bool> is_child(p.num_classes(), false);
   for (const std::vector<std::uint32_t>& kids : kids_of) {
@@ -498,15 +491,15 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> needed_classes(
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
     if (is_child[c] && columns.per_class[c] > 0) candidates.push_back(c);
   }
-  if (static_cast<double>(candidates.size()) * static_cast<double>(node_of.size() + edges) >
+  if (static_cast<double>(candidates.size()) * static_cast<double>(kids_of.size() + edges) >
       work_limit)
     return {};
   std::vector<bool> base(p.num_classes(), false), derived(p.num_classes());
-  derive_bottom_up(column_class, kids_of, columns.readers, kNoClass, base);
+  derive_bottom_up(columns.class_of, kids_of, columns.readers, kNoClass, base);
   std::vector<std::vector<std::uint32_t>> needs(p.num_classes());
   for (std::uint32_t d : candidates) {
     std::fill(derived.begin(), derived.end(), false);
-    derive_bottom_up(column_class, kids_of, columns.readers, d, derived);
+    derive_bottom_up(columns.class_of, kids_of, columns.readers, d, derived);
     for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
       if (c != d && base[c] && !derived[c]) needs[c].push_back(d);
     }
@@ -639,14 +632,14 @@ Program formulate(const ExtractionProblem& p, const Selection& known, int cycle_
     }
   }
   // Classes every solution needs get the row sum_{n in k} x(n) >= 1.
-  for (std::uint32_t k : mandatory_classes(p, node_of, kids_of, columns, known)) {
+  for (std::uint32_t k : mandatory_classes(p, kids_of, columns, known)) {
     add_class_sum(k);
     model.end_row(1.0, kInfinity);
   }
   // A class needed by another is chosen at least as much:
   //
   //              sum_{n in d} x(n) - sum_{n in c} x(n) >= 0.
-  for (auto [d, c] : needed_classes(p, node_of, kids_of, columns, kNeedWorkLimit)) {
+  for (auto [d, c] : needed_classes(p, kids_of, columns, kNeedWorkLimit)) {
     add_class_sum(d);
     for (std::uint32_t n = p.class_start[c]; n < p.class_start[c + 1]; ++n) {
       if (column_of[n] >= 0) model.add_term(column_of[n], -1.0);

@@ -347,10 +347,11 @@ TEST(CostModel, MeasuredEntryContextErrors) {
   std::filesystem::remove(path);
 }
 
-TEST(CostModel, WeightOnlyClassesAreFree) {
+TEST(CostModel, WeightOnlyClassesAreFreeOrPricedByTheirBytes) {
   GraphBuilder b("w");
   Value x = b.input("x", {4, 8});
-  Value wt = b.transpose(b.weight("w", {16, 8}), {1, 0});  // weight-only: computed at load time
+  Value w = b.weight("w", {16, 8});
+  Value wt = b.transpose(w, {1, 0});  // weight-only: computed at load time
   b.output(b.matmul(x, wt), "y");
   Graph g = *b.build();
   TensorLanguage lang;
@@ -365,6 +366,12 @@ TEST(CostModel, WeightOnlyClassesAreFree) {
   EXPECT_GT(paid_weights(t, egraph.nodes(t)[0]), 2.0);
   Id y = ids[g.outputs[0].node];
   EXPECT_GT(free_weights(y, egraph.nodes(y)[0]), 2.0);
+
+  auto frugal = egraph_cost_function(roofline, egraph, shapes, {.weight_us_per_byte = 0.5});
+  // Only the transposed weight is read by a computed node (the product).
+  Id held = ids[wt.node], folded = ids[w.node];
+  EXPECT_DOUBLE_EQ(frugal(held, egraph.nodes(held)[0]), 0.5 * 16 * 8 * 4);
+  EXPECT_EQ(frugal(folded, egraph.nodes(folded)[0]), 0.0);
 }
 
 TEST(CostModel, HeldWeightsAreTheOnesComputedNodesRead) {
@@ -391,25 +398,6 @@ TEST(CostModel, HeldWeightsAreTheOnesComputedNodesRead) {
   profile.cache_mb = 0;  // unknown cache: nothing charged
   EXPECT_EQ(weight_spill(RooflineCostModel(profile), 3e6, 0), 0.0);
   EXPECT_EQ(weight_spill(OpCountCostModel(), 3e6, 0), 0.0);
-}
-
-TEST(CostModel, WeightsCanBePricedByTheirBytes) {
-  GraphBuilder b("w");
-  Value x = b.input("x", {4, 8});
-  Value w = b.weight("w", {16, 8});
-  Value wt = b.transpose(w, {1, 0});
-  b.output(b.matmul(x, wt), "y");
-  Graph g = *b.build();
-  TensorLanguage lang;
-  TensorAnalysis shapes;
-  EGraph egraph(lang, &shapes);
-  std::vector<Id> ids = *add_graph(egraph, g);
-  RooflineCostModel roofline(toy_profile());
-  auto frugal = egraph_cost_function(roofline, egraph, shapes, {.weight_us_per_byte = 0.5});
-  // Only the transposed weight is read by a computed node (the product).
-  Id held = ids[wt.node], folded = ids[w.node];
-  EXPECT_DOUBLE_EQ(frugal(held, egraph.nodes(held)[0]), 0.5 * 16 * 8 * 4);
-  EXPECT_EQ(frugal(folded, egraph.nodes(folded)[0]), 0.0);
 }
 
 TEST(CostModel, ZooModelsExtractUnderEveryModel) {
