@@ -8,8 +8,11 @@
 // cheaper) counts as speedup 1; its measured ratio is printed as the noise.
 //
 //   build/bench/real_latency [--models resnet50,bert,...] [--strategies mcts,greedy,default,taso]
-//       [--budget 2000] [--time-limit 30] [--ilp-seconds 10] [--runs 20] [--threads 2]
-//       [--costs FILE] [--out DIR]
+//       [--budget 2000] [--time-limit 30] [--ilp-seconds 10] [--min-gain 0.5] [--runs 20]
+//       [--threads 2] [--costs FILE] [--out DIR]
+//
+// --min-gain P keeps the input unless the result is predicted P% faster, as
+// `saturn optimize` does by default under a latency cost.
 //
 // A model name is a fixture (tensor/fixtures/NAME.onnx) when one exists,
 // otherwise a zoo model (exported to ONNX for onnxruntime); "zoo:NAME" is
@@ -43,7 +46,7 @@ const char* const kFixtures[] = {"resnet50", "inception_v3", "squeezenet1_1", "m
 struct Args {
   std::vector<std::string> models, strategies = {"mcts", "greedy", "default", "taso"};
   std::size_t budget = 2000;
-  double time_limit = 30, ilp_seconds = 10;
+  double time_limit = 30, ilp_seconds = 10, min_gain_percent = 0.5;
   int runs = 20, threads = 2;
   std::string costs = "bench/results/ort_costs.json", out = "real_latency";
 };
@@ -65,6 +68,8 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
         a.time_limit = flag_value<decltype(a.time_limit)>("--time-limit", v);
       else if (flag == "--ilp-seconds")
         a.ilp_seconds = flag_value<decltype(a.ilp_seconds)>("--ilp-seconds", v);
+      else if (flag == "--min-gain")
+        a.min_gain_percent = flag_value<decltype(a.min_gain_percent)>("--min-gain", v);
       else if (flag == "--runs")
         a.runs = flag_value<decltype(a.runs)>("--runs", v);
       else if (flag == "--threads")
@@ -125,7 +130,8 @@ int main(int argc, char** argv) {
   if (!args.ok()) {
     fmt::print(stderr,
                "real_latency: {}\nusage: real_latency [--models a,b] [--strategies ...] "
-               "[--budget N] [--time-limit S] [--ilp-seconds S] [--runs N] [--threads N] "
+               "[--budget N] [--time-limit S] [--ilp-seconds S] [--min-gain P] [--runs N] "
+               "[--threads N] "
                "[--costs FILE] [--out DIR]\n",
                message(args.status()));
     return 2;
@@ -179,6 +185,7 @@ int main(int argc, char** argv) {
       options.budget.max_nodes = args->budget;
       options.budget.time_limit_seconds = args->time_limit;
       options.ilp_seconds = args->ilp_seconds;
+      options.min_gain = args->min_gain_percent / 100;
       options.cost_model = *cost;
       absl::StatusOr<OptimizeResult> r = optimize(m.graph, options);
       if (!r.ok())
@@ -195,20 +202,23 @@ int main(int argc, char** argv) {
       const nlohmann::json& a = v->json["latency"]["original"];
       const nlohmann::json& b = v->json["latency"]["optimized"];
       auto ms = [](const nlohmann::json& s, const char* k) { return s[k].get<double>() / 1000; };
-      // When the search found nothing cheaper, the input graph comes back
-      // (written anew): both files run the same kernels, so the speedup is
-      // 1 and the measured ratio shows the noise of the measurement.
+      // When the search found nothing cheaper by the minimum gain, the input
+      // graph comes back (written anew): both files run the same kernels, so
+      // the speedup is 1 and the measured ratio shows the noise of the
+      // measurement.
       const double speedup = r->kept_input ? 1.0 : v->speedup;
       const std::string measured =
           fmt::format("{:.3f} [{:.3f}, {:.3f}]", v->speedup, v->json["speedup_p10"].get<double>(),
                       v->json["speedup_p90"].get<double>());
+      std::string predicted = fmt::format("{:.1f} -> {:.1f}", r->cost_before, r->cost_after);
+      if (r->cost_found < r->cost_after) predicted += fmt::format(" (found {:.1f})", r->cost_found);
       fmt::print(
-          "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {:.1f} -> "
-          "{:.1f} | {:.1f} |\n",
+          "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
+          "|\n",
           m.name, strategy, ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"),
           ms(b, "median_us"), ms(b, "p10_us"), ms(b, "p90_us"),
           r->kept_input ? "1 (input kept; noise " + measured + ")" : measured,
-          v->ok ? "match" : "DIFFER", r->cost_before, r->cost_after, r->times.total);
+          v->ok ? "match" : "DIFFER", predicted, r->times.total);
       std::fflush(stdout);
       all_match = all_match && v->ok;
       speedups[strategy].push_back(speedup);
@@ -225,6 +235,7 @@ int main(int argc, char** argv) {
                       {"outputs", v->json["outputs"]},
                       {"predicted_us_before", r->cost_before},
                       {"predicted_us_after", r->cost_after},
+                      {"predicted_us_found", r->cost_found},
                       {"ops_before", tensor::total_ops(m.graph)},
                       {"ops_after", tensor::total_ops(r->graph)},
                       {"optimize_seconds", r->times.total}});
@@ -242,6 +253,7 @@ int main(int argc, char** argv) {
   fs::create_directories(args->out, ec);
   nlohmann::json j = {
       {"machine", machine},        {"budget_nodes", args->budget},       {"runs", args->runs},
+      {"min_gain_percent", args->min_gain_percent},
       {"cost_table", args->costs}, {"geometric_mean_speedup", geomeans}, {"rows", rows}};
   const std::string json_path = args->out + "/real_latency.json";
   if (absl::Status s = write_text_file(json_path, j.dump(1) + "\n"); !s.ok())

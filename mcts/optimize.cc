@@ -1,5 +1,6 @@
 #include "mcts/optimize.h"
 #include "egraph/stopwatch.h"
+#include "fmt/format.h"
 
 #include <algorithm>
 
@@ -47,6 +48,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
   const Stopwatch total;
   OptimizeResult result;
+  if (!(options.min_gain >= 0 && options.min_gain < 1))
+    return absl::InvalidArgumentError(fmt::format(
+        "the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
 
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {
@@ -109,12 +113,13 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   }
   result.times.extract = phase.seconds();
   result.extraction = best->extraction.status;
-  // Only a strictly cheaper graph replaces the input: an equal-cost one is a
-  // rearrangement (operands commuted, sums re-associated) that the cost
-  // model cannot tell apart but a runtime's own pattern fusions can. And a
-  // heuristic extraction can miss the input graph itself: never return
-  // something worse than what came in.
-  if (best->total() < result.cost_before * (1 - 1e-9)) {
+  result.cost_found = best->total();
+  // Only a strictly cheaper graph replaces the input (by min_gain when that
+  // is set): an equal-cost one is a rearrangement (operands commuted, sums
+  // re-associated) that the cost model cannot tell apart but a runtime's own
+  // pattern fusions can. And a heuristic extraction can miss the input graph
+  // itself: never return something worse than what came in.
+  if (best->total() < result.cost_before * (1 - std::max(options.min_gain, 1e-9))) {
     result.graph = std::move(best->graph);
     result.cost_after = best->total();
     result.weight_spill = best->spill;

@@ -33,6 +33,12 @@ struct OptimizeOptions {
   std::vector<std::string> rule_files;
   // Seconds for the exact ILP extraction; 0 uses the greedy DAG extraction only.
   double ilp_seconds = 10;
+  // The result replaces the input only when it is predicted at least this
+  // fraction cheaper (0.005: half a percent); 0 takes any strict gain. A
+  // latency model's per-kernel figures are good to a few percent at best,
+  // so a predicted gain below that is noise that a runtime may well turn
+  // into a loss.
+  double min_gain = 0;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -51,9 +57,12 @@ struct PhaseTimes {
 
 struct OptimizeResult {
   tensor::Graph graph;  // the best graph found (the input when nothing is cheaper)
-  bool kept_input = false;  // whether `graph` is the input (nothing was cheaper)
+  bool kept_input = false;  // whether `graph` is the input (nothing cheaper by min_gain)
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
+  // The best extracted graph's cost, spill included: cost_after, or above
+  // it when the input was kept.
+  double cost_found = 0;
   // Weights the runtime holds (tensor::resident_weight_bytes), and what
   // cost_after charges for those beyond the cache and the input's weights.
   std::int64_t weight_bytes_before = 0;

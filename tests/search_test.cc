@@ -110,6 +110,38 @@ TEST(Search, MctsFindsWhatGreedyFindsOnSqueezeNet) {
   EXPECT_FALSE(mcts->rules_applied.empty());
 }
 
+// A result replaces the input only when it is cheaper by the minimum gain;
+// otherwise the input comes back and the better graph's cost is reported.
+TEST(Search, GainsBelowTheMinimumKeepTheInput) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+  absl::StatusOr<OptimizeResult> taken = optimize(g, o);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  ASSERT_FALSE(taken->kept_input);
+  const double gain = 1 - taken->cost_after / taken->cost_before;
+  ASSERT_GT(gain, 0.01);
+  EXPECT_EQ(taken->cost_found, taken->cost_after);
+
+  o.min_gain = gain * 0.99;
+  absl::StatusOr<OptimizeResult> still = optimize(g, o);
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_FALSE(still->kept_input);
+  EXPECT_EQ(still->cost_after, taken->cost_after);
+
+  o.min_gain = gain * 1.01;
+  absl::StatusOr<OptimizeResult> kept = optimize(g, o);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->kept_input);
+  EXPECT_EQ(kept->cost_after, kept->cost_before);
+  EXPECT_EQ(kept->cost_found, taken->cost_after);
+  EXPECT_EQ(tensor::op_counts(kept->graph), tensor::op_counts(g));
+
+  o.min_gain = 1;
+  absl::StatusOr<OptimizeResult> bad = optimize(g, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("minimum gain"), std::string::npos) << bad.status();
+}
+
 // Three products of x merge into one over [w0 w1 w2], but a sum still reads
 // w0 alone: merging holds w0 twice. Where the weights fit in the cache that
 // is free and the merge pays (launches saved); on a device with a tiny cache

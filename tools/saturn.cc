@@ -64,6 +64,8 @@ constexpr std::string_view kUsage = R"(usage:
       --rules FILE...                rule files (default: the shipped tensor rules)
       --threads N  --seed N          (defaults 2 and 1)
       --ilp-seconds S                exact extraction time limit; 0: greedy only (default 10)
+      --min-gain P                   keep the input unless the result is predicted P% cheaper
+                                     (default 0.5 under a latency cost, 0 under opcount)
       --report FILE.json             write the summary as JSON
       --dot DIR                      write before.dot and after.dot (and .svg when graphviz is installed)
       --quiet                        no progress line and no summary (errors still go to stderr)
@@ -519,6 +521,7 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
   std::string model, out, report, dot_dir, cost = "roofline";
   bool quiet = false, verify = false;
   std::optional<double> min_speedup;  // --keep-faster, --min-speedup
+  std::optional<double> min_gain_percent;
   cli::RuntimeOptions verify_options;
   OptimizeOptions options;
   options.search.threads = 2;
@@ -552,6 +555,8 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
         options.search.seed = flag_value<decltype(options.search.seed)>("--seed", value());
       else if (a == "--ilp-seconds")
         options.ilp_seconds = flag_value<decltype(options.ilp_seconds)>("--ilp-seconds", value());
+      else if (a == "--min-gain")
+        min_gain_percent = flag_value<double>("--min-gain", value());
       else if (a == "--report")
         report = value();
       else if (a == "--dot")
@@ -579,6 +584,9 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
     return usage_error("optimize", e.what());
   }
   if (model.empty()) return usage_error("optimize", "which model?");
+  if (min_gain_percent && !(*min_gain_percent >= 0 && *min_gain_percent < 100))
+    return usage_error("optimize",
+                       fmt::format("--min-gain needs a percent in [0, 100), got {}", *min_gain_percent));
   std::error_code ec;
   if (!out.empty() && std::filesystem::exists(out) && std::filesystem::exists(model) &&
       std::filesystem::equivalent(out, model, ec))
@@ -594,6 +602,9 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   options.cost_model = *cost_model;
+  // A latency model's per-kernel figures carry errors of a few percent: a
+  // smaller predicted gain is not worth a different graph.
+  options.min_gain = min_gain_percent.value_or(cost == "opcount" ? 0.0 : 0.5) / 100;
   ProgressLine progress(!quiet && isatty(fileno(stderr)));
   options.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
   absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
@@ -620,6 +631,11 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                r->weight_bytes_before / 1e6, r->weight_bytes_after / 1e6, r->weight_spill);
     fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
                r->times.rules, r->times.search, r->times.extract, r->times.total);
+    if (r->kept_input && r->cost_found < r->cost_before)
+      fmt::print("  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
+                 "minimum gain of {:.3g}%)\n",
+                 r->cost_found, 100 * (r->cost_before - r->cost_found) / r->cost_before,
+                 100 * options.min_gain);
     for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
       fmt::print("  {:>6}  {}\n", r->rules_applied[i].count, r->rules_applied[i].name);
     if (!out.empty()) fmt::print("wrote {}\n", out);
@@ -635,6 +651,9 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                         {"cost_before", r->cost_before},
                         {"cost_after", r->cost_after},
                         {"improvement_percent", r->improvement_percent()},
+                        {"kept_input", r->kept_input},
+                        {"cost_found", r->cost_found},
+                        {"min_gain_percent", 100 * options.min_gain},
                         {"ops_before", total_ops(*graph)},
                         {"ops_after", total_ops(r->graph)},
                         {"weight_bytes_before", r->weight_bytes_before},
