@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
           fmt::format("{:.3f} [{:.3f}, {:.3f}]", v->speedup, v->json["speedup_p10"].get<double>(),
                       v->json["speedup_p90"].get<double>());
       std::string predicted = fmt::format("{:.1f} -> {:.1f}", r->cost_before, r->cost_after);
-      if (r->cost_found < r->cost_after) predicted += fmt::format(" (found {:.1f})", r->cost_found);
+      if (r->kept_input && r->found_cheaper()) predicted += fmt::format(" (found {:.1f})", r->cost_found);
       fmt::print(
           "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
           "|\n",

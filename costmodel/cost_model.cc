@@ -250,6 +250,16 @@ double weight_spill(const CostModel& model, double resident_bytes, double baseli
   return std::max(0.0, resident_bytes - kept) * weight_us_per_byte(model);
 }
 
+absl::StatusOr<HeldWeights> held_weights(const CostModel& model, const tensor::Graph& graph,
+                                         double baseline_bytes) {
+  absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(graph);
+  if (!types.ok()) return types.status();
+  HeldWeights held;
+  held.bytes = tensor::resident_weight_bytes(graph, *types);
+  held.spill = weight_spill(model, static_cast<double>(held.bytes), baseline_bytes);
+  return held;
+}
+
 std::string device_profile_path(std::string_view name) {
   return fmt::format("{}/costmodel/profiles/{}.json", SATURN_SOURCE_DIR, name);
 }

@@ -267,6 +267,15 @@ double weight_spill(const CostModel& model, double resident_bytes, double baseli
 // The rate weight_spill charges, microseconds per byte (0 without a device).
 double weight_us_per_byte(const CostModel& model);
 
+struct HeldWeights {
+  std::int64_t bytes = 0;  // tensor::resident_weight_bytes
+  double spill = 0;        // weight_spill of those bytes
+};
+// The weights `graph` holds at run time and their charge beyond
+// `baseline_bytes`; fails if the graph does not type-check.
+absl::StatusOr<HeldWeights> held_weights(const CostModel& model, const tensor::Graph& graph,
+                                         double baseline_bytes);
+
 // A cost function over the e-nodes of a tensor e-graph (for extraction):
 // node costs from `model`, using the shapes in `analysis`.
 std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,

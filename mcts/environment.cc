@@ -14,6 +14,26 @@ namespace {
 
 constexpr double kUnknownCost = std::numeric_limits<double>::quiet_NaN();
 
+// The bytes of the weights that the graph `selection` picks holds at run
+// time: weight-only classes that a chosen computed node reads, or that are
+// outputs (what tensor::resident_weight_bytes counts in the rebuilt graph).
+double held_weight_bytes(const ExtractionProblem& p, const Selection& selection,
+                         const tensor::TensorAnalysis& analysis) {
+  const Selection live = prune_to_roots(p, selection);
+  auto weight_only = [&](std::uint32_t c) { return analysis.info(p.class_ids[c]).weight_only; };
+  std::vector<bool> held(p.num_classes(), false);
+  for (std::uint32_t r : p.roots) held[r] = weight_only(r);
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (live.choice[c] < 0 || weight_only(c)) continue;
+    for (std::uint32_t k : p.children(static_cast<std::uint32_t>(live.choice[c])))
+      held[k] = held[k] || weight_only(k);
+  }
+  double bytes = 0;
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c)
+    if (held[c]) bytes += static_cast<double>(analysis.info(p.class_ids[c]).type.num_bytes());
+  return bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Environment>> Environment::create(const EnvironmentConfig& config) {
@@ -57,7 +77,11 @@ absl::Status Environment::load() {
   clock_.restart();
   peak_nodes_ = egraph_->num_nodes();
   peak_bytes_ = egraph_->memory_bytes();
-  initial_cost_ = evaluate_cost();
+  ++extractions_;
+  const ExtractionProblem p = problem();
+  const ExtractionResult r = reward_extractor().extract(p);
+  input_weight_bytes_ = held_weight_bytes(p, r.selection, *analysis_);
+  initial_cost_ = price(p, r);
   return absl::OkStatus();
 }
 
@@ -94,7 +118,18 @@ ExtractionProblem Environment::problem(const EGraphCostOptions& costs) const {
 
 double Environment::evaluate_cost() const {
   ++extractions_;
-  return reward_extractor().extract(problem()).dag_cost;
+  const ExtractionProblem p = problem();
+  return price(p, reward_extractor().extract(p));
+}
+
+// The extraction takes weights as free; merging them can make the graph hold
+// more than the cache does, which a per-operator cost cannot see, so the
+// state is charged for it here (nothing under a model without a device).
+double Environment::price(const ExtractionProblem& p, const ExtractionResult& extraction) const {
+  if (weight_us_per_byte(*config_.cost_model) <= 0) return extraction.dag_cost;
+  return extraction.dag_cost +
+         weight_spill(*config_.cost_model, held_weight_bytes(p, extraction.selection, *analysis_),
+                      input_weight_bytes_);
 }
 
 // The extractor that prices states: the DAG greedy one with a few sharing
@@ -136,7 +171,7 @@ Observation Environment::observe() {
   ExtractionResult r = reward_extractor().extract(p);
   ++extractions_;
   // The same extraction prices the state, if it was not priced yet.
-  if (!history_.empty() && std::isnan(history_.back().cost)) history_.back().cost = r.dag_cost;
+  if (!history_.empty() && std::isnan(history_.back().cost)) history_.back().cost = price(p, r);
   auto chosen = chosen_enodes(*egraph_, p, r.selection);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
     if (r.selection.choice[c] < 0) continue;

@@ -124,7 +124,9 @@ class Environment {
   // every match (TENSAT / egg semantics); `reward` and `done` as for step.
   StepResult step_all(std::span<const std::size_t> rules);
 
-  // The DAG cost of the current best graph (cached per state).
+  // The DAG cost of the current best graph (cached per state), with the
+  // charge for weights it holds beyond the cache and the input's (see
+  // weight_spill).
   double cost();
   double initial_cost() const { return initial_cost_; }
   Observation observe();
@@ -191,6 +193,8 @@ class Environment {
   // The classes reachable from `start` through children (memoized per step).
   const std::vector<bool>& reachable_from(Id start);
   double evaluate_cost() const;
+  // The cost of `extraction` (of problem()): its DAG cost and weight spill.
+  double price(const ExtractionProblem& p, const ExtractionResult& extraction) const;
 
   EnvironmentConfig config_;
   tensor::TensorLanguage language_;  // symbols agree with every TensorLanguage
@@ -199,6 +203,7 @@ class Environment {
   std::vector<Id> graph_ids_;  // the e-class of each input graph node
   static const DagGreedyExtractor& reward_extractor();
   double initial_cost_ = 0;
+  double input_weight_bytes_ = 0;  // held by the input graph's extraction
   bool budget_hit_ = false;
   std::vector<StepRecord> history_;
   std::vector<Mark> marks_;

@@ -31,12 +31,12 @@ absl::StatusOr<Candidate> price(const Environment& env, const ExtractionProblem&
   if (!g.ok()) return g.status();
   absl::StatusOr<double> ops = check_selection(problem, extraction.selection);
   if (!ops.ok()) return ops.status();
-  absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(*g);
-  if (!types.ok()) return types.status();
+  absl::StatusOr<HeldWeights> held =
+      held_weights(model, *g, static_cast<double>(input_weight_bytes));
+  if (!held.ok()) return held.status();
   c.ops_cost = *ops;
-  c.weight_bytes = tensor::resident_weight_bytes(*g, *types);
-  c.spill = weight_spill(model, static_cast<double>(c.weight_bytes),
-                         static_cast<double>(input_weight_bytes));
+  c.weight_bytes = held->bytes;
+  c.spill = held->spill;
   c.graph = std::move(*g);
   c.extraction = std::move(extraction);
   return c;
@@ -86,9 +86,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   result.cost_before = outcome->input_cost;
 
   phase.restart();
-  absl::StatusOr<std::vector<tensor::ValueType>> input_types = tensor::infer_types(graph);
-  if (!input_types.ok()) return input_types.status();
-  result.weight_bytes_before = tensor::resident_weight_bytes(graph, *input_types);
+  absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
+  if (!input_weights.ok()) return input_weights.status();
+  result.weight_bytes_before = input_weights->bytes;
   const IlpExtractor ilp(IlpOptions{.time_limit_seconds = options.ilp_seconds});
   const DagGreedyExtractor greedy;
   const Extractor& extractor =

@@ -79,6 +79,9 @@ struct OptimizeResult {
   double improvement_percent() const {
     return cost_before > 0 ? 100.0 * (cost_before - cost_after) / cost_before : 0.0;
   }
+  // Whether the search found a graph cheaper than the input (beyond
+  // rounding), taken or not (see OptimizeOptions::min_gain).
+  bool found_cheaper() const { return cost_found < cost_before * (1 - 1e-9); }
   // cost_before / cost_after (the predicted speedup under a latency model).
   double speedup() const { return cost_after > 0 ? cost_before / cost_after : 1.0; }
 };

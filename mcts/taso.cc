@@ -52,10 +52,11 @@ std::size_t graph_hash(const tensor::Graph& g) {
 // The graph in `env` after a rewrite: classes in `rewritten` take a node
 // the graph did not have, every other class the graph's own node
 // (`graph_nodes`, the e-nodes before the rewrite). Returns the graph and its
-// cost, or nothing if the choice is cyclic.
+// cost (with the charge for weights held beyond the cache and
+// `input_weight_bytes`), or nothing if the choice is cyclic.
 std::optional<std::pair<tensor::Graph, double>> rewritten_graph(
     const Environment& env, std::span<const ENode> graph_nodes,
-    const absl::flat_hash_set<Id>& rewritten) {
+    const absl::flat_hash_set<Id>& rewritten, double input_weight_bytes) {
   const EGraph& egraph = env.egraph();
   absl::flat_hash_set<ENode> original;
   for (ENode n : graph_nodes) {
@@ -94,6 +95,12 @@ std::optional<std::pair<tensor::Graph, double>> rewritten_graph(
     cost += cost_of(c, *n);
     for (Id child : n->children) stack.push_back(child);
   }
+  if (weight_us_per_byte(*env.config().cost_model) > 0) {
+    absl::StatusOr<HeldWeights> held =
+        held_weights(*env.config().cost_model, *g, input_weight_bytes);
+    if (!held.ok()) return std::nullopt;
+    cost += held->spill;
+  }
   return std::make_pair(std::move(*g), cost);
 }
 
@@ -106,6 +113,8 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
   const Stopwatch clock;
   auto elapsed = [&] { return clock.seconds(); };
 
+  absl::StatusOr<HeldWeights> input_weights = held_weights(*config.cost_model, *config.graph, 0);
+  if (!input_weights.ok()) return input_weights.status();
   SearchStats stats;
   stats.strategy = "taso";
   stats.stop_reason = "queue empty";
@@ -149,7 +158,8 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
           absl::flat_hash_set<Id> rewritten;
           for (Id root : m.roots_of(i)) rewritten.insert(egraph.find(root));
           std::optional<std::pair<tensor::Graph, double>> next =
-              rewritten_graph(e, graph_nodes, rewritten);
+              rewritten_graph(e, graph_nodes, rewritten,
+                              static_cast<double>(input_weights->bytes));
           if (next && next->second < options.taso.alpha * best.cost) {
             auto graph = std::make_shared<const tensor::Graph>(std::move(next->first));
             if (seen.insert(graph_hash(*graph)).second) {

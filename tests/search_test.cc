@@ -146,7 +146,7 @@ TEST(Search, GainsBelowTheMinimumKeepTheInput) {
 // w0 alone: merging holds w0 twice. Where the weights fit in the cache that
 // is free and the merge pays (launches saved); on a device with a tiny cache
 // the extra bytes are streamed every time and the merge must be refused.
-TEST(Search, MergesThatOutgrowTheCacheAreRefused) {
+Graph held_weights_graph() {
   GraphBuilder b("held");
   Value x = b.input("x", {1, 256});
   Value h = b.input("h", {256, 256});
@@ -154,12 +154,22 @@ TEST(Search, MergesThatOutgrowTheCacheAreRefused) {
   for (int i = 0; i < 3; ++i) w.push_back(b.weight(fmt::format("w{}", i), {256, 256}));
   for (int i = 0; i < 3; ++i) b.output(b.matmul(x, w[i]), fmt::format("y{}", i));
   b.output(b.add(h, w[0]), "z");
-  Graph g = *b.build();
+  return *b.build();
+}
+
+std::shared_ptr<const CostModel> slow_launches(double cache_mb) {
+  return std::make_shared<RooflineCostModel>(DeviceProfile{.name = "slow launches",
+                                                           .peak_gflops = 100,
+                                                           .bandwidth_gbs = 1,
+                                                           .launch_overhead_us = 60,
+                                                           .cache_mb = cache_mb});
+}
+
+TEST(Search, MergesThatOutgrowTheCacheAreRefused) {
+  const Graph g = held_weights_graph();
   auto optimized_with_cache = [&](double cache_mb) {
     OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
-    o.cost_model = std::make_shared<RooflineCostModel>(DeviceProfile{
-        .name = "slow launches", .peak_gflops = 100, .bandwidth_gbs = 1,
-        .launch_overhead_us = 60, .cache_mb = cache_mb});
+    o.cost_model = slow_launches(cache_mb);
     absl::StatusOr<OptimizeResult> r = optimize(g, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return *r;
@@ -178,6 +188,34 @@ TEST(Search, MergesThatOutgrowTheCacheAreRefused) {
   absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(tight.graph);
   ASSERT_TRUE(types.ok());
   EXPECT_EQ(tensor::resident_weight_bytes(tight.graph, *types), tight.weight_bytes_after);
+}
+
+// The search itself sees the charge: the step that merges the products is
+// rewarded where the weights fit and penalized where they do not.
+TEST(Search, RewardsChargeWeightsBeyondTheCache) {
+  const Graph g = held_weights_graph();
+  tensor::TensorLanguage language;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(language, conditions);
+  auto best_step = [&](double cache_mb) {
+    std::shared_ptr<const CostModel> model = slow_launches(cache_mb);
+    std::unique_ptr<Environment> env = *Environment::create(
+        {.graph = &g, .rules = &rules, .cost_model = model.get(), .budget = {.max_nodes = 2000}});
+    std::pair<double, double> best{-1e300, 0};  // reward, cost after
+    for (std::size_t action : env->legal_actions()) {
+      if (action == env->stop_action()) continue;
+      env->checkpoint();
+      const double reward = env->step(action).reward;
+      if (reward > best.first) best = {reward, env->cost()};
+      env->restore();
+    }
+    return best;
+  };
+  const auto [roomy_reward, roomy_cost] = best_step(100);
+  EXPECT_GT(roomy_reward, 0);
+  const auto [tight_reward, tight_cost] = best_step(0.1);
+  EXPECT_LE(tight_reward, 0);
+  EXPECT_GT(tight_cost, roomy_cost);
 }
 
 TEST(Search, UnknownRuleFileIsAnError) {

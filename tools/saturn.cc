@@ -631,7 +631,7 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
                r->weight_bytes_before / 1e6, r->weight_bytes_after / 1e6, r->weight_spill);
     fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
                r->times.rules, r->times.search, r->times.extract, r->times.total);
-    if (r->kept_input && r->cost_found < r->cost_before)
+    if (r->kept_input && r->found_cheaper())
       fmt::print("  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
                  "minimum gain of {:.3g}%)\n",
                  r->cost_found, 100 * (r->cost_before - r->cost_found) / r->cost_before,
