@@ -92,6 +92,9 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
   if (a.runs < 1) return absl::InvalidArgumentError("--runs must be at least 1");
+  if (!(a.min_gain_percent >= 0 && a.min_gain_percent < 100))
+    return absl::InvalidArgumentError(
+        fmt::format("--min-gain needs a percent in [0, 100), got {}", a.min_gain_percent));
   return a;
 }
 
@@ -211,7 +214,8 @@ int main(int argc, char** argv) {
           fmt::format("{:.3f} [{:.3f}, {:.3f}]", v->speedup, v->json["speedup_p10"].get<double>(),
                       v->json["speedup_p90"].get<double>());
       std::string predicted = fmt::format("{:.1f} -> {:.1f}", r->cost_before, r->cost_after);
-      if (r->kept_input && r->found_cheaper()) predicted += fmt::format(" (found {:.1f})", r->cost_found);
+      if (r->kept_input && r->found_cheaper())
+        predicted += fmt::format(" (found {:.1f})", r->cost_found);
       fmt::print(
           "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
           "|\n",
@@ -251,10 +255,13 @@ int main(int argc, char** argv) {
 
   std::error_code ec;
   fs::create_directories(args->out, ec);
-  nlohmann::json j = {
-      {"machine", machine},        {"budget_nodes", args->budget},       {"runs", args->runs},
-      {"min_gain_percent", args->min_gain_percent},
-      {"cost_table", args->costs}, {"geometric_mean_speedup", geomeans}, {"rows", rows}};
+  nlohmann::json j = {{"machine", machine},
+                      {"budget_nodes", args->budget},
+                      {"runs", args->runs},
+                      {"min_gain_percent", args->min_gain_percent},
+                      {"cost_table", args->costs},
+                      {"geometric_mean_speedup", geomeans},
+                      {"rows", rows}};
   const std::string json_path = args->out + "/real_latency.json";
   if (absl::Status s = write_text_file(json_path, j.dump(1) + "\n"); !s.ok())
     return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;

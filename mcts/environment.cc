@@ -112,8 +112,8 @@ ExtractionProblem Environment::problem() const { return problem(config_.cost_opt
 
 ExtractionProblem Environment::problem(const EGraphCostOptions& costs) const {
   std::vector<Id> roots = output_classes();
-  return problem_from_egraph(*egraph_, roots,
-                             egraph_cost_function(*config_.cost_model, *egraph_, *analysis_, costs));
+  return problem_from_egraph(
+      *egraph_, roots, egraph_cost_function(*config_.cost_model, *egraph_, *analysis_, costs));
 }
 
 double Environment::evaluate_cost() const {
@@ -127,9 +127,9 @@ double Environment::evaluate_cost() const {
 // state is charged for it here (nothing under a model without a device).
 double Environment::price(const ExtractionProblem& p, const ExtractionResult& extraction) const {
   if (weight_us_per_byte(*config_.cost_model) <= 0) return extraction.dag_cost;
-  return extraction.dag_cost +
-         weight_spill(*config_.cost_model, held_weight_bytes(p, extraction.selection, *analysis_),
-                      input_weight_bytes_);
+  return extraction.dag_cost + weight_spill(*config_.cost_model,
+                                            held_weight_bytes(p, extraction.selection, *analysis_),
+                                            input_weight_bytes_);
 }
 
 // The extractor that prices states: the DAG greedy one with a few sharing

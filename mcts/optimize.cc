@@ -49,8 +49,8 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   const Stopwatch total;
   OptimizeResult result;
   if (!(options.min_gain >= 0 && options.min_gain < 1))
-    return absl::InvalidArgumentError(fmt::format(
-        "the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
+    return absl::InvalidArgumentError(
+        fmt::format("the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
 
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {

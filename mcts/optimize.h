@@ -56,12 +56,12 @@ struct PhaseTimes {
 };
 
 struct OptimizeResult {
-  tensor::Graph graph;  // the best graph found (the input when nothing is cheaper)
+  tensor::Graph graph;      // the best graph found (the input when nothing is cheaper)
   bool kept_input = false;  // whether `graph` is the input (nothing cheaper by min_gain)
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
-  // The best extracted graph's cost, spill included: cost_after, or above
-  // it when the input was kept.
+  // The best extracted graph's cost, spill included: cost_after when it was
+  // taken; below cost_after when its gain fell short of min_gain.
   double cost_found = 0;
   // Weights the runtime holds (tensor::resident_weight_bytes), and what
   // cost_after charges for those beyond the cache and the input's weights.

@@ -158,8 +158,7 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
           absl::flat_hash_set<Id> rewritten;
           for (Id root : m.roots_of(i)) rewritten.insert(egraph.find(root));
           std::optional<std::pair<tensor::Graph, double>> next =
-              rewritten_graph(e, graph_nodes, rewritten,
-                              static_cast<double>(input_weights->bytes));
+              rewritten_graph(e, graph_nodes, rewritten, static_cast<double>(input_weights->bytes));
           if (next && next->second < options.taso.alpha * best.cost) {
             auto graph = std::make_shared<const tensor::Graph>(std::move(next->first));
             if (seen.insert(graph_hash(*graph)).second) {

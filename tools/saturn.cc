@@ -585,8 +585,8 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
   }
   if (model.empty()) return usage_error("optimize", "which model?");
   if (min_gain_percent && !(*min_gain_percent >= 0 && *min_gain_percent < 100))
-    return usage_error("optimize",
-                       fmt::format("--min-gain needs a percent in [0, 100), got {}", *min_gain_percent));
+    return usage_error("optimize", fmt::format("--min-gain needs a percent in [0, 100), got {}",
+                                               *min_gain_percent));
   std::error_code ec;
   if (!out.empty() && std::filesystem::exists(out) && std::filesystem::exists(model) &&
       std::filesystem::equivalent(out, model, ec))
@@ -632,10 +632,11 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
     fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
                r->times.rules, r->times.search, r->times.extract, r->times.total);
     if (r->kept_input && r->found_cheaper())
-      fmt::print("  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
-                 "minimum gain of {:.3g}%)\n",
-                 r->cost_found, 100 * (r->cost_before - r->cost_found) / r->cost_before,
-                 100 * options.min_gain);
+      fmt::print(
+          "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
+          "minimum gain of {:.3g}%)\n",
+          r->cost_found, 100 * (r->cost_before - r->cost_found) / r->cost_before,
+          100 * options.min_gain);
     for (std::size_t i = 0; i < r->rules_applied.size() && i < 8; ++i)
       fmt::print("  {:>6}  {}\n", r->rules_applied[i].count, r->rules_applied[i].name);
     if (!out.empty()) fmt::print("wrote {}\n", out);
