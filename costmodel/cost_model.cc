@@ -243,10 +243,14 @@ double weight_us_per_byte(const CostModel& model) {
 // 2-8% slower in onnxruntime (bench/real_latency on an AMD EPYC).
 constexpr double kWeightCacheShare = 0.5;
 
-double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes) {
+bool charges_held_weights(const CostModel& model) {
   const DeviceProfile* device = model.device();
-  if (device == nullptr || device->cache_mb <= 0) return 0;
-  const double kept = std::max(baseline_bytes, kWeightCacheShare * device->cache_mb * 1e6);
+  return device != nullptr && device->cache_mb > 0;
+}
+
+double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes) {
+  if (!charges_held_weights(model)) return 0;
+  const double kept = std::max(baseline_bytes, kWeightCacheShare * model.device()->cache_mb * 1e6);
   return std::max(0.0, resident_bytes - kept) * weight_us_per_byte(model);
 }
 

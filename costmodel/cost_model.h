@@ -266,6 +266,9 @@ struct EGraphCostOptions {
 double weight_spill(const CostModel& model, double resident_bytes, double baseline_bytes);
 // The rate weight_spill charges, microseconds per byte (0 without a device).
 double weight_us_per_byte(const CostModel& model);
+// Whether weight_spill can charge anything under `model`: a device with a
+// known cache size.
+bool charges_held_weights(const CostModel& model);
 
 struct HeldWeights {
   std::int64_t bytes = 0;  // tensor::resident_weight_bytes

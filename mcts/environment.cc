@@ -80,7 +80,8 @@ absl::Status Environment::load() {
   ++extractions_;
   const ExtractionProblem p = problem();
   const ExtractionResult r = reward_extractor().extract(p);
-  input_weight_bytes_ = held_weight_bytes(p, r.selection, *analysis_);
+  input_weight_bytes_ =
+      charges_held_weights(*config_.cost_model) ? held_weight_bytes(p, r.selection, *analysis_) : 0;
   initial_cost_ = price(p, r);
   return absl::OkStatus();
 }
@@ -124,9 +125,9 @@ double Environment::evaluate_cost() const {
 
 // The extraction takes weights as free; merging them can make the graph hold
 // more than the cache does, which a per-operator cost cannot see, so the
-// state is charged for it here (nothing under a model without a device).
+// state is charged for it here (nothing without a device cache size).
 double Environment::price(const ExtractionProblem& p, const ExtractionResult& extraction) const {
-  if (weight_us_per_byte(*config_.cost_model) <= 0) return extraction.dag_cost;
+  if (!charges_held_weights(*config_.cost_model)) return extraction.dag_cost;
   return extraction.dag_cost + weight_spill(*config_.cost_model,
                                             held_weight_bytes(p, extraction.selection, *analysis_),
                                             input_weight_bytes_);

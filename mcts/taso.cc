@@ -95,7 +95,7 @@ std::optional<std::pair<tensor::Graph, double>> rewritten_graph(
     cost += cost_of(c, *n);
     for (Id child : n->children) stack.push_back(child);
   }
-  if (weight_us_per_byte(*env.config().cost_model) > 0) {
+  if (charges_held_weights(*env.config().cost_model)) {
     absl::StatusOr<HeldWeights> held =
         held_weights(*env.config().cost_model, *g, input_weight_bytes);
     if (!held.ok()) return std::nullopt;
