@@ -37,9 +37,11 @@ struct ExtractionResult {
   double tree_cost = 0;
   double seconds = 0;
   ExtractionStatus status = ExtractionStatus::kHeuristic;
-  double lower_bound = 0;  // ILP: best proven bound on the DAG cost
-  int cycle_cuts = 0;      // ILP: cuts added to break cycles (up front and lazily)
-  int fixed_nodes = 0;     // ILP: nodes dropped by reduced-cost fixing
+  double lower_bound = 0;         // ILP: best proven bound on the DAG cost
+  int cycle_cuts = 0;             // ILP: cuts added to break cycles (up front and lazily)
+  int fixed_nodes = 0;            // ILP: nodes dropped by reduced-cost fixing
+  int search_parts = 0;           // ILP: parts the derivation search split the problem into
+  std::size_t search_states = 0;  // ILP: states the derivation search reached
 };
 
 class Extractor {
@@ -95,6 +97,16 @@ struct IlpOptions {
   // the LP relaxation shows cannot beat the warm start leave the problem,
   // and the rest is formulated again.
   int reduced_cost_rounds = 8;
+  // On e-graphs with cycles where the LP relaxation stays more than
+  // search_min_gap below the warm start, a derivation search
+  // (extract/derivation_search.h) runs before CBC for up to search_share of
+  // the time left (0: never). It
+  // counts node costs below search_resolution times the warm start's cost
+  // as zero; when its bound then leaves a gap of at most that fraction, CBC
+  // is not started and the result is reported feasible with that bound.
+  double search_share = 0.25;       // default a quarter of the time left
+  double search_resolution = 1e-4;  // default 0.01%
+  double search_min_gap = 0.01;     // default 1%
 };
 
 class IlpExtractor final : public Extractor {

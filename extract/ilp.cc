@@ -26,6 +26,11 @@
 //
 // and any cycle that still shows up (a safety net) gets a lazy cut
 //              sum_{n in C} x(n) <= |C| - 1.
+//
+// Where the problem is cyclic and the LP relaxation stays far below the warm
+// start, a derivation search (derivation_search.h) runs first: it bounds
+// TENSAT's cyclic VGG to within 0.01% in about a second, where CBC's bound
+// stayed below half the optimum after 60 s.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -36,6 +41,7 @@
 #include "Cbc_C_Interface.h"
 #include "Clp_C_Interface.h"
 #include "egraph/stopwatch.h"
+#include "extract/derivation_search.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
 
@@ -177,9 +183,9 @@ namespace {
 
 // The program's columns seen from the classes, built once.
 struct ColumnIndex {
-  std::vector<int> per_class;              // how many columns each class has
-  std::vector<std::vector<int>> readers;   // per class: the columns with it as a child
-  std::vector<std::uint32_t> class_of;     // per column: its node's class
+  std::vector<int> per_class;             // how many columns each class has
+  std::vector<std::vector<int>> readers;  // per class: the columns with it as a child
+  std::vector<std::uint32_t> class_of;    // per column: its node's class
 
   ColumnIndex(const ExtractionProblem& p, const std::vector<std::uint32_t>& node_of,
               const std::vector<std::vector<std::uint32_t>>& kids_of)
@@ -884,6 +890,46 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& full) const {
     result.lower_bound = result.dag_cost;
     result.seconds = elapsed();
     return result;
+  }
+
+  // ---- Derivation search -------------------------------------------------
+  // On cyclic problems the LP can derive a class from itself through
+  // zero-cost round trips and bound whole parts near zero (TENSAT's cyclic
+  // VGG: 2.01 against 4.85); the search sees derivations as they are. Where
+  // the LP is close (cyclic ResNet-50: 0.24% short), CBC closes the gap
+  // faster than a search would.
+  const bool cyclic = std::any_of(prog.group_size.begin(), prog.group_size.end(),
+                                  [](int size) { return size > 1; });
+  const bool lp_far = incumbent - result.lower_bound > options_.search_min_gap * incumbent;
+  if (cyclic && lp_far && options_.search_share > 0) {
+    std::vector<bool> usable(p.num_nodes());
+    for (std::uint32_t n = 0; n < p.num_nodes(); ++n) usable[n] = prog.column_of[n] >= 0;
+    const DerivationSearchOptions search{
+        .ignore_below = options_.search_resolution * incumbent,
+        .seconds = options_.search_share * (options_.time_limit_seconds - elapsed())};
+    if (std::optional<DerivationBound> found = derivation_search(p, prog.free, usable, search)) {
+      result.search_states = found->states;
+      result.search_parts = found->parts;
+      result.lower_bound = std::max(result.lower_bound, std::min(found->lower_bound, incumbent));
+      if (found->lower_bound > better + tolerance || found->lower_bound >= incumbent - tolerance) {
+        finish(start, ExtractionStatus::kOptimal);
+        result.lower_bound = result.dag_cost;
+        result.seconds = elapsed();
+        return result;
+      }
+      finish(found->selection, ExtractionStatus::kFeasible);
+      const double gap = result.dag_cost - result.lower_bound;
+      if (gap <= tolerance) result.status = ExtractionStatus::kOptimal;
+      if (gap <= options_.search_resolution * result.dag_cost) {
+        result.seconds = elapsed();
+        return result;
+      }
+      Selection searched = prune_to_roots(p, found->selection);
+      absl::StatusOr<double> searched_cost = check_selection(p, searched);
+      absl::StatusOr<double> start_cost = check_selection(p, start);
+      if (searched_cost.ok() && start_cost.ok() && *searched_cost < *start_cost)
+        start = std::move(searched);
+    }
   }
 
   // ---- Solve ----------------------------------------------------------
