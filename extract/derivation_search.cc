@@ -1,6 +1,7 @@
 #include "extract/derivation_search.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -248,7 +249,10 @@ struct PartProblem {
     for (std::uint32_t c : part.own) {
       for (std::uint32_t item : items.of_class[c]) {
         Step s{slot_of[c], item, p.node_cost[items.node[item]], {}};
-        for (std::uint32_t k : items.kids[item]) s.kids.push_back(slot_of[k]);
+        for (std::uint32_t k : items.kids[item]) {
+          assert(slot_of[k] != kNone);  // a separator's subtree is entered only through it
+          s.kids.push_back(slot_of[k]);
+        }
         add(std::move(s));
       }
     }

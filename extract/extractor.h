@@ -7,7 +7,9 @@
 //                      the union of its children's sub-DAGs (each class once),
 //                      in the spirit of extraction-gym's faster-greedy-dag
 //   IlpExtractor       exact: a CBC integer program over the nodes with lazy
-//                      cycle cuts, warm-started from the DAG greedy result
+//                      cycle cuts, warm-started from the DAG greedy result;
+//                      on cyclic e-graphs that defeat its LP, a derivation
+//                      search (derivation_search.h) bounds the optimum
 //
 //   ExtractionResult r = IlpExtractor(IlpOptions{.time_limit_seconds = 10}).extract(problem);
 //   if (r.status == ExtractionStatus::kOptimal) ...
