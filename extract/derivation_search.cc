@@ -47,12 +47,7 @@ struct Items {
       const std::uint32_t pc = problem_class[c];
       for (std::uint32_t n = p.class_start[pc]; n < p.class_start[pc + 1]; ++n) {
         if (!usable[n]) continue;
-        std::vector<std::uint32_t> k;
-        for (std::uint32_t child : p.children(n)) {
-          if (free[child] < 0) k.push_back(child);
-        }
-        std::sort(k.begin(), k.end());
-        k.erase(std::unique(k.begin(), k.end()), k.end());
+        std::vector<std::uint32_t> k = needed_children(p, n, free);
         if (std::binary_search(k.begin(), k.end(), pc)) continue;  // its own child
         for (std::uint32_t& child : k) child = visit(child);
         of_class[c].push_back(static_cast<std::uint32_t>(node.size()));
@@ -431,8 +426,7 @@ std::optional<DerivationBound> derivation_search(const ExtractionProblem& proble
   const std::vector<Part> parts = split_into_parts(items);
   DerivationBound bound;
   bound.parts = static_cast<int>(parts.size());
-  bound.selection.choice.assign(problem.num_classes(), -1);
-  for (std::uint32_t c = 0; c < problem.num_classes(); ++c) bound.selection.choice[c] = free[c];
+  bound.selection.choice.assign(free.begin(), free.end());
   std::vector<double> part_cost(items.num_classes(), 0);
   std::vector<std::uint32_t> slot_of(items.num_classes(), kNone);
   for (const Part& part : parts) {

@@ -222,18 +222,6 @@ std::vector<std::int32_t> free_classes(const ExtractionProblem& p) {
   return choice;
 }
 
-// Sorted, de-duplicated child classes of n that are not free.
-std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint32_t n,
-                                           const std::vector<std::int32_t>& free) {
-  std::vector<std::uint32_t> kids;
-  for (std::uint32_t k : p.children(n)) {
-    if (free[k] < 0) kids.push_back(k);
-  }
-  std::sort(kids.begin(), kids.end());
-  kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
-  return kids;
-}
-
 // A 0-1 program built row by row, then loaded in column form into CBC (or,
 // as its LP relaxation, into Clp).
 class SparseModel {

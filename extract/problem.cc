@@ -1,5 +1,6 @@
 #include "extract/problem.h"
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -176,6 +177,17 @@ double tree_cost(const ExtractionProblem& p, const Selection& s) {
   double total = 0;
   for (std::uint32_t r : p.roots) total += tree[r];
   return total;
+}
+
+std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint32_t n,
+                                           std::span<const std::int32_t> free) {
+  std::vector<std::uint32_t> kids;
+  for (std::uint32_t k : p.children(n)) {
+    if (free[k] < 0) kids.push_back(k);
+  }
+  std::sort(kids.begin(), kids.end());
+  kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+  return kids;
 }
 
 Selection prune_to_roots(const ExtractionProblem& p, const Selection& s) {

@@ -60,6 +60,10 @@ absl::StatusOr<double> check_selection(const ExtractionProblem& problem,
 double tree_cost(const ExtractionProblem& problem, const Selection& selection);
 // Keeps only the choices reachable from the roots (others become -1).
 Selection prune_to_roots(const ExtractionProblem& problem, const Selection& selection);
+// Node n's child classes that are not decided up front (free[c] < 0 for
+// those), sorted and distinct.
+std::vector<std::uint32_t> needed_children(const ExtractionProblem& problem, std::uint32_t n,
+                                           std::span<const std::int32_t> free);
 
 // The strongly connected components of a class graph (`edges[c]` lists the
 // classes c points to): the component of each class.

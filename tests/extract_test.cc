@@ -192,6 +192,15 @@ std::optional<DerivationBound> search_all(const ExtractionProblem& p) {
                            std::vector<bool>(p.num_nodes(), true), {.seconds = 10});
 }
 
+// Expects the search to bound `p` at `optimum` with a selection of that cost.
+void expect_search_reaches(const ExtractionProblem& p, const DerivationBound& searched,
+                           double optimum, const std::string& where) {
+  EXPECT_NEAR(searched.lower_bound, optimum, 1e-9) << where;
+  absl::StatusOr<double> cost = check_selection(p, prune_to_roots(p, searched.selection));
+  ASSERT_TRUE(cost.ok()) << where << ": " << message(cost.status());
+  EXPECT_NEAR(*cost, optimum, 1e-9) << where;
+}
+
 TEST(Extract, IlpMatchesExhaustiveSearchOnRandomEGraphs) {
   // Small random e-graphs, cycles and shared classes included: every
   // selection is enumerated, and the ILP must prove the same optimum (its
@@ -223,11 +232,7 @@ TEST(Extract, IlpMatchesExhaustiveSearchOnRandomEGraphs) {
       continue;
     }
     ASSERT_TRUE(searched.has_value()) << "trial " << trial;
-    EXPECT_DOUBLE_EQ(searched->lower_bound, best) << "trial " << trial;
-    absl::StatusOr<double> searched_cost =
-        check_selection(p, prune_to_roots(p, searched->selection));
-    ASSERT_TRUE(searched_cost.ok()) << "trial " << trial << ": " << message(searched_cost.status());
-    EXPECT_DOUBLE_EQ(*searched_cost, best) << "trial " << trial;
+    expect_search_reaches(p, *searched, best, "trial " + std::to_string(trial));
     EXPECT_EQ(ilp.status, ExtractionStatus::kOptimal) << "trial " << trial;
     EXPECT_DOUBLE_EQ(ilp.dag_cost, best) << "trial " << trial;
     EXPECT_TRUE(check_selection(p, ilp.selection).ok()) << "trial " << trial;
@@ -272,10 +277,7 @@ TEST(Extract, DerivationSearchMatchesTheIlp) {
     ASSERT_EQ(ilp.status, ExtractionStatus::kOptimal) << "trial " << trial;
     std::optional<DerivationBound> searched = search_all(p);
     ASSERT_TRUE(searched.has_value()) << "trial " << trial;
-    EXPECT_NEAR(searched->lower_bound, ilp.dag_cost, 1e-9) << "trial " << trial;
-    absl::StatusOr<double> cost = check_selection(p, prune_to_roots(p, searched->selection));
-    ASSERT_TRUE(cost.ok()) << "trial " << trial << ": " << message(cost.status());
-    EXPECT_NEAR(*cost, ilp.dag_cost, 1e-9) << "trial " << trial;
+    expect_search_reaches(p, *searched, ilp.dag_cost, "trial " + std::to_string(trial));
     split += searched->parts > 1;
     ++compared;
   }
@@ -304,11 +306,8 @@ TEST(Extract, DerivationSearchSplitsAChainAtItsLayers) {
   std::optional<DerivationBound> searched =
       derivation_search(p, free, std::vector<bool>(p.num_nodes(), true), {});
   ASSERT_TRUE(searched.has_value());
-  EXPECT_DOUBLE_EQ(searched->lower_bound, 1 + 3 * layers);
+  expect_search_reaches(p, *searched, 1 + 3 * layers, "chain");
   EXPECT_GE(searched->parts, static_cast<int>(layers));
-  absl::StatusOr<double> cost = check_selection(p, prune_to_roots(p, searched->selection));
-  ASSERT_TRUE(cost.ok()) << message(cost.status());
-  EXPECT_DOUBLE_EQ(*cost, 1 + 3 * layers);
   // Costs below ignore_below count as zero: the bound drops, still valid.
   std::optional<DerivationBound> coarse =
       derivation_search(p, free, std::vector<bool>(p.num_nodes(), true), {.ignore_below = 2});
