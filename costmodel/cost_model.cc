@@ -405,52 +405,61 @@ bool fuses_into_convolution(Op op) {
   return op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip;
 }
 
-bool is_convolution_output(const tensor::Graph& graph, int x) {
-  const tensor::Node& n = graph.nodes[x];
-  if (n.op == Op::kConv) return true;
-  return fuses_into_convolution(n.op) && !n.inputs.empty() &&
-         graph.nodes[n.inputs[0]].op == Op::kConv;
+FromConvolution convolution_output(ValueKinds kinds) {
+  if ((kinds & (kConvOutput | kOpenConvOutput)) == 0) return FromConvolution::kNo;
+  return (kinds & kPlainValue) != 0 ? FromConvolution::kMaybe : FromConvolution::kYes;
 }
 
 namespace {
 
-// kYes when `pred` holds for every element of (non-empty) `range`, kNo when
-// it holds for none, kMaybe otherwise.
-template <typename Range, typename Pred>
-FromConvolution all_or_none(const Range& range, Pred pred) {
+constexpr ValueKinds kAnyConvOutput = kConvOutput | kOpenConvOutput;
+
+// What node `op` hands its readers when its non-weight inputs may be
+// `inputs` (see ValueKinds).
+template <typename Range>
+ValueKinds output_kinds(Op op, const Attributes& attributes, const Range& inputs) {
+  if (op == Op::kConv) {
+    const std::string* activation = attributes.get_string("activation");
+    return activation == nullptr || *activation == "none" ? kOpenConvOutput : kConvOutput;
+  }
+  const bool activation = fuses_into_convolution(op);
+  if ((!activation && op != Op::kAdd) || inputs.empty()) return kPlainValue;
+  bool can_be_plain = false, all_can_be_conv = true, all_can_be_closed = true, some_open = false;
+  for (ValueKinds in : inputs) {
+    can_be_plain |= (in & kPlainValue) != 0;
+    all_can_be_conv &= (in & kAnyConvOutput) != 0;
+    all_can_be_closed &= (in & kConvOutput) != 0;
+    some_open |= (in & kOpenConvOutput) != 0;
+  }
+  ValueKinds out = can_be_plain ? kPlainValue : 0;
+  if (activation) return all_can_be_conv ? out | kConvOutput : out;
+  if (all_can_be_conv && some_open) out |= kOpenConvOutput;  // accumulated into a convolution
+  if (all_can_be_closed) out |= kConvOutput;                 // added in the blocked layout
+  return out;
+}
+
+// kYes when every element of `inputs` (sets of kinds) surely has one of
+// `kinds`, kNo when none can, kMaybe otherwise.
+template <typename Range>
+FromConvolution all_or_none(const Range& inputs, ValueKinds kinds) {
   bool some = false, all = true;
-  for (const auto& x : range) {
-    const bool holds = pred(x);
-    some |= holds;
-    all &= holds;
+  for (ValueKinds in : inputs) {
+    some |= (in & kinds) != 0;
+    all &= (in & ~kinds) == 0;
   }
   return all && some ? FromConvolution::kYes
          : some      ? FromConvolution::kMaybe
                      : FromConvolution::kNo;
 }
 
-// The stronger of two answers to "reads a convolution's output": an input
-// that surely does settles it.
-FromConvolution either(FromConvolution a, FromConvolution b) { return std::max(a, b); }
-
-// Whether e-node `n` hands its readers a convolution's output: a Conv, or
-// an activation of a class of Convs (kMaybe when that class holds others).
-FromConvolution node_convolution_output(const EGraph& egraph, const ENode& n) {
-  auto is_conv = [](const ENode& m) { return tensor::TensorLanguage::op(m.op) == Op::kConv; };
-  if (is_conv(n)) return FromConvolution::kYes;
-  if (fuses_into_convolution(tensor::TensorLanguage::op(n.op)) && !n.children.empty())
-    return all_or_none(egraph.nodes(egraph.find(n.children[0])), is_conv);
-  return FromConvolution::kNo;
-}
-
-// The context of an operator whose non-weight inputs are `inputs`, each a
-// convolution's output or not (or maybe).
+// The context of operator `op` whose non-weight inputs may be `inputs`.
 template <typename Range>
-OpContext context_of(const Range& inputs) {
+OpContext context_of(Op op, const Range& inputs) {
   OpContext context;
   bool can_be_conv = false, can_be_plain = false, surely_conv = false, surely_plain = false;
-  for (FromConvolution in : inputs) {
-    context.input = either(context.input, in);
+  for (ValueKinds kinds : inputs) {
+    const FromConvolution in = convolution_output(kinds);
+    context.input = std::max(context.input, in);
     can_be_conv |= in != FromConvolution::kNo;
     can_be_plain |= in != FromConvolution::kYes;
     surely_conv |= in == FromConvolution::kYes;
@@ -460,40 +469,97 @@ OpContext context_of(const Range& inputs) {
   context.mixed = surely_conv && surely_plain                         ? FromConvolution::kYes
                   : inputs.size() >= 2 && can_be_conv && can_be_plain ? FromConvolution::kMaybe
                                                                       : FromConvolution::kNo;
+  // An activation runs between convolutions when it is fused into one, an
+  // Add when it is accumulated into one: they need an open output. Any
+  // other convolution output they run on in the blocked layout, at about
+  // their price alone.
+  if (fuses_into_convolution(op)) {
+    context.input = all_or_none(inputs, kOpenConvOutput);
+  } else if (op == Op::kAdd) {
+    // A plain input makes it mixed instead (the choice that makes it so
+    // pays the difference: reorder_penalty).
+    bool surely_open = false, can_be_open = false;
+    for (ValueKinds kinds : inputs) {
+      surely_open |= kinds == kOpenConvOutput;
+      can_be_open |= (kinds & kOpenConvOutput) != 0;
+    }
+    context.input = surely_open   ? FromConvolution::kYes
+                    : can_be_open ? FromConvolution::kMaybe
+                                  : FromConvolution::kNo;
+  }
   return context;
 }
 
 }  // namespace
 
-FromConvolution convolution_output(const EGraph& egraph, Id id) {
-  FromConvolution verdict = FromConvolution::kNo;
-  bool first = true;
-  for (const ENode& n : egraph.nodes(egraph.find(id))) {
-    const FromConvolution node = node_convolution_output(egraph, n);
-    verdict = first ? node : verdict == node ? node : FromConvolution::kMaybe;
-    first = false;
+std::vector<ValueKinds> value_kinds(const tensor::Graph& graph,
+                                    const std::vector<bool>& weight_only) {
+  std::vector<ValueKinds> kinds(graph.size(), kPlainValue);
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (int x = 0; x < graph.size(); ++x) {
+    const tensor::Node& n = graph.nodes[x];
+    if (weight_only[x]) continue;
+    inputs.clear();
+    for (int in : n.inputs) {
+      if (!weight_only[in]) inputs.push_back(kinds[in]);
+    }
+    kinds[x] = output_kinds(n.op, n.attributes, inputs);
   }
-  return verdict;
+  return kinds;
 }
 
-OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x) {
-  absl::InlinedVector<FromConvolution, 4> inputs;
-  for (int in : graph.nodes[x].inputs) {
-    if (!weight_only[in])
-      inputs.push_back(is_convolution_output(graph, in) ? FromConvolution::kYes
-                                                        : FromConvolution::kNo);
+ConvolutionOutputs::ConvolutionOutputs(const EGraph& egraph,
+                                       const tensor::TensorAnalysis& analysis)
+    : egraph_(&egraph), analysis_(&analysis) {
+  // The least fixed point from "no outcome": a class's outcomes are its
+  // nodes', a node's grow with its children's, so the sets only grow; a
+  // class whose set grows sends its readers back to the worklist.
+  std::vector<Id> work = egraph.class_ids();
+  kinds_.reserve(work.size());
+  for (Id c : work) kinds_.emplace(c, 0);
+  while (!work.empty()) {
+    const Id c = egraph.find(work.back());
+    work.pop_back();
+    ValueKinds kinds = 0;
+    for (const ENode& n : egraph.nodes(c)) kinds |= of_node(n);
+    ValueKinds& known = kinds_[c];
+    if ((kinds | known) == known) continue;
+    known |= kinds;
+    for (Id p : egraph.eclass(c).parents) work.push_back(p);
   }
-  return context_of(inputs);
+}
+
+ValueKinds ConvolutionOutputs::of_class(Id id) const {
+  auto it = kinds_.find(egraph_->find(id));
+  return it == kinds_.end() ? 0 : it->second;
+}
+
+ValueKinds ConvolutionOutputs::of_node(const ENode& node) const {
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (Id child : node.children) {
+    if (!analysis_->info(egraph_->find(child)).weight_only) inputs.push_back(of_class(child));
+  }
+  return output_kinds(tensor::TensorLanguage::op(node.op), egraph_->attrs().get(node.attrs),
+                      inputs);
+}
+
+OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
+                       const std::vector<ValueKinds>& kinds, int x) {
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (int in : graph.nodes[x].inputs) {
+    if (!weight_only[in]) inputs.push_back(kinds[in]);
+  }
+  return context_of(graph.nodes[x].op, inputs);
 }
 
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
-                       const ENode& node) {
-  absl::InlinedVector<FromConvolution, 4> inputs;
+                       const ConvolutionOutputs& conv_outputs, const ENode& node) {
+  absl::InlinedVector<ValueKinds, 4> inputs;
   for (Id child : node.children) {
     const Id c = egraph.find(child);
-    if (!analysis.info(c).weight_only) inputs.push_back(convolution_output(egraph, c));
+    if (!analysis.info(c).weight_only) inputs.push_back(conv_outputs.of_class(c));
   }
-  return context_of(inputs);
+  return context_of(tensor::TensorLanguage::op(node.op), inputs);
 }
 
 namespace {
@@ -504,7 +570,8 @@ namespace {
 // it on (were `value` a convolution's output, it would be fused into it):
 // its readers count too.
 double readers_surcharge(const CostModel& model, const EGraph& egraph,
-                         const tensor::TensorAnalysis& analysis, Id value, bool through) {
+                         const tensor::TensorAnalysis& analysis,
+                         const ConvolutionOutputs& conv_outputs, Id value, bool through) {
   absl::flat_hash_set<Id> readers;
   for (Id p : egraph.eclass(value).parents) readers.insert(egraph.find(p));
   double total = 0;
@@ -516,7 +583,8 @@ double readers_surcharge(const CostModel& model, const EGraph& egraph,
       const Op op = tensor::TensorLanguage::op(r.op);
       if (through && fuses_into_convolution(op) && !r.children.empty() &&
           egraph.find(r.children[0]) == value) {
-        largest = std::max(largest, readers_surcharge(model, egraph, analysis, reader, false));
+        largest = std::max(
+            largest, readers_surcharge(model, egraph, analysis, conv_outputs, reader, false));
         continue;
       }
       bool reads_value = false, other_conv = false;
@@ -527,7 +595,7 @@ double readers_surcharge(const CostModel& model, const EGraph& egraph,
         if (c == value) {
           reads_value = true;
         } else if (!analysis.info(c).weight_only &&
-                   convolution_output(egraph, c) == FromConvolution::kYes) {
+                   convolution_output(conv_outputs.of_class(c)) == FromConvolution::kYes) {
           other_conv = true;
         }
       }
@@ -542,19 +610,22 @@ double readers_surcharge(const CostModel& model, const EGraph& egraph,
 }  // namespace
 
 double reorder_penalty(const CostModel& model, const EGraph& egraph,
-                       const tensor::TensorAnalysis& analysis, Id eclass, const ENode& node) {
+                       const tensor::TensorAnalysis& analysis,
+                       const ConvolutionOutputs& conv_outputs, Id eclass, const ENode& node) {
   const Id self = egraph.find(eclass);
-  if (node_convolution_output(egraph, node) != FromConvolution::kNo ||
-      convolution_output(egraph, self) == FromConvolution::kNo)
+  if (convolution_output(conv_outputs.of_node(node)) != FromConvolution::kNo ||
+      convolution_output(conv_outputs.of_class(self)) == FromConvolution::kNo)
     return 0;
-  return readers_surcharge(model, egraph, analysis, self, true);
+  return readers_surcharge(model, egraph, analysis, conv_outputs, self, true);
 }
 
 std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,
                                                              const EGraph& egraph,
                                                              const tensor::TensorAnalysis& analysis,
                                                              EGraphCostOptions options) {
-  return [&model, &egraph, &analysis, options](Id eclass, const ENode& node) {
+  std::shared_ptr<const ConvolutionOutputs> conv_outputs;
+  if (model.uses_context()) conv_outputs = std::make_shared<ConvolutionOutputs>(egraph, analysis);
+  return [&model, &egraph, &analysis, options, conv_outputs](Id eclass, const ENode& node) {
     const Id self = egraph.find(eclass);
     const tensor::TensorInfo& info = analysis.info(self);
     if (options.weight_only_free && info.weight_only) {
@@ -570,20 +641,24 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     std::vector<ValueType> inputs;
     inputs.reserve(node.children.size());
     for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
-    const bool in_context = model.uses_context();
-    const double cost =
-        model.node_cost(tensor::TensorLanguage::op(node.op), egraph.attrs().get(node.attrs), inputs,
-                        info.type, in_context ? node_context(egraph, analysis, node) : OpContext{});
-    return in_context ? cost + reorder_penalty(model, egraph, analysis, eclass, node) : cost;
+    const Op op = tensor::TensorLanguage::op(node.op);
+    const Attributes& attributes = egraph.attrs().get(node.attrs);
+    if (conv_outputs == nullptr) return model.node_cost(op, attributes, inputs, info.type, {});
+    return model.node_cost(op, attributes, inputs, info.type,
+                           node_context(egraph, analysis, *conv_outputs, node)) +
+           reorder_penalty(model, egraph, analysis, *conv_outputs, eclass, node);
   };
 }
 
-absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
-                                  EGraphCostOptions options) {
+absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
+                                                     const tensor::Graph& graph,
+                                                     EGraphCostOptions options) {
   absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(graph);
   if (!types.ok()) return types.status();
   const std::vector<bool> weight_only = tensor::weight_only_nodes(graph);
-  double total = 0;
+  const std::vector<ValueKinds> kinds =
+      model.uses_context() ? value_kinds(graph, weight_only) : std::vector<ValueKinds>();
+  std::vector<double> costs(graph.size(), 0.0);
   std::vector<tensor::ValueType> inputs;
   for (int i = 0; i < graph.size(); ++i) {
     const tensor::Node& n = graph.nodes[i];
@@ -591,10 +666,17 @@ absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& g
     inputs.clear();
     for (int in : n.inputs) inputs.push_back((*types)[in]);
     const OpContext context =
-        model.uses_context() ? node_context(graph, weight_only, i) : OpContext{};
-    total += model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
+        model.uses_context() ? node_context(graph, weight_only, kinds, i) : OpContext{};
+    costs[i] = model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
   }
-  return total;
+  return costs;
+}
+
+absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
+                                  EGraphCostOptions options) {
+  absl::StatusOr<std::vector<double>> costs = graph_node_costs(model, graph, options);
+  if (!costs.ok()) return costs.status();
+  return std::accumulate(costs->begin(), costs->end(), 0.0);
 }
 
 }  // namespace saturn

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -41,10 +42,14 @@ enum class FromConvolution : std::uint8_t { kNo, kMaybe, kYes };
 // CPU provider fuses an activation or a sum into the convolution it reads,
 // and runs chains of convolutions in a blocked channel layout that other
 // operators must be reordered out of and back into. So an operator that
-// reads a convolution's output costs what it costs there, not what it costs
-// alone: nothing when fused, its reorders on top when not. Where that is
-// not settled yet (kMaybe), a cost model charges the dearer of the two, so
-// that extraction cannot count on a fusion its own choices undo.
+// reads a convolution's output costs what it costs there ("between
+// convolutions", `input`), not what it costs alone: nothing when fused, its
+// reorders on top when not. For an activation that means its input is a
+// convolution it fuses into; for an Add, that one input is (the others
+// being convolution outputs too); for any other operator, that an input is
+// in the blocked layout (see ValueKinds). Where that is not settled yet
+// (kMaybe), a cost model charges the dearer of the two, so that extraction
+// cannot count on a fusion its own choices undo.
 //
 // An operator whose inputs mix convolution outputs with other values (a
 // Concat of a convolution and a Split's part) runs in the plain layout, and
@@ -226,27 +231,62 @@ std::vector<tensor::ValueType> part_input_types(const OpPart& part,
 // Whether onnxruntime fuses `op` into the convolution whose output it reads
 // (an activation: Relu, Sigmoid, Tanh, Clip).
 bool fuses_into_convolution(tensor::Op op);
-// Whether node `x` of `graph` hands its readers a convolution's output: a
-// Conv, or an activation that reads a Conv (fused into it).
-bool is_convolution_output(const tensor::Graph& graph, int x);
-// The same for e-class `id`: kYes when every node of the class is such a
-// node (a Conv, or an activation whose input class holds only Convs), kNo
-// when none can be, kMaybe otherwise.
-FromConvolution convolution_output(const EGraph& egraph, Id id);
-// The context of node `x` of `graph` (`weight_only` from weight_only_nodes):
-// kYes when a non-weight input is a convolution's output.
-OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only, int x);
-// The context of e-node `node`: kYes when a non-weight input class surely is
-// a convolution's output, else kMaybe when one may be.
+
+// What a value is, as far as onnxruntime's convolutions go, as a set of
+// these bits: one in a graph; in an e-graph, every outcome extraction's
+// choices can give.
+//   kPlainValue     the plain layout
+//   kConvOutput     a convolution's output, in its blocked layout, with an
+//                   activation applied (nothing more fuses into it)
+//   kOpenConvOutput a convolution's output that an activation or a sum can
+//                   still be fused into: a Conv without an activation, or an
+//                   Add of convolution outputs with one such among them
+//                   (accumulated into it)
+// An activation of a convolution's output, or an Add of convolution
+// outputs, stays in the blocked layout; any other operator, or an Add with
+// a plain input, runs in the plain layout.
+using ValueKinds = std::uint8_t;
+inline constexpr ValueKinds kPlainValue = 1, kConvOutput = 2, kOpenConvOutput = 4;
+// Whether a value of `kinds` is a convolution's output (in the blocked
+// layout): surely, maybe, or not.
+FromConvolution convolution_output(ValueKinds kinds);
+
+// The kinds of the values of `graph`'s nodes (`weight_only` from
+// weight_only_nodes; a weight-only node is plain).
+std::vector<ValueKinds> value_kinds(const tensor::Graph& graph,
+                                    const std::vector<bool>& weight_only);
+
+// The same for the classes of an e-graph, over the choices of their nodes
+// (a cycle, which extraction never picks, can add outcomes). Worked out
+// once; it describes the e-graph as it was then.
+class ConvolutionOutputs {
+ public:
+  ConvolutionOutputs(const EGraph& egraph, const tensor::TensorAnalysis& analysis);
+  ValueKinds of_class(Id id) const;
+  // What e-node `node` hands its readers, were it chosen.
+  ValueKinds of_node(const ENode& node) const;
+
+ private:
+  const EGraph* egraph_;
+  const tensor::TensorAnalysis* analysis_;
+  absl::flat_hash_map<Id, ValueKinds> kinds_;  // by canonical class
+};
+
+// The context of node `x` of `graph` (`kinds` from value_kinds).
+OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
+                       const std::vector<ValueKinds>& kinds, int x);
+// The context of e-node `node`: kYes where it surely holds, kMaybe where
+// extraction's choices decide.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
-                       const ENode& node);
+                       const ConvolutionOutputs& conv_outputs, const ENode& node);
 // What choosing `node`, which is not a convolution's output, for class
 // `eclass`, which also holds one, costs its readers: each reader whose other
 // inputs are convolution outputs then runs mixed (OpContext) instead of
 // between convolutions. The largest difference among a reader class's nodes
 // counts, summed over the reader classes.
 double reorder_penalty(const CostModel& model, const EGraph& egraph,
-                       const tensor::TensorAnalysis& analysis, Id eclass, const ENode& node);
+                       const tensor::TensorAnalysis& analysis,
+                       const ConvolutionOutputs& conv_outputs, Id eclass, const ENode& node);
 
 struct EGraphCostOptions {
   bool weight_only_free = true;  // weight-only classes are computed at load time: cost 0
@@ -280,7 +320,9 @@ absl::StatusOr<HeldWeights> held_weights(const CostModel& model, const tensor::G
                                          double baseline_bytes);
 
 // A cost function over the e-nodes of a tensor e-graph (for extraction):
-// node costs from `model`, using the shapes in `analysis`.
+// node costs from `model`, using the shapes in `analysis`. It prices the
+// e-graph as it is when the function is made (where convolution outputs
+// flow); make a new one after the e-graph changes.
 std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& model,
                                                              const EGraph& egraph,
                                                              const tensor::TensorAnalysis& analysis,
@@ -290,5 +332,9 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
 // (weight-only operators free when `options.weight_only_free`).
 absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
                                   EGraphCostOptions options = {});
+// The same, node by node (0 for the nodes that cost nothing).
+absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
+                                                     const tensor::Graph& graph,
+                                                     EGraphCostOptions options = {});
 
 }  // namespace saturn

@@ -222,11 +222,12 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   // the Relu between convolutions, 40 us too, so spelling the fusion
   // saturn's way predicts no gain.
   const std::vector<bool> weight_only = weight_only_nodes(g);
-  EXPECT_TRUE(is_convolution_output(g, conv.node));
-  EXPECT_TRUE(is_convolution_output(g, g.outputs[0].node));
-  EXPECT_FALSE(is_convolution_output(g, g.outputs[1].node));
-  EXPECT_EQ(node_context(g, weight_only, g.outputs[0].node).input, FromConvolution::kYes);
-  EXPECT_EQ(node_context(g, weight_only, conv.node).input, FromConvolution::kNo);
+  const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
+  EXPECT_EQ(kinds[conv.node], kOpenConvOutput);
+  EXPECT_EQ(kinds[g.outputs[0].node], kConvOutput);
+  EXPECT_EQ(kinds[g.outputs[1].node], kPlainValue);
+  EXPECT_EQ(node_context(g, weight_only, kinds, g.outputs[0].node).input, FromConvolution::kYes);
+  EXPECT_EQ(node_context(g, weight_only, kinds, conv.node).input, FromConvolution::kNo);
   EXPECT_EQ(*graph_cost(*m, g), 40.0 + 0.0 + 5.0);
   EXPECT_EQ(m->fallbacks(), 0u);
   TensorLanguage lang;
@@ -235,9 +236,10 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   std::vector<Id> ids = *add_graph(egraph, g);
   const Id relu = ids[g.outputs[0].node], conv_class = ids[conv.node];
   const Id other_relu = ids[g.outputs[1].node];
-  EXPECT_EQ(convolution_output(egraph, conv_class), FromConvolution::kYes);
-  EXPECT_EQ(convolution_output(egraph, relu), FromConvolution::kYes);  // an activation of a Conv
-  EXPECT_EQ(convolution_output(egraph, other_relu), FromConvolution::kNo);
+  const ConvolutionOutputs flow(egraph, shapes);
+  EXPECT_EQ(flow.of_class(conv_class), kOpenConvOutput);
+  EXPECT_EQ(flow.of_class(relu), kConvOutput);  // an activation of a Conv
+  EXPECT_EQ(flow.of_class(other_relu), kPlainValue);
   auto cost = egraph_cost_function(*m, egraph, shapes);
   const ENode relu_node = egraph.nodes(relu)[0];
   EXPECT_EQ(cost(relu, relu_node), 0.0);
@@ -251,9 +253,11 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   // it costs the dearer of its two prices.
   egraph.merge(conv_class, ids[g.nodes[g.outputs[1].node].inputs[0]]);
   egraph.rebuild();
-  EXPECT_EQ(convolution_output(egraph, conv_class), FromConvolution::kMaybe);
-  EXPECT_EQ(convolution_output(egraph, relu), FromConvolution::kMaybe);
-  EXPECT_EQ(node_context(egraph, shapes, relu_node).input, FromConvolution::kMaybe);
+  const ConvolutionOutputs merged(egraph, shapes);
+  EXPECT_EQ(merged.of_class(conv_class), kOpenConvOutput | kPlainValue);
+  EXPECT_EQ(merged.of_class(relu), kConvOutput | kPlainValue);
+  EXPECT_EQ(node_context(egraph, shapes, merged, relu_node).input, FromConvolution::kMaybe);
+  cost = egraph_cost_function(*m, egraph, shapes);
   EXPECT_EQ(cost(relu, relu_node), 5.0);
   EXPECT_EQ(m->fallbacks(), 0u);
 }
@@ -295,8 +299,9 @@ TEST(CostModel, MixedInputsCostTheReordersAndTheChoiceThatMixesThemPays) {
   // In a graph the context is known: the Concat of two convolutions (one
   // through its fused Relu) costs 10 us, the one with a plain input 30 us.
   const std::vector<bool> weight_only = weight_only_nodes(g);
-  EXPECT_EQ(node_context(g, weight_only, g.outputs[0].node).mixed, FromConvolution::kNo);
-  EXPECT_EQ(node_context(g, weight_only, g.outputs[1].node).mixed, FromConvolution::kYes);
+  const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
+  EXPECT_EQ(node_context(g, weight_only, kinds, g.outputs[0].node).mixed, FromConvolution::kNo);
+  EXPECT_EQ(node_context(g, weight_only, kinds, g.outputs[1].node).mixed, FromConvolution::kYes);
   EXPECT_EQ(*graph_cost(m, g), 40 + 40 + 0 + 10 + 30);
 
   // In the e-graph, once Conv'(x)'s class also holds z, extraction may make
@@ -315,12 +320,89 @@ TEST(CostModel, MixedInputsCostTheReordersAndTheChoiceThatMixesThemPays) {
   EXPECT_EQ(cost(y, concat_node), 10.0);
   egraph.merge(conv2, ids[z.node]);
   egraph.rebuild();
-  EXPECT_EQ(node_context(egraph, shapes, concat_node).mixed, FromConvolution::kMaybe);
+  EXPECT_EQ(node_context(egraph, shapes, ConvolutionOutputs(egraph, shapes), concat_node).mixed,
+            FromConvolution::kMaybe);
+  cost = egraph_cost_function(m, egraph, shapes);
   EXPECT_EQ(cost(y, concat_node), 10.0);
   EXPECT_EQ(cost(ids[g.outputs[1].node], egraph.nodes(ids[g.outputs[1].node])[0]), 10.0);
   EXPECT_EQ(cost(conv2, conv2_node), 40.0);
   EXPECT_EQ(cost(conv2, z_node), 20.0 + 20.0);
   EXPECT_EQ(m.fallbacks(), 0u);
+}
+
+TEST(CostModel, ConvolutionOutputsFlowThroughSumsAndActivations) {
+  // Onnxruntime accumulates an Add of convolution outputs into one of the
+  // convolutions (a bias Add into its bias), fuses an activation after
+  // that, and keeps the blocked layout through an activation or an Add of
+  // activated convolutions (without fusing them). An Add with a plain input
+  // runs in the plain layout.
+  GraphBuilder b("sums");
+  Value x = b.input("x", {1, 3, 8, 8});
+  Value z = b.input("z", {1, 8, 6, 6});
+  Value c1 = b.conv(x, b.weight("w1", {8, 3, 3, 3}));
+  Value c2 = b.conv(x, b.weight("w2", {8, 3, 3, 3}));
+  Value sum = b.add(c1, c2);
+  Value relu_sum = b.relu(sum);
+  Value relu_c1 = b.relu(c1), relu_c2 = b.relu(c2);
+  Value closed_sum = b.add(relu_c1, relu_c2);
+  Value biased = b.add(c1, b.weight("bias", {1, 8, 1, 1}));
+  Value plus_zero = b.add(c1, b.constant(0.0f, {1, 8, 1, 1}));
+  Value plain_sum = b.add(c1, z);
+  Value relu_plain = b.relu(plain_sum);
+  const PoolOptions pool{.kernel = {3, 3}, .pads = {1, 1, 1, 1}};
+  Value pooled = b.average_pool(relu_sum, pool);
+  Value pooled_closed = b.average_pool(closed_sum, pool);
+  Value pooled_plain = b.average_pool(relu_plain, pool);
+  for (Value v : {pooled, pooled_closed, pooled_plain, biased, b.relu(closed_sum), plus_zero})
+    b.output(v, fmt::format("y{}", v.node));
+  Graph g = *b.build();
+  const int relu_closed = g.outputs[4].node;
+  const std::vector<bool> weight_only = weight_only_nodes(g);
+  const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
+  for (Value v : {c1, sum, biased}) EXPECT_EQ(kinds[v.node], kOpenConvOutput) << v.node;
+  for (Value v : {relu_sum, relu_c1, closed_sum}) EXPECT_EQ(kinds[v.node], kConvOutput) << v.node;
+  EXPECT_EQ(kinds[relu_closed], kConvOutput);
+  for (Value v : {plain_sum, relu_plain, pooled}) EXPECT_EQ(kinds[v.node], kPlainValue) << v.node;
+  auto context = [&](int node) { return node_context(g, weight_only, kinds, node); };
+  // Between convolutions: the pools of blocked values, the fused Adds and
+  // activations; alone: the Add and the Relu of activated convolutions, and
+  // what reads a plain value.
+  for (Value v : {pooled, pooled_closed, sum, biased, relu_sum})
+    EXPECT_EQ(context(v.node).input, FromConvolution::kYes) << v.node;
+  EXPECT_EQ(context(closed_sum.node).input, FromConvolution::kNo);
+  EXPECT_EQ(context(relu_closed).input, FromConvolution::kNo);
+  EXPECT_EQ(context(pooled_plain.node).input, FromConvolution::kNo);
+  EXPECT_EQ(context(relu_plain.node).input, FromConvolution::kNo);
+  EXPECT_EQ(context(plain_sum.node).mixed, FromConvolution::kYes);
+  EXPECT_EQ(context(closed_sum.node).mixed, FromConvolution::kNo);
+
+  // The e-graph agrees, also across a cycle through the classes; once c2's
+  // class also holds z, the sums (and what reads them) may be either.
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  egraph.merge(ids[c1.node], ids[plus_zero.node]);  // c1 = Add(c1, 0): a cycle
+  egraph.rebuild();
+  {
+    const ConvolutionOutputs flow(egraph, shapes);
+    for (int n = 0; n < g.size(); ++n) {
+      if (weight_only[n]) continue;
+      EXPECT_EQ(flow.of_class(ids[n]), kinds[n]) << n << " " << op_name(g.nodes[n].op);
+    }
+  }
+  egraph.merge(ids[c2.node], ids[z.node]);
+  egraph.rebuild();
+  const ConvolutionOutputs flow(egraph, shapes);
+  EXPECT_EQ(flow.of_class(ids[c2.node]), kOpenConvOutput | kPlainValue);
+  EXPECT_EQ(flow.of_class(ids[sum.node]), kOpenConvOutput | kPlainValue);
+  EXPECT_EQ(flow.of_class(ids[closed_sum.node]), kConvOutput | kPlainValue);
+  EXPECT_EQ(flow.of_class(ids[c1.node]), kOpenConvOutput);
+  const ENode& pool_node = egraph.nodes(ids[pooled.node])[0];
+  EXPECT_EQ(node_context(egraph, shapes, flow, pool_node).input, FromConvolution::kMaybe);
+  const ENode& sum_node = egraph.nodes(ids[sum.node])[0];
+  EXPECT_EQ(node_context(egraph, shapes, flow, sum_node).input, FromConvolution::kYes);
+  EXPECT_EQ(node_context(egraph, shapes, flow, sum_node).mixed, FromConvolution::kMaybe);
 }
 
 TEST(CostModel, MeasuredEntryContextErrors) {

@@ -522,6 +522,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(*graph);
     if (!types.ok()) return with_context(types.status(), graph->name);
     const std::vector<bool> weight_only = tensor::weight_only_nodes(*graph);
+    const std::vector<ValueKinds> kinds = value_kinds(*graph, weight_only);
     for (int i = 0; i < graph->size(); ++i) {
       const Node& n = graph->nodes[i];
       if (is_free_operator(n.op) || weight_only[i]) continue;
@@ -531,8 +532,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         in.push_back((*types)[x]);
         in_weight.push_back(weight_only[x]);
       }
-      consider(n.op, n.attributes, in, in_weight, (*types)[i], node_context(*graph, weight_only, i),
-               *graph);
+      consider(n.op, n.attributes, in, in_weight, (*types)[i],
+               node_context(*graph, weight_only, kinds, i), *graph);
     }
     if (options.explore_nodes == 0) continue;
     // The operators the rules can rewrite the model into: grow its e-graph
@@ -546,6 +547,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         .with_iteration_limit(30)
         .with_time_limit(std::chrono::seconds(30))
         .run(egraph, rules);
+    const ConvolutionOutputs egraph_conv_outputs(egraph, shapes);
     for (Id id : egraph.class_ids()) {
       const tensor::TensorInfo& info = shapes.info(id);
       if (info.weight_only) continue;
@@ -560,7 +562,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
           in_weight.push_back(child.weight_only);
         }
         consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type,
-                 node_context(egraph, shapes, e), *graph);
+                 node_context(egraph, shapes, egraph_conv_outputs, e), *graph);
       }
     }
   }

@@ -51,7 +51,7 @@ constexpr std::string_view kUsage = R"(usage:
   saturn zoo [--eval] [NAME...]      list zoo models (op counts; --eval: interpreter time)
   saturn zoo NAME --save OUT         write a zoo model (.json or .onnx)
   saturn check MODEL [--eval]        load and type-check a model, print its op counts
-  saturn info MODEL [--cost C]       inputs, outputs, ops by type, weights, cost
+  saturn info MODEL [--cost C]       inputs, outputs, ops by type, weights, cost (by op type)
   saturn rules list [FILE...]        list rules: name, kind, group, interchangeable patterns
   saturn rules verify [FILE...]      verify rules on random shapes and values; non-zero exit if any fails
   saturn optimize MODEL [options]    search, extract, report
@@ -274,9 +274,26 @@ int info(const std::vector<std::string>& args, const OnnxImportOptions& onnx) {
   fmt::print("  ops: {}\n", op_summary(*graph));
   for (const auto& [op_type, count] : opaque)
     fmt::print("  kept as opaque: {} x{}\n", op_type, count);
-  absl::StatusOr<double> c = graph_cost(**cost_model, *graph);
-  if (!c.ok()) return fail(c.status());
-  fmt::print("  cost ({}): {:.2f}\n", (*cost_model)->name(), *c);
+  absl::StatusOr<std::vector<double>> costs = graph_node_costs(**cost_model, *graph);
+  if (!costs.ok()) return fail(with_context(costs.status(), model));
+  // The cost by operator type, dearest first.
+  std::map<std::string, std::pair<double, int>> by_op;
+  double total = 0;
+  for (int i = 0; i < graph->size(); ++i) {
+    if ((*costs)[i] == 0) continue;
+    auto& [sum, count] = by_op[std::string(tensor::op_name(graph->nodes[i].op))];
+    sum += (*costs)[i];
+    ++count;
+    total += (*costs)[i];
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> ranked(by_op.begin(), by_op.end());
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  fmt::print("  cost ({}): {:.2f}\n", (*cost_model)->name(), total);
+  for (const auto& [op, sum_count] : ranked)
+    fmt::print("    {:<20} {:>12.2f}  {:5.1f}%  ({} op{})\n", op, sum_count.first,
+               total > 0 ? 100 * sum_count.first / total : 0.0, sum_count.second,
+               sum_count.second == 1 ? "" : "s");
   return 0;
 }
 
