@@ -907,8 +907,11 @@ ExtractionResult IlpExtractor::extract(const ExtractionProblem& full) const {
       }
       finish(found->selection, ExtractionStatus::kFeasible);
       const double gap = result.dag_cost - result.lower_bound;
-      if (gap <= tolerance) result.status = ExtractionStatus::kOptimal;
-      if (gap <= options_.search_resolution * result.dag_cost) {
+      if (gap <= tolerance || gap <= options_.search_resolution * result.dag_cost) {
+        // Close enough: the cheaper of the search's selection and the warm
+        // start (which finish keeps when the search's is no cheaper), with
+        // the search's bound.
+        result.status = gap <= tolerance ? ExtractionStatus::kOptimal : ExtractionStatus::kFeasible;
         result.seconds = elapsed();
         return result;
       }

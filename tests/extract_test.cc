@@ -285,6 +285,74 @@ TEST(Extract, DerivationSearchMatchesTheIlp) {
   EXPECT_GT(split, 0);  // some problems did split at separators
 }
 
+TEST(Extract, SearchWithinItsResolutionEndsFeasibleOrOptimal) {
+  // Random cyclic e-graphs whose node costs are whole numbers or tiny ones
+  // (1e-4 to 5e-4) that a search at resolution 1e-3 leaves out: where its
+  // bound comes that close, the extractor stops there with the cheaper of
+  // the search's selection and the warm start, as feasible (or optimal),
+  // never as timed out, and the ILP's optimum lies within the bound.
+  std::mt19937 rng(17);
+  const IlpExtractor coarse(IlpOptions{.time_limit_seconds = 20,
+                                       .search_resolution = 1e-3,
+                                       .search_min_gap = 0});
+  int stopped_by_search = 0, warm_start_kept = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    ExtractionProblem p = random_problem(rng, 10 + rng() % 20, 10);
+    for (double& cost : p.node_cost) {
+      if (rng() % 3 == 0) cost = 1e-4 + 1e-7 * static_cast<double>(rng() % 4000);
+    }
+    const ExtractionResult greedy = DagGreedyExtractor().extract(p);
+    const ExtractionResult result = coarse.extract(p);
+    if (greedy.status == ExtractionStatus::kNoSolution) continue;
+    const std::string where = "trial " + std::to_string(trial);
+    ASSERT_TRUE(result.status == ExtractionStatus::kOptimal ||
+                result.status == ExtractionStatus::kFeasible)
+        << where << ": " << to_string(result.status);
+    absl::StatusOr<double> cost = check_selection(p, result.selection);
+    ASSERT_TRUE(cost.ok()) << where;
+    EXPECT_NEAR(*cost, result.dag_cost, 1e-9) << where;
+    EXPECT_LE(result.dag_cost, greedy.dag_cost + 1e-9) << where;
+    EXPECT_LE(result.lower_bound, result.dag_cost + 1e-9) << where;
+    if (result.status == ExtractionStatus::kFeasible) {
+      const ExtractionResult exact = IlpExtractor(IlpOptions{.search_share = 0}).extract(p);
+      ASSERT_EQ(exact.status, ExtractionStatus::kOptimal) << where;
+      EXPECT_LE(result.lower_bound, exact.dag_cost + 1e-9) << where;
+      EXPECT_LE(result.dag_cost - result.lower_bound, 1e-3 * result.dag_cost + 1e-9) << where;
+      ++stopped_by_search;
+      warm_start_kept += std::abs(result.dag_cost - greedy.dag_cost) < 1e-12;
+    }
+  }
+  EXPECT_GT(stopped_by_search, 0);
+  EXPECT_GT(warm_start_kept, 0);  // the case where the search's selection was no cheaper
+}
+
+TEST(Extract, SearchWithinItsResolutionKeepsACheaperWarmStartAsFeasible) {
+  // The root reads class 1 (a, 10) or class 2 (b, 9.9999); their leaves
+  // cost 1e-4 and 5e-4, below what the search at resolution 1e-3 counts,
+  // and a zero-cost cycle through class 1 leaves the LP short. The search
+  // takes b (9.9999 as it sees it), the warm start a (10.0001 against
+  // 10.0004): the warm start stays, with the search's bound, and the
+  // result is feasible, not timed out.
+  const ExtractionProblem p = make_problem({{0, 10, {1}},
+                                            {0, 9.9999, {2}},
+                                            {1, 1e-4, {}},
+                                            {1, 0, {3}},
+                                            {2, 5e-4, {}},
+                                            {3, 0, {1}}},
+                                           {0});
+  const ExtractionResult result =
+      IlpExtractor(IlpOptions{.time_limit_seconds = 20,
+                              .cycle_cut_length = 0,
+                              .reduced_cost_rounds = 0,
+                              .search_resolution = 1e-3,
+                              .search_min_gap = 0})
+          .extract(p);
+  EXPECT_EQ(result.status, ExtractionStatus::kFeasible) << to_string(result.status);
+  EXPECT_NEAR(result.dag_cost, 10.0001, 1e-9);
+  EXPECT_NEAR(result.lower_bound, 9.9999, 1e-9);
+  EXPECT_GT(result.search_states, 0u);
+}
+
 TEST(Extract, DerivationSearchSplitsAChainAtItsLayers) {
   // Eight layers, each a class with a cheap and a dear node reading the
   // layer below and a shared weight W; a zero-cost node makes W's class
