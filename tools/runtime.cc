@@ -446,6 +446,9 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
         table["entries"].push_back(std::move(e));
       }
       if (old.contains("device")) table["device"] = old["device"];
+      // What the kept entries were corrected by (replaced when timing now).
+      if (old.contains("profiler_correction"))
+        table["profiler_correction"] = old["profiler_correction"];
       recorded = old.value("machine", std::string());
     } else {
       stats.stale = old["entries"].size();  // measured another way: measured again
