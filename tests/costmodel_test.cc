@@ -27,6 +27,18 @@ DeviceProfile toy_profile() {
       .name = "toy", .peak_gflops = 1.0, .bandwidth_gbs = 1.0, .launch_overhead_us = 2.0, .source = "test"};
 }  // 1 GFLOP/s, 1 GB/s, 2 us
 
+// Two convolutions c1, c2 of an image x, and a plain input z of their shape.
+struct TwoConvolutions {
+  Value x, z, c1, c2;
+};
+TwoConvolutions two_convolutions(GraphBuilder& b) {
+  Value x = b.input("x", {1, 3, 8, 8});
+  Value z = b.input("z", {1, 8, 6, 6});
+  Value c1 = b.conv(x, b.weight("w1", {8, 3, 3, 3}));
+  Value c2 = b.conv(x, b.weight("w2", {8, 3, 3, 3}));
+  return {x, z, c1, c2};
+}
+
 TEST(CostModel, OpCount) {
   OpCountCostModel m;
   EXPECT_EQ(m.node_cost(Op::kConv, {}, {}, F({1}), {}), 1.0);
@@ -265,10 +277,7 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
 TEST(CostModel, MixedInputsCostTheReordersAndTheChoiceThatMixesThemPays) {
   // Concat(Conv(x), Relu(Conv'(x))) and the same with a plain input z.
   GraphBuilder b("mixed");
-  Value x = b.input("x", {1, 3, 8, 8});
-  Value z = b.input("z", {1, 8, 6, 6});
-  Value c1 = b.conv(x, b.weight("w1", {8, 3, 3, 3}));
-  Value c2 = b.conv(x, b.weight("w2", {8, 3, 3, 3}));
+  const auto [x, z, c1, c2] = two_convolutions(b);
   Value relu = b.relu(c2);
   b.output(b.concat({c1, relu}, 1), "y");
   b.output(b.concat({c1, z}, 1), "m");
@@ -337,10 +346,7 @@ TEST(CostModel, ConvolutionOutputsFlowThroughSumsAndActivations) {
   // activated convolutions (without fusing them). An Add with a plain input
   // runs in the plain layout.
   GraphBuilder b("sums");
-  Value x = b.input("x", {1, 3, 8, 8});
-  Value z = b.input("z", {1, 8, 6, 6});
-  Value c1 = b.conv(x, b.weight("w1", {8, 3, 3, 3}));
-  Value c2 = b.conv(x, b.weight("w2", {8, 3, 3, 3}));
+  const auto [x, z, c1, c2] = two_convolutions(b);
   Value sum = b.add(c1, c2);
   Value relu_sum = b.relu(sum);
   Value relu_c1 = b.relu(c1), relu_c2 = b.relu(c2);

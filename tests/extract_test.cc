@@ -290,7 +290,9 @@ TEST(Extract, SearchWithinItsResolutionEndsFeasibleOrOptimal) {
   // (1e-4 to 5e-4) that a search at resolution 1e-3 leaves out: where its
   // bound comes that close, the extractor stops there with the cheaper of
   // the search's selection and the warm start, as feasible (or optimal),
-  // never as timed out, and the ILP's optimum lies within the bound.
+  // and the optimum (CBC alone) lies within the bound. (The case where the
+  // search's selection is dearer than the warm start has its own test
+  // below; these problems only tie with it.)
   std::mt19937 rng(17);
   const IlpExtractor coarse(IlpOptions{.time_limit_seconds = 20,
                                        .search_resolution = 1e-3,
@@ -323,7 +325,7 @@ TEST(Extract, SearchWithinItsResolutionEndsFeasibleOrOptimal) {
     }
   }
   EXPECT_GT(stopped_by_search, 0);
-  EXPECT_GT(warm_start_kept, 0);  // the case where the search's selection was no cheaper
+  EXPECT_GT(warm_start_kept, 0);  // some ended at the warm start's cost
 }
 
 TEST(Extract, SearchWithinItsResolutionKeepsACheaperWarmStartAsFeasible) {
