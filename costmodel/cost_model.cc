@@ -204,8 +204,13 @@ absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view text, std::s
   if (!j->is_object())
     return absl::InvalidArgumentError(fmt::format("{}: a device profile is a JSON object", file));
   DeviceProfile p;
-  p.name = j->value("name", std::string("device"));
-  p.source = j->value("source", std::string());
+  for (auto [key, field] : {std::pair{"name", &p.name}, std::pair{"source", &p.source}}) {
+    auto it = j->find(key);
+    if (it == j->end()) continue;
+    if (!it->is_string())
+      return absl::InvalidArgumentError(fmt::format("{}: {} must be a string", file, key));
+    *field = it->get<std::string>();
+  }
   for (auto [key, field] :
        {std::pair{"peak_gflops", &p.peak_gflops}, std::pair{"bandwidth_gbs", &p.bandwidth_gbs},
         std::pair{"launch_overhead_us", &p.launch_overhead_us}}) {
@@ -508,8 +513,7 @@ std::vector<ValueKinds> value_kinds(const tensor::Graph& graph,
   return kinds;
 }
 
-ConvolutionOutputs::ConvolutionOutputs(const EGraph& egraph,
-                                       const tensor::TensorAnalysis& analysis)
+ConvolutionOutputs::ConvolutionOutputs(const EGraph& egraph, const tensor::TensorAnalysis& analysis)
     : egraph_(&egraph), analysis_(&analysis) {
   // The least fixed point from "no outcome": a class's outcomes are its
   // nodes', a node's grow with its children's, so the sets only grow; a
@@ -583,8 +587,8 @@ double readers_surcharge(const CostModel& model, const EGraph& egraph,
       const Op op = tensor::TensorLanguage::op(r.op);
       if (through && fuses_into_convolution(op) && !r.children.empty() &&
           egraph.find(r.children[0]) == value) {
-        largest = std::max(
-            largest, readers_surcharge(model, egraph, analysis, conv_outputs, reader, false));
+        largest = std::max(largest,
+                           readers_surcharge(model, egraph, analysis, conv_outputs, reader, false));
         continue;
       }
       bool reads_value = false, other_conv = false;

@@ -51,6 +51,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   if (!(options.min_gain >= 0 && options.min_gain < 1))
     return absl::InvalidArgumentError(
         fmt::format("the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
+  if (!(options.ilp_seconds >= 0))
+    return absl::InvalidArgumentError(fmt::format(
+        "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
 
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {

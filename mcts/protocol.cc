@@ -149,7 +149,7 @@ int serve_environment(std::istream& in, std::ostream& out, const ModelLoader& lo
     json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) {
       response = absl::InvalidArgumentError("not valid JSON");
-    } else if (request.is_object() && request.value("cmd", std::string()) == "quit") {
+    } else if (request.is_object() && request.contains("cmd") && request["cmd"] == "quit") {
       out << json{{"ok", true}}.dump() << std::endl;
       break;
     } else {

@@ -3,6 +3,8 @@
 
 #include "mcts/search.h"
 
+#include "fmt/format.h"
+
 namespace saturn {
 
 std::string_view to_string(Strategy strategy) {
@@ -56,7 +58,9 @@ SearchOutcome single_environment_outcome(std::unique_ptr<Environment> env, std::
 
 absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
                                          const SearchOptions& options) {
-  if (options.threads < 1) return absl::InvalidArgumentError("search: threads must be at least 1");
+  if (options.threads < 1 || options.threads > kMaxThreads)
+    return absl::InvalidArgumentError(fmt::format(
+        "search: threads must be between 1 and {}, got {}", kMaxThreads, options.threads));
   switch (options.strategy) {
     case Strategy::kMcts:
       return run_mcts(config, options);

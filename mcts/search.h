@@ -63,10 +63,15 @@ struct TasoOptions {
   std::size_t matches_per_rule = 16;  // candidates per rule and graph; default 16
 };
 
+// The most search threads (MCTS trees) a search takes: each tree holds its
+// own e-graph, and the thread pool does not grow without bound.
+inline constexpr int kMaxThreads = 256;
+
 struct SearchOptions {
   Strategy strategy = Strategy::kMcts;
   std::uint64_t seed = 1;
-  int threads = 1;  // MCTS: independent trees whose root statistics are summed
+  int threads =
+      1;  // MCTS: independent trees whose root statistics are summed (at most kMaxThreads)
   MctsOptions mcts;
   GreedyOptions greedy;
   DefaultOrderOptions default_order;

@@ -41,7 +41,14 @@ class Inference {
         if (in_[i].is_tuple) return fail(op_, "input {} is a tuple, not a tensor", i);
       }
     }
-    return infer();
+    absl::StatusOr<ValueType> out = infer();
+    if (!out.ok()) return out;
+    for (const TensorType& part : out->parts) {
+      if (!within_size_limit(part))
+        return fail(op_, "its output {} would hold more than {} TiB", to_string(part),
+                    kMaxTensorBytes >> 40);
+    }
+    return out;
   }
 
  private:

@@ -52,7 +52,9 @@ class ModelReader {
         return error(key, "unknown field");
       }
     }
-    graph_.name = root.value("name", std::string("model"));
+    absl::StatusOr<std::string> name = string_field(root, "name", "model", "");
+    if (!name.ok()) return name.status();
+    graph_.name = *std::move(name);
     if (auto o = root.find("opsets"); o != root.end()) {
       if (!o->is_object()) return error("opsets", "must map domains to versions");
       for (const auto& [domain, version] : o->items()) {
@@ -94,6 +96,16 @@ class ModelReader {
   absl::Status error(std::string_view where, std::string_view what) const {
     if (where.empty()) return absl::InvalidArgumentError(fmt::format("{}: {}", file_, what));
     return absl::InvalidArgumentError(fmt::format("{}: {}: {}", file_, where, what));
+  }
+
+  // The string field `key` of object `j`, or `fallback` when it is absent.
+  absl::StatusOr<std::string> string_field(const Json& j, std::string_view key,
+                                           std::string_view fallback,
+                                           std::string_view where) const {
+    auto it = j.find(key);
+    if (it == j.end()) return std::string(fallback);
+    if (!it->is_string()) return error(where, fmt::format("\"{}\" must be a string", key));
+    return it->get<std::string>();
   }
 
   static const Json* list(const Json& root, std::string_view key) {
@@ -150,7 +162,9 @@ class ModelReader {
       if (!item.contains("shape")) return error(where, "needs a \"shape\"");
       absl::StatusOr<Dims> dims = read_dims(item["shape"], where + ": shape");
       if (!dims.ok()) return dims.status();
-      std::string dtype = item.value("dtype", std::string("float32"));
+      absl::StatusOr<std::string> dtype_text = string_field(item, "dtype", "float32", where);
+      if (!dtype_text.ok()) return dtype_text.status();
+      const std::string& dtype = *dtype_text;
       std::optional<DType> dt = parse_dtype(dtype);
       if (!dt) return error(where, fmt::format("unknown dtype '{}'", dtype));
       for (const auto& [k, v] : item.items()) {
@@ -279,7 +293,9 @@ class ModelReader {
               "unknown operator '{}' (unknown operators are written as \"Opaque\" with an op_type)",
               op_text));
     }
-    Node node{*op, {}, {}, j.value("name", std::string())};
+    absl::StatusOr<std::string> name = string_field(j, "name", "", where);
+    if (!name.ok()) return name.status();
+    Node node{*op, {}, {}, *std::move(name)};
     if (j.contains("inputs")) {
       if (!j["inputs"].is_array()) return error(where, "inputs must be a list of value names");
       for (const Json& in : j["inputs"]) {

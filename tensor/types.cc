@@ -1,5 +1,6 @@
 #include "tensor/types.h"
 
+#include <algorithm>
 #include <array>
 
 #include "fmt/format.h"
@@ -51,6 +52,17 @@ std::int64_t TensorType::num_elements() const {
   std::int64_t n = 1;
   for (std::int64_t d : dims) n *= d < 0 ? 1 : d;
   return n;
+}
+
+bool within_size_limit(const TensorType& type) {
+  // At least one byte an element, so that the element count is checked too.
+  std::int64_t bytes =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(dtype_bytes(type.dtype)));
+  for (std::int64_t d : type.dims) {
+    if (d > 0 && bytes > kMaxTensorBytes / d) return false;
+    bytes *= d < 0 ? 1 : d;
+  }
+  return bytes <= kMaxTensorBytes;
 }
 
 std::string to_string(const Dims& dims) { return fmt::format("[{}]", fmt::join(dims, ",")); }

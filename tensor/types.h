@@ -77,6 +77,12 @@ struct TensorType {
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
+// The most bytes one value may hold (16 TiB): far above any real tensor, and
+// low enough that sizes and their sums stay exact in 64-bit integers.
+inline constexpr std::int64_t kMaxTensorBytes = std::int64_t{1} << 44;
+// Whether `type` holds at most kMaxTensorBytes (checked without overflow).
+bool within_size_limit(const TensorType& type);
+
 struct ValueType {
   std::vector<TensorType> parts;  // one part for a tensor
   bool is_tuple = false;

@@ -23,8 +23,11 @@ using namespace tensor;
 ValueType F(Dims d) { return ValueType::of(TensorType{DType::kFloat32, std::move(d)}); }
 
 DeviceProfile toy_profile() {
-  return DeviceProfile{
-      .name = "toy", .peak_gflops = 1.0, .bandwidth_gbs = 1.0, .launch_overhead_us = 2.0, .source = "test"};
+  return DeviceProfile{.name = "toy",
+                       .peak_gflops = 1.0,
+                       .bandwidth_gbs = 1.0,
+                       .launch_overhead_us = 2.0,
+                       .source = "test"};
 }  // 1 GFLOP/s, 1 GB/s, 2 us
 
 // Two convolutions c1, c2 of an image x, and a plain input z of their shape.
@@ -86,6 +89,12 @@ TEST(CostModel, ShippedProfilesLoad) {
           .find("p.json: bandwidth_gbs must be a positive number"),
       std::string_view::npos);
   EXPECT_NE(message(parse_device_profile("{", "p.json").status()).find("p.json: not valid JSON"),
+            std::string_view::npos);
+  EXPECT_NE(message(parse_device_profile(R"({"name": 7, "peak_gflops": 1, "bandwidth_gbs": 2, )"
+                                         R"("launch_overhead_us": 1})",
+                                         "p.json")
+                        .status())
+                .find("p.json: name must be a string"),
             std::string_view::npos);
 }
 
@@ -477,7 +486,7 @@ TEST(CostModel, HeldWeightsAreTheOnesComputedNodesRead) {
   // Unchanged weights cost nothing; growth beyond both the cache and the
   // input's weights is streamed at the profile's bandwidth.
   DeviceProfile profile = toy_profile();  // 1 GB/s: 1e-3 us per byte
-  profile.cache_mb = 2;  // weights count on half of it
+  profile.cache_mb = 2;                   // weights count on half of it
   RooflineCostModel roofline(profile);
   EXPECT_EQ(weight_spill(roofline, 0.9e6, 0.5e6), 0.0);
   EXPECT_EQ(weight_spill(roofline, 2e6, 2e6), 0.0);

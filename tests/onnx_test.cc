@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include <sys/wait.h>
@@ -225,6 +226,115 @@ TEST(OnnxErrors, TruncatedFile) {
 TEST(OnnxErrors, WrongMagicAndEmptyFile) {
   expect_error(parse_onnx_model("{\"format\": \"saturn-model\"}", "bad.onnx"), "not an ONNX model");
   expect_error(parse_onnx_model("", "bad.onnx"), "empty");
+}
+
+// Reads `bytes` as "bad.onnx": true for a model that type-checks; an error
+// must name the file, and nothing may throw.
+bool reads_or_names_the_file(const std::string& bytes) {
+  absl::StatusOr<Graph> g;
+  EXPECT_NO_THROW(g = parse_onnx_model(bytes, "bad.onnx"));
+  if (!g.ok()) {
+    EXPECT_NE(message(g.status()).find("bad.onnx"), std::string_view::npos) << message(g.status());
+    return false;
+  }
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(*g);
+  EXPECT_TRUE(types.ok()) << message(types.status());
+  return true;
+}
+
+// Corrupted files never crash the reader: each gives a model that
+// type-checks, or an error that names the file. (Byte edits of a real model
+// and of a one-node one: most break the protobuf encoding, some change a
+// field's value, a dimension or an attribute.)
+TEST(OnnxErrors, CorruptedBytesGiveAModelOrANamedError) {
+  const std::string squeezenet =
+      *read_text_file(std::string(SATURN_FIXTURES) + "/squeezenet1_1.onnx");
+  std::mt19937_64 rng(11);
+  int parsed = 0, checked = 0;
+  for (const auto& [original, trials] :
+       {std::pair{bytes_of(relu_model()), 300}, std::pair{squeezenet, 150}}) {
+    for (int trial = 0; trial < trials; ++trial) {
+      std::string bytes = original;
+      for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+        const std::size_t at = rng() % bytes.size();
+        switch (rng() % 4) {
+          case 0:
+            bytes[at] = static_cast<char>(rng());
+            break;
+          case 1:
+            bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8)));
+            break;
+          case 2:
+            bytes.erase(at, 1 + rng() % 4);
+            break;
+          default:
+            bytes.insert(at, 1, static_cast<char>(rng()));
+            break;
+        }
+        if (bytes.empty()) bytes.push_back('x');
+      }
+      parsed += reads_or_names_the_file(bytes) ? 1 : 0;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 450);
+  EXPECT_LT(parsed, checked);
+}
+
+// A well-formed file with odd content: a node's operator, inputs or
+// attributes, an initializer's dimensions or data, or an input's dimension
+// changed. Each gives a model that type-checks or an error naming the file.
+TEST(OnnxErrors, ChangedFieldsGiveAModelOrANamedError) {
+  onnx::ModelProto original;
+  ASSERT_TRUE(original.ParseFromString(
+      *read_text_file(std::string(SATURN_FIXTURES) + "/squeezenet1_1.onnx")));
+  const std::vector<std::int64_t> odd = {0, -1, 1, 3, std::int64_t{1} << 40};
+  std::mt19937_64 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  int parsed = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    onnx::ModelProto m = original;
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::NodeProto* node = g->mutable_node(pick(g->node_size()));
+    switch (trial % 6) {
+      case 0:
+        node->set_op_type(g->node(pick(g->node_size())).op_type());
+        break;
+      case 1:
+        if (node->input_size() > 0)
+          node->set_input(pick(node->input_size()), g->node(pick(g->node_size())).output(0));
+        break;
+      case 2:
+        if (node->input_size() > 0) node->mutable_input()->RemoveLast();
+        break;
+      case 3:
+        if (node->attribute_size() > 0) {
+          onnx::AttributeProto* a = node->mutable_attribute(pick(node->attribute_size()));
+          if (a->ints_size() > 0)
+            a->set_ints(pick(a->ints_size()), odd[pick(static_cast<int>(odd.size()))]);
+          else
+            a->set_i(odd[pick(static_cast<int>(odd.size()))]);
+        }
+        break;
+      case 4: {
+        onnx::TensorProto* t = g->mutable_initializer(pick(g->initializer_size()));
+        if (t->dims_size() > 0)
+          t->set_dims(pick(t->dims_size()), odd[pick(static_cast<int>(odd.size()))]);
+        if (t->has_raw_data()) t->mutable_raw_data()->resize(t->raw_data().size() / 2);
+        break;
+      }
+      default: {
+        auto* shape = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->mutable_dim(pick(shape->dim_size()))
+            ->set_dim_value(odd[pick(static_cast<int>(odd.size()))]);
+        break;
+      }
+    }
+    parsed += reads_or_names_the_file(bytes_of(m)) ? 1 : 0;
+  }
+  // Some changes keep a valid model (a dimension of 1 where 1 was), most do not.
+  EXPECT_GT(parsed, 0);
+  EXPECT_LT(parsed, 150);
 }
 
 TEST(OnnxErrors, CheckerFailure) {

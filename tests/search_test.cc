@@ -315,15 +315,16 @@ not json
 {"cmd": "step", "action": 0, "matches": [99999]}
 {"cmd": "fly"}
 {"cmd": "reset", "model": "no-such-model"}
+{"cmd": 5}
 )");
   std::ostringstream out;
   auto loader = [](const std::string& name) { return tensor::build_zoo_model(name); };
   // Requests that depend on earlier answers are sent in a second session.
-  EXPECT_EQ(serve_environment(in, out, loader), 6);
+  EXPECT_EQ(serve_environment(in, out, loader), 7);
   std::vector<nlohmann::json> replies;
   std::istringstream lines(out.str());
   for (std::string line; std::getline(lines, line);) replies.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(replies.size(), 9u);
+  ASSERT_EQ(replies.size(), 10u);
   EXPECT_FALSE(replies[0]["ok"]);
   EXPECT_NE(replies[0]["error"].get<std::string>().find("line 1: 'observe' before the first reset"),
             std::string::npos);
@@ -344,6 +345,7 @@ not json
             std::string::npos);
   EXPECT_NE(replies[7]["error"].get<std::string>().find("unknown cmd 'fly'"), std::string::npos);
   EXPECT_FALSE(replies[8]["ok"]);
+  EXPECT_EQ(replies[9]["error"], "line 10: a request is an object with a \"cmd\" string");
 
   std::istringstream second(
       R"({"cmd": "reset", "model": "squeezenet", "budget_nodes": 2000, "cost": "opcount"}

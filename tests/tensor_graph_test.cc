@@ -167,6 +167,15 @@ TEST(TensorGraph, MalformedJsonNamesThePlace) {
        "bad.json: nodes[0]: needs \"outputs\""},
       {"{" + in + R"(, "nodes": [], "outputs": ["z"]})", "bad.json: outputs[0]: unknown value 'z'"},
       {"{" + in + R"(, "nodes": []})", "bad.json: outputs: must be a non-empty list"},
+      {R"({"name": 3, "nodes": [], "outputs": ["x"]})", "bad.json: \"name\" must be a string"},
+      {R"({"inputs": [{"name": "x", "shape": [2], "dtype": 1}], "nodes": [], "outputs": ["x"]})",
+       "bad.json: inputs[0] (x): \"dtype\" must be a string"},
+      {R"({"inputs": [{"name": "x", "shape": [1099511627776, 1099511627776]}], "nodes": [], "outputs": ["x"]})",
+       "bad.json: inputs[0] (x): Input: its output float32[1099511627776,1099511627776] would "
+       "hold more than 16 TiB"},
+      {R"({"inputs": [{"name": "x", "shape": [1048576, 1048576]}], "nodes": [{"op": "Concat", "inputs": ["x", "x", "x", "x", "x"], "outputs": ["y"], "attributes": {"axis": 0}}], "outputs": ["y"]})",
+       "bad.json: nodes[0]: Concat: its output float32[5242880,1048576] would hold more than 16 "
+       "TiB"},
   };
   for (const BadModel& c : cases) {
     absl::StatusOr<Graph> g = parse_json_model(c.text, "bad.json");

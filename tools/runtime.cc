@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -37,9 +38,26 @@ fs::path harness_dir() {
   return SATURN_ORT_DIR;
 }
 
+// The most onnxruntime threads a run asks for.
+constexpr int kMaxRuntimeThreads = 256;
+
+absl::Status check_options(const RuntimeOptions& o) {
+  if (o.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
+  if (o.warmup < 0)
+    return absl::InvalidArgumentError("the number of warm-up runs must be at least 0");
+  if (o.threads < 1 || o.threads > kMaxRuntimeThreads)
+    return absl::InvalidArgumentError(fmt::format(
+        "onnxruntime's threads must be between 1 and {}, got {}", kMaxRuntimeThreads, o.threads));
+  if (!(o.rtol >= 0 && o.atol >= 0 && std::isfinite(o.rtol) && std::isfinite(o.atol)))
+    return absl::InvalidArgumentError(fmt::format(
+        "the tolerances must be finite and at least 0, got rtol {} and atol {}", o.rtol, o.atol));
+  return absl::OkStatus();
+}
+
 // Runs `node ort-run.js ARGS...` and parses what it prints.
 absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
                                            const RuntimeOptions& o) {
+  if (absl::Status s = check_options(o); !s.ok()) return s;
   const fs::path dir = harness_dir();
   if (!fs::exists(dir / "node_modules" / "onnxruntime-node")) {
     return absl::FailedPreconditionError(
@@ -353,7 +371,6 @@ absl::StatusOr<std::string> runtime_file(const std::string& model, const Graph& 
 absl::StatusOr<VerifyReport> verify_models(const std::string& original,
                                            const std::string& optimized,
                                            const RuntimeOptions& options) {
-  if (options.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
   absl::StatusOr<nlohmann::json> j = run_harness({"verify", original, optimized}, options);
   if (!j.ok()) return j.status();
   VerifyReport r;
@@ -431,11 +448,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
     absl::StatusOr<std::string> text = read_text_file(table_path);
     if (!text.ok()) return text.status();
     nlohmann::json old = nlohmann::json::parse(*text);
-    if (old.value("method", "") == kMethod) {
-      const bool current = old.value("attribution", 1) == kAttribution;
+    if (old.value("method", nlohmann::json()) == kMethod) {
+      const bool current = old.value("attribution", nlohmann::json(1)) == kAttribution;
       table["entries"] = nlohmann::json::array();
       for (nlohmann::json& e : old["entries"]) {
-        const bool between = e.value("context", "") == kBetweenConvolutions;
+        const bool between = e.value("context", nlohmann::json()) == kBetweenConvolutions;
         if (between && !current) {
           ++stats.stale;  // attributed another way: measured again
           continue;
@@ -454,8 +471,7 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
       stats.stale = old["entries"].size();  // measured another way: measured again
     }
   }
-  if (options.runtime.runs < 1)
-    return absl::InvalidArgumentError("the number of runs must be at least 1");
+  if (absl::Status s = check_options(options.runtime); !s.ok()) return s;
   if (options.passes < 1)
     return absl::InvalidArgumentError("the number of passes must be at least 1");
   TempDir dir;

@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -723,14 +724,23 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "saturn {}: {}\n", command, error);
     return 2;
   }
-  if (command == "zoo") return zoo(args);
-  if (command == "check") return check(args, onnx);
-  if (command == "info") return info(args, onnx);
-  if (command == "rules") return rules_command(args);
-  if (command == "optimize") return optimize_command(args, onnx);
-  if (command == "verify") return verify_command(args, onnx);
-  if (command == "calibrate") return calibrate_command(args, onnx);
-  if (command == "env") return env_command(args);
+  // A model whose tensors pass the size limit (tensor::kMaxTensorBytes)
+  // may still not fit in this machine's memory.
+  try {
+    if (command == "zoo") return zoo(args);
+    if (command == "check") return check(args, onnx);
+    if (command == "info") return info(args, onnx);
+    if (command == "rules") return rules_command(args);
+    if (command == "optimize") return optimize_command(args, onnx);
+    if (command == "verify") return verify_command(args, onnx);
+    if (command == "calibrate") return calibrate_command(args, onnx);
+    if (command == "env") return env_command(args);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "saturn {}: out of memory (the model's tensors do not fit in this machine)\n",
+               command);
+    return 1;
+  }
   fmt::print(stderr, "saturn: unknown command '{}'\n{}", command, kUsage);
   return 2;
 }
