@@ -79,7 +79,8 @@ constexpr std::string_view kUsage = R"(usage:
                                      run both in onnxruntime (CPU, all graph optimizations) on the same
                                      seeded inputs: compare every output, time them (median, A/B alternating);
                                      exit 1 on a mismatch
-  saturn calibrate MODEL... -o COSTS.json [--runs N] [--passes P] [--refresh] [--explore N] [--threads T]
+  saturn calibrate MODEL... -o COSTS.json [--runs N] [--warmup N] [--seed S] [--passes P] [--refresh]
+                [--explore N] [--threads T]
                                      time each distinct operator signature in onnxruntime (its kernel
                                      time), also those the rules reach in an e-graph of N e-nodes
                                      (default 2000; 0: the models' own); an operator that reads a
@@ -136,6 +137,42 @@ bool take_dims(std::vector<std::string>& args, OnnxImportOptions& onnx, std::str
 int fail(const absl::Status& status) {
   fmt::print(stderr, "saturn: {}\n", message(status));
   return 1;
+}
+
+// Whether paths `a` and `b` name one file: the same file when both exist
+// (links and "./" included), otherwise the same normalized path.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
+// Refuses a command that would write one of `outputs` over one of `inputs`
+// (the files it reads) or over another of its outputs. Empty names are
+// options not given.
+absl::Status check_outputs(const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].empty()) continue;
+    for (const std::string& in : inputs) {
+      if (!in.empty() && same_file(outputs[i], in))
+        return absl::InvalidArgumentError(
+            fmt::format("{}: will not overwrite the input file {}", outputs[i], in));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!outputs[j].empty() && same_file(outputs[i], outputs[j]))
+        return absl::InvalidArgumentError(
+            fmt::format("{}: named for two outputs of one command", outputs[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The file a --cost option reads, if any ("measured:FILE", "roofline:FILE.json").
+std::string cost_file(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  return colon == std::string_view::npos ? "" : std::string(spec.substr(colon + 1));
 }
 
 // The cost model named by --cost. A measured table timed on another machine
@@ -479,6 +516,7 @@ int verify_command(const std::vector<std::string>& args, const OnnxImportOptions
     return usage_error("verify", e.what());
   }
   if (models.size() != 2) return usage_error("verify", "needs ORIGINAL and OPTIMIZED");
+  if (absl::Status s = check_outputs(models, {json}); !s.ok()) return fail(s);
   absl::StatusOr<Graph> a = load_model(models[0], onnx);
   if (!a.ok()) return fail(a.status());
   absl::StatusOr<Graph> b = load_model(models[1], onnx);
@@ -501,7 +539,10 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
       else if (args[i] == "--refresh")
         options.refresh = true;
       else if (args[i].starts_with("-")) {
-        if (!runtime_option(args, i, options.runtime, json))
+        // Timing has no tolerances and no JSON report.
+        const bool comparison_only =
+            args[i] == "--rtol" || args[i] == "--atol" || args[i] == "--json";
+        if (comparison_only || !runtime_option(args, i, options.runtime, json))
           return usage_error("calibrate", "unexpected '" + args[i] + "'");
       } else
         models.push_back(args[i]);
@@ -511,6 +552,7 @@ int calibrate_command(const std::vector<std::string>& args, const OnnxImportOpti
   }
   if (models.empty() || out.empty())
     return usage_error("calibrate", "needs MODEL... -o COSTS.json");
+  if (absl::Status s = check_outputs(models, {out}); !s.ok()) return fail(s);
   std::vector<Graph> graphs;
   for (const std::string& m : models) {
     absl::StatusOr<Graph> g = load_model(m, onnx);
@@ -605,11 +647,15 @@ int optimize_command(const std::vector<std::string>& args, const OnnxImportOptio
   if (min_gain_percent && !(*min_gain_percent >= 0 && *min_gain_percent < 100))
     return usage_error("optimize", fmt::format("--min-gain needs a percent in [0, 100), got {}",
                                                *min_gain_percent));
-  std::error_code ec;
-  if (!out.empty() && std::filesystem::exists(out) && std::filesystem::exists(model) &&
-      std::filesystem::equivalent(out, model, ec))
-    return fail(
-        absl::InvalidArgumentError(fmt::format("{}: will not overwrite the input model", out)));
+  std::vector<std::string> inputs = options.rule_files;
+  inputs.push_back(model);
+  inputs.push_back(cost_file(cost));
+  std::vector<std::string> outputs = {out, report};
+  if (!dot_dir.empty()) {
+    for (const char* file : {"before.dot", "after.dot", "before.svg", "after.svg"})
+      outputs.push_back((std::filesystem::path(dot_dir) / file).string());
+  }
+  if (absl::Status s = check_outputs(inputs, outputs); !s.ok()) return fail(s);
   if (!out.empty() && !out.ends_with(".onnx") && !out.ends_with(".json"))
     return usage_error("optimize", "-o needs a .onnx or .json file name");
   verify = verify || min_speedup.has_value();
