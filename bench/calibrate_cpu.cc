@@ -13,6 +13,7 @@
 //   build/bench/calibrate_cpu [-o PROFILE.json]
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,7 +63,14 @@ int main(int argc, char** argv) {
   using namespace saturn::tensor;
   std::string out_path;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "-o" && i + 1 < argc) out_path = argv[++i];
+    if (std::string(argv[i]) == "-o" && i + 1 < argc) {
+      out_path = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "calibrate_cpu: unexpected '%s'\nusage: calibrate_cpu [-o PROFILE.json]\n",
+                   argv[i]);
+      return 2;
+    }
   }
   const std::int64_t n = 1024;
   Tensor a = random_tensor(TensorType{DType::kFloat32, {n, n}}, 1, -1, 1);

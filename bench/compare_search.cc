@@ -49,6 +49,7 @@ struct Run {
   std::vector<double> after, improvement, speedup, seconds;
   std::size_t nodes = 0, bytes = 0;
   std::string stop;
+  std::string error;  // why the search failed (the model does not fit the budget, say)
   std::map<std::string, std::size_t> top_rules;
 
   double mean(const std::vector<double>& v) const {
@@ -101,6 +102,12 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) try {
     for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
+  if (a.strategies.empty() || a.costs.empty() || a.budgets.empty())
+    return absl::InvalidArgumentError(
+        "--strategies, --costs and --budgets need at least one value");
+  if (a.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
+  if (!(a.time_limit > 0)) return absl::InvalidArgumentError("--time-limit must be positive");
+  if (!(a.ilp_seconds >= 0)) return absl::InvalidArgumentError("--ilp-seconds must be at least 0");
   return a;
 } catch (const std::invalid_argument& e) {
   return absl::InvalidArgumentError(e.what());
@@ -153,7 +160,7 @@ int main(int argc, char** argv) {
             options.ilp_seconds = args->ilp_seconds;
             absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
             if (!r.ok()) {
-              run.stop = std::string(message(r.status()));
+              run.error = std::string(message(r.status()));
               break;
             }
             run.before = r->cost_before;
@@ -174,7 +181,7 @@ int main(int argc, char** argv) {
               "| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {} | {:.2f} | {:.2f} | {} |\n",
               model, cost_name, budget, strategy, run.before, run.mean(run.after),
               with_spread(run.improvement), with_spread(run.speedup), run.nodes, run.bytes / 1e6,
-              run.mean(run.seconds), run.stop);
+              run.mean(run.seconds), run.error.empty() ? run.stop : "error: " + run.error);
           std::fflush(stdout);
           runs.push_back(std::move(run));
         }
@@ -191,7 +198,13 @@ int main(int argc, char** argv) {
   };
   std::map<std::tuple<std::string, std::size_t, std::string>, Sums> sums;
   std::map<std::tuple<std::string, std::size_t, std::string>, int> counts;
+  // A failed run has no figures: it is left out of the means (and counted).
+  std::size_t failed = 0;
   for (const Run& r : runs) {
+    if (!r.error.empty()) {
+      ++failed;
+      continue;
+    }
     auto key = std::make_tuple(r.cost, r.budget, r.strategy);
     sums[key].improvement += r.mean(r.improvement);
     sums[key].speedup += r.mean(r.speedup);
@@ -226,6 +239,7 @@ int main(int argc, char** argv) {
                          {"peak_bytes", r.bytes},
                          {"seconds", r.seconds},
                          {"stop_reason", r.stop},
+                         {"error", r.error},
                          {"rules_applied", r.top_rules}});
   }
   const std::string json_path = args->out + "/compare_search.json";
@@ -246,7 +260,7 @@ int main(int argc, char** argv) {
         double v = 0;
         for (const Run& r : runs)
           if (r.model == model && r.strategy == strategy && r.cost == cost_name &&
-              r.budget == args->budgets.front())
+              r.budget == args->budgets.front() && r.error.empty())
             v = r.mean(r.improvement);
         row.push_back(v);
       }
@@ -283,5 +297,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("\nwrote {} and {}\n", json_path, svg_path);
+  if (failed > 0) {
+    fmt::print(stderr, "compare_search: {} of {} runs failed (their rows say why)\n", failed,
+               runs.size());
+    return 1;
+  }
   return 0;
 }

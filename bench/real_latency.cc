@@ -92,6 +92,8 @@ absl::StatusOr<Args> parse_args(int argc, char** argv) {
   for (const std::string& s : a.strategies)
     if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
   if (a.runs < 1) return absl::InvalidArgumentError("--runs must be at least 1");
+  if (!(a.time_limit > 0)) return absl::InvalidArgumentError("--time-limit must be positive");
+  if (!(a.ilp_seconds >= 0)) return absl::InvalidArgumentError("--ilp-seconds must be at least 0");
   if (!(a.min_gain_percent >= 0 && a.min_gain_percent < 100))
     return absl::InvalidArgumentError(
         fmt::format("--min-gain needs a percent in [0, 100), got {}", a.min_gain_percent));
