@@ -70,8 +70,8 @@ inline constexpr int kMaxThreads = 256;
 struct SearchOptions {
   Strategy strategy = Strategy::kMcts;
   std::uint64_t seed = 1;
-  int threads =
-      1;  // MCTS: independent trees whose root statistics are summed (at most kMaxThreads)
+  // MCTS: independent trees whose root statistics are summed (at most kMaxThreads).
+  int threads = 1;
   MctsOptions mcts;
   GreedyOptions greedy;
   DefaultOrderOptions default_order;

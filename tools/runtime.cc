@@ -41,6 +41,7 @@ fs::path harness_dir() {
 // The most onnxruntime threads a run asks for.
 constexpr int kMaxRuntimeThreads = 256;
 
+// The options' ranges, checked before node is started.
 absl::Status check_options(const RuntimeOptions& o) {
   if (o.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");
   if (o.warmup < 0)
