@@ -5,12 +5,12 @@
 // without a crash. (The ONNX reader's counterpart is in onnx_test.cc.)
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "egraph/file.h"
 #include "egraph/status.h"
 #include "nlohmann/json.hpp"
 #include "rules/parser.h"
@@ -115,13 +115,6 @@ TEST(MalformedInput, EveryChangedFieldOfAJsonModelIsAModelOrANamedError) {
   EXPECT_GT(checked, 800);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // `text` with one to three random edits, each inside one line: a word
 // dropped, repeated from elsewhere in the line or cut short, or one of
 // `pieces` inserted.
@@ -170,7 +163,9 @@ TEST(MalformedInput, RuleFilesWithChangedWordsAreRulesOrNamedErrors) {
   std::mt19937_64 rng(7);
   int checked = 0, parsed = 0;
   for (const std::string& file : tensor_rule_files()) {
-    const std::string text = read_file(file);
+    absl::StatusOr<std::string> read = read_text_file(file);
+    ASSERT_TRUE(read.ok()) << message(read.status());
+    const std::string& text = *read;
     ASSERT_TRUE(parse_rules(text, "r.rules", language, conditions).ok()) << file;
     for (int trial = 0; trial < 80; ++trial) {
       const std::string changed = edit_lines(text, pieces, rng);
