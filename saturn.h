@@ -13,6 +13,6 @@
 #include "mcts/search.h"
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/graph.h"
-#include "tensor/interpreter.h"
-#include "tensor/json_model.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/json/json_model.h"
 #include "tensor/zoo/zoo.h"

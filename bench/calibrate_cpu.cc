@@ -20,11 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "egraph/file.h"
-#include "egraph/status.h"
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "oneapi/tbb/parallel_for.h"
-#include "tensor/kernels.h"
+#include "tensor/interpreter/kernels.h"
 
 namespace {
 
@@ -62,16 +64,9 @@ double last_level_cache_mb() {
 int main(int argc, char** argv) {
   using namespace saturn::tensor;
   std::string out_path;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "-o" && i + 1 < argc) {
-      out_path = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "calibrate_cpu: unexpected '%s'\nusage: calibrate_cpu [-o PROFILE.json]\n",
-                   argv[i]);
-      return 2;
-    }
-  }
+  CLI::App app{"Measure this machine's roofline figures (a device profile)", "calibrate_cpu"};
+  app.add_option("-o", out_path, "write the profile to PROFILE.json");
+  if (std::optional<int> exit = saturn::parse_command_line(app, argc, argv)) return *exit;
   const std::int64_t n = 1024;
   Tensor a = random_tensor(TensorType{DType::kFloat32, {n, n}}, 1, -1, 1);
   Tensor b = random_tensor(TensorType{DType::kFloat32, {n, n}}, 2, -1, 1);

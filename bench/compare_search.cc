@@ -18,11 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_split.h"
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/file.h"
+#include "base/status.h"
+#include "bench/options.h"
 #include "bench/report.h"
-#include "egraph/file.h"
-#include "egraph/flags.h"
-#include "egraph/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "saturn.h"
@@ -65,66 +66,34 @@ struct Run {
   }
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  return absl::StrSplit(s, ',', absl::SkipEmpty());
-}
-
-absl::StatusOr<Args> parse_args(int argc, char** argv) try {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i + 1 >= argc) return absl::InvalidArgumentError("missing value after " + arg);
-    std::string v = argv[++i];
-    if (arg == "--models")
-      a.models = split_list(v);
-    else if (arg == "--strategies")
-      a.strategies = split_list(v);
-    else if (arg == "--costs")
-      a.costs = split_list(v);
-    else if (arg == "--budgets") {
-      a.budgets.clear();
-      for (const std::string& b : split_list(v))
-        a.budgets.push_back(flag_value<std::size_t>("--budgets", b));
-    } else if (arg == "--seeds")
-      a.seeds = flag_value<decltype(a.seeds)>("--seeds", v);
-    else if (arg == "--threads")
-      a.threads = flag_value<decltype(a.threads)>("--threads", v);
-    else if (arg == "--ilp-seconds")
-      a.ilp_seconds = flag_value<decltype(a.ilp_seconds)>("--ilp-seconds", v);
-    else if (arg == "--time-limit")
-      a.time_limit = flag_value<decltype(a.time_limit)>("--time-limit", v);
-    else if (arg == "--out")
-      a.out = v;
-    else
-      return absl::InvalidArgumentError("unknown option " + arg);
-  }
+// The sweep's options; the exit code when the program is done (--help, a
+// usage error).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+  CLI::App app{"Every zoo model x strategy x cost model x budget: Markdown, JSON and SVG",
+               "compare_search"};
+  app.add_option("--models", a.models, "zoo models (default: all)")->delimiter(',');
+  bench::add_strategies_option(app, a.strategies);
+  app.add_option("--costs", a.costs, "cost models (opcount, roofline, roofline:PROFILE, ...)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--budgets", a.budgets, "e-node budgets")->delimiter(',')->capture_default_str();
+  app.add_option("--seeds", a.seeds, "MCTS seeds per row")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench::add_search_limit_options(app, a.threads, a.ilp_seconds, a.time_limit);
+  app.add_option("--out", a.out, "where the tables and plots go")->capture_default_str();
+  if (std::optional<int> exit = parse_command_line(app, argc, argv)) return exit;
   if (a.models.empty())
     for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
-  for (const std::string& s : a.strategies)
-    if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
-  if (a.strategies.empty() || a.costs.empty() || a.budgets.empty())
-    return absl::InvalidArgumentError(
-        "--strategies, --costs and --budgets need at least one value");
-  if (a.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
-  if (!(a.time_limit > 0)) return absl::InvalidArgumentError("--time-limit must be positive");
-  if (!(a.ilp_seconds >= 0)) return absl::InvalidArgumentError("--ilp-seconds must be at least 0");
-  return a;
-} catch (const std::invalid_argument& e) {
-  return absl::InvalidArgumentError(e.what());
+  return std::nullopt;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::StatusOr<Args> args = parse_args(argc, argv);
-  if (!args.ok()) {
-    fmt::print(stderr,
-               "compare_search: {}\nusage: compare_search [--models a,b] [--strategies ...] "
-               "[--costs opcount,roofline,roofline:gpu-a100] [--budgets 2000,...] [--seeds N] "
-               "[--threads N] [--ilp-seconds S] [--time-limit S] [--out DIR]\n",
-               message(args.status()));
-    return 2;
-  }
+  Args parsed;
+  if (std::optional<int> exit = parse_args(argc, argv, parsed)) return *exit;
+  const Args* args = &parsed;
   std::vector<Run> runs;
   const std::string machine = machine_description();
   fmt::print("machine: {}\n\n", machine);

@@ -26,8 +26,10 @@
 #include <cstring>
 #include <optional>
 
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/status.h"
 #include "egraph/egraph.h"
-#include "egraph/status.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 #include "rules/math/math_language.h"
@@ -87,18 +89,13 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
 int main(int argc, char** argv) {
   std::size_t iterations = 7, repeat = 25;
   bool per_rule = false;
-  for (int a = 1; a < argc; ++a) {
-    if (std::strcmp(argv[a], "--iterations") == 0 && a + 1 < argc) {
-      iterations = std::strtoul(argv[++a], nullptr, 10);
-    } else if (std::strcmp(argv[a], "--repeat") == 0 && a + 1 < argc) {
-      repeat = std::max<std::size_t>(1, std::strtoul(argv[++a], nullptr, 10));
-    } else if (std::strcmp(argv[a], "--rules") == 0) {
-      per_rule = true;
-    } else {
-      fmt::print(stderr, "usage: engine_math [--iterations N] [--repeat N] [--rules]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"egg's math_ematching_bench workload on saturn's engine", "engine_math"};
+  app.add_option("--iterations", iterations, "rule iterations")->capture_default_str();
+  app.add_option("--repeat", repeat, "runs to time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_flag("--rules", per_rule, "also print the time per rule");
+  if (std::optional<int> exit = saturn::parse_command_line(app, argc, argv)) return *exit;
   saturn::MathLanguage lang;
   saturn::ConditionRegistry conditions = saturn::math_conditions(lang);
   auto rules = saturn::load_rules(saturn::math_rules_path(), lang, conditions);

@@ -22,48 +22,31 @@
 #include <string>
 #include <vector>
 
-#include "egraph/flags.h"
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/status.h"
 #include "egraph/serialize.h"
-#include "egraph/status.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
-
-#ifndef SATURN_SHARED_DATA
-#define SATURN_SHARED_DATA "../shared/data"
-#endif
 
 int main(int argc, char** argv) {
   using namespace saturn;
   IlpOptions ilp_options{.time_limit_seconds = 60};
   std::string only;
-  std::string dir = std::string(SATURN_SHARED_DATA) + "/extraction-gym";
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--ilp-seconds" && i + 1 < argc) {
-        ilp_options.time_limit_seconds =
-            flag_value<decltype(ilp_options.time_limit_seconds)>("--ilp-seconds", argv[++i]);
-      } else if (arg == "--cycle-cut-length" && i + 1 < argc) {
-        ilp_options.cycle_cut_length =
-            flag_value<decltype(ilp_options.cycle_cut_length)>("--cycle-cut-length", argv[++i]);
-      } else if (arg == "--fixing-rounds" && i + 1 < argc) {
-        ilp_options.reduced_cost_rounds =
-            flag_value<decltype(ilp_options.reduced_cost_rounds)>("--fixing-rounds", argv[++i]);
-      } else if (arg == "--only" && i + 1 < argc) {
-        only = argv[++i];
-      } else if (arg.starts_with("-")) {
-        fmt::print(stderr,
-                   "usage: extract [--ilp-seconds S] [--cycle-cut-length N] [--fixing-rounds N] "
-                   "[--only SUBSTRING] [DIR]\n");
-        return 2;
-      } else {
-        dir = arg;
-      }
-    }
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "extract: {}\n", e.what());
-    return 2;
-  }
+  std::string dir = std::string(SATURN_EXTRACTION_GYM);
+  CLI::App app{"Every extractor over the extraction-gym e-graphs", "extract"};
+  app.add_option("DIR", dir, "a folder of egraph-serialize JSON files")->capture_default_str();
+  app.add_option("--ilp-seconds", ilp_options.time_limit_seconds, "the ILP's time limit per file")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber & kFinite);
+  app.add_option("--cycle-cut-length", ilp_options.cycle_cut_length,
+                 "the longest cycle the ILP cuts up front")
+      ->capture_default_str();
+  app.add_option("--fixing-rounds", ilp_options.reduced_cost_rounds,
+                 "rounds of reduced-cost fixing")
+      ->capture_default_str();
+  app.add_option("--only", only, "only the files whose path contains this");
+  if (std::optional<int> exit = parse_command_line(app, argc, argv)) return *exit;
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, ec)) {

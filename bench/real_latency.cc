@@ -23,17 +23,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/file.h"
+#include "base/status.h"
+#include "base/stopwatch.h"
+#include "bench/options.h"
 #include "bench/report.h"
-#include "egraph/file.h"
-#include "egraph/flags.h"
-#include "egraph/status.h"
-#include "egraph/stopwatch.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "ort/runtime.h"
 #include "saturn.h"
-#include "tensor/onnx.h"
-#include "tools/runtime.h"
+#include "tensor/onnx/onnx.h"
 
 using namespace saturn;
 namespace fs = std::filesystem;
@@ -51,53 +52,32 @@ struct Args {
   std::string costs = "bench/results/ort_costs.json", out = "real_latency";
 };
 
-absl::StatusOr<Args> parse_args(int argc, char** argv) {
-  Args a;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string flag = argv[i];
-      if (i + 1 >= argc) return absl::InvalidArgumentError("missing value after " + flag);
-      const std::string v = argv[++i];
-      if (flag == "--models")
-        a.models = absl::StrSplit(v, ',');
-      else if (flag == "--strategies")
-        a.strategies = absl::StrSplit(v, ',');
-      else if (flag == "--budget")
-        a.budget = flag_value<decltype(a.budget)>("--budget", v);
-      else if (flag == "--time-limit")
-        a.time_limit = flag_value<decltype(a.time_limit)>("--time-limit", v);
-      else if (flag == "--ilp-seconds")
-        a.ilp_seconds = flag_value<decltype(a.ilp_seconds)>("--ilp-seconds", v);
-      else if (flag == "--min-gain")
-        a.min_gain_percent = flag_value<decltype(a.min_gain_percent)>("--min-gain", v);
-      else if (flag == "--runs")
-        a.runs = flag_value<decltype(a.runs)>("--runs", v);
-      else if (flag == "--threads")
-        a.threads = flag_value<decltype(a.threads)>("--threads", v);
-      else if (flag == "--costs")
-        a.costs = v;
-      else if (flag == "--out")
-        a.out = v;
-      else
-        return absl::InvalidArgumentError("unknown option " + flag);
-    }
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(e.what());
-  }
+// The sweep's options; the exit code when the program is done (--help, a
+// usage error).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+  CLI::App app{
+      "Every fixture and zoo model x strategy under the onnxruntime-measured cost model, "
+      "verified and timed in onnxruntime: Markdown, JSON and SVG",
+      "real_latency"};
+  app.add_option("--models", a.models, "fixture names, zoo:NAME (default: all)")->delimiter(',');
+  bench::add_strategies_option(app, a.strategies);
+  app.add_option("--budget", a.budget, "e-node budget")->capture_default_str();
+  bench::add_search_limit_options(app, a.threads, a.ilp_seconds, a.time_limit);
+  app.add_option("--min-gain", a.min_gain_percent, "the minimum predicted gain in percent")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 99.999999));
+  app.add_option("--runs", a.runs, "timed onnxruntime runs per model")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--costs", a.costs, "the measured cost table")->capture_default_str();
+  app.add_option("--out", a.out, "where the tables and plots go")->capture_default_str();
+  if (std::optional<int> exit = parse_command_line(app, argc, argv)) return exit;
   if (a.models.empty()) {
     for (const char* f : kFixtures) a.models.emplace_back(f);
     for (const tensor::ZooModel& m : tensor::zoo_models())
       a.models.push_back("zoo:" + std::string(m.name));
   }
-  for (const std::string& s : a.strategies)
-    if (!parse_strategy(s)) return absl::InvalidArgumentError("unknown strategy " + s);
-  if (a.runs < 1) return absl::InvalidArgumentError("--runs must be at least 1");
-  if (!(a.time_limit > 0)) return absl::InvalidArgumentError("--time-limit must be positive");
-  if (!(a.ilp_seconds >= 0)) return absl::InvalidArgumentError("--ilp-seconds must be at least 0");
-  if (!(a.min_gain_percent >= 0 && a.min_gain_percent < 100))
-    return absl::InvalidArgumentError(
-        fmt::format("--min-gain needs a percent in [0, 100), got {}", a.min_gain_percent));
-  return a;
+  return std::nullopt;
 }
 
 struct Model {
@@ -131,16 +111,9 @@ double geometric_mean(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::StatusOr<Args> args = parse_args(argc, argv);
-  if (!args.ok()) {
-    fmt::print(stderr,
-               "real_latency: {}\nusage: real_latency [--models a,b] [--strategies ...] "
-               "[--budget N] [--time-limit S] [--ilp-seconds S] [--min-gain P] [--runs N] "
-               "[--threads N] "
-               "[--costs FILE] [--out DIR]\n",
-               message(args.status()));
-    return 2;
-  }
+  Args parsed;
+  if (std::optional<int> exit = parse_args(argc, argv, parsed)) return *exit;
+  const Args* args = &parsed;
   std::vector<Model> models;
   for (const std::string& name : args->models) {
     absl::StatusOr<Model> m = load(name);
@@ -151,19 +124,19 @@ int main(int argc, char** argv) {
   fmt::print("machine: {}\n", machine);
 
   // The measured cost model: every operator signature timed in onnxruntime.
-  cli::CalibrationOptions calibration;
+  ort::CalibrationOptions calibration;
   calibration.runtime.threads = args->threads;
   calibration.explore_nodes = args->budget;
   std::vector<const tensor::Graph*> graphs;
   for (const Model& m : models) graphs.push_back(&m.graph);
   Stopwatch clock;
-  absl::StatusOr<cli::CalibrationStats> cal = cli::calibrate(graphs, args->costs, calibration);
+  absl::StatusOr<ort::CalibrationStats> cal = ort::calibrate(graphs, args->costs, calibration);
   if (!cal.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cal.status())), 1;
   fmt::print(
       "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
-  if (cal->measured > 0) fmt::print("profiler correction: {}\n", cli::describe(cal->correction));
-  if (cal->foreign > 0) fmt::print("cost table: {}\n", cli::describe_foreign(*cal));
+  if (cal->measured > 0) fmt::print("profiler correction: {}\n", ort::describe(cal->correction));
+  if (cal->foreign > 0) fmt::print("cost table: {}\n", ort::describe_foreign(*cal));
   fmt::print("\n");
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
       cost_model_by_name("measured:" + args->costs);
@@ -179,8 +152,8 @@ int main(int argc, char** argv) {
   bool all_match = true;
   for (std::size_t mi = 0; mi < models.size(); ++mi) {
     const Model& m = models[mi];
-    cli::TempDir dir;
-    absl::StatusOr<std::string> original = cli::runtime_file(m.source, m.graph, dir, "original");
+    ort::TempDir dir;
+    absl::StatusOr<std::string> original = ort::runtime_file(m.source, m.graph, dir, "original");
     if (!original.ok())
       return fmt::print(stderr, "real_latency: {}\n", message(original.status())), 1;
     for (const std::string& strategy : args->strategies) {
@@ -198,10 +171,10 @@ int main(int argc, char** argv) {
       const std::string optimized = (dir.path() / (strategy + ".onnx")).string();
       if (absl::Status s = tensor::save_onnx_model(r->graph, optimized); !s.ok())
         return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(s)), 1;
-      cli::RuntimeOptions timing;
+      ort::RuntimeOptions timing;
       timing.runs = args->runs;
       timing.threads = args->threads;
-      absl::StatusOr<cli::VerifyReport> v = cli::verify_models(*original, optimized, timing);
+      absl::StatusOr<ort::VerifyReport> v = ort::verify_models(*original, optimized, timing);
       if (!v.ok())
         return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(v.status())), 1;
       const nlohmann::json& a = v->json["latency"]["original"];

@@ -1,7 +1,7 @@
 #include "egraph/serialize.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "egraph/file.h"
+#include "base/file.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"

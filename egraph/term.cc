@@ -1,6 +1,6 @@
 #include "egraph/term.h"
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace saturn {

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <string>
 
+#include "base/status.h"
 #include "costmodel/cost_model.h"
-#include "egraph/status.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
 #include "tensor/analysis.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
+#include "tensor/interpreter/interpreter.h"
 #include "tensor/zoo/zoo.h"
 
 using namespace saturn;

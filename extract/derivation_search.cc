@@ -8,7 +8,8 @@
 #include <queue>
 #include <utility>
 
-#include "egraph/stopwatch.h"
+#include "base/graph.h"
+#include "base/stopwatch.h"
 
 namespace saturn {
 
@@ -61,67 +62,21 @@ struct Items {
 };
 
 // The dominator tree of the class graph from a virtual root (number
-// num_classes) above the roots, after Cooper, Harvey and Kennedy, "A Simple,
-// Fast Dominance Algorithm" (2001), with each class's preorder number and
-// subtree size in that tree.
+// num_classes) above the roots (graph::immediate_dominators, after Cooper,
+// Harvey and Kennedy), with each class's preorder number and subtree size in
+// that tree.
 struct Dominators {
-  std::vector<std::uint32_t> idom;
+  std::vector<std::uint32_t> idom;  // graph::kNoVertex for the virtual root
   std::vector<std::vector<std::uint32_t>> children;
   std::vector<std::uint32_t> pre, size;
 
-  explicit Dominators(const std::vector<std::vector<std::uint32_t>>& succ) {
+  explicit Dominators(const graph::Successors& succ) {
     const std::uint32_t n = static_cast<std::uint32_t>(succ.size());
     const std::uint32_t top = n - 1;
-    // Postorder from the top.
-    std::vector<std::uint32_t> post_number(n, kNone), order;
-    std::vector<bool> seen(n, false);
-    std::vector<std::pair<std::uint32_t, std::size_t>> stack{{top, 0}};
-    seen[top] = true;
-    while (!stack.empty()) {
-      auto& [v, i] = stack.back();
-      if (i < succ[v].size()) {
-        const std::uint32_t w = succ[v][i++];
-        if (!seen[w]) {
-          seen[w] = true;
-          stack.push_back({w, 0});
-        }
-      } else {
-        post_number[v] = static_cast<std::uint32_t>(order.size());
-        order.push_back(v);
-        stack.pop_back();
-      }
-    }
-    std::vector<std::vector<std::uint32_t>> preds(n);
-    for (std::uint32_t v = 0; v < n; ++v) {
-      for (std::uint32_t w : succ[v]) preds[w].push_back(v);
-    }
-    idom.assign(n, kNone);
-    idom[top] = top;
-    auto intersect = [&](std::uint32_t a, std::uint32_t b) {
-      while (a != b) {
-        while (post_number[a] < post_number[b]) a = idom[a];
-        while (post_number[b] < post_number[a]) b = idom[b];
-      }
-      return a;
-    };
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (auto v = order.rbegin(); v != order.rend(); ++v) {
-        if (*v == top) continue;
-        std::uint32_t best = kNone;
-        for (std::uint32_t u : preds[*v]) {
-          if (idom[u] == kNone) continue;
-          best = best == kNone ? u : intersect(u, best);
-        }
-        if (idom[*v] != best) {
-          idom[*v] = best;
-          changed = true;
-        }
-      }
-    }
+    idom = graph::immediate_dominators(succ, top);
     children.resize(n);
     for (std::uint32_t v = 0; v < n; ++v) {
-      if (v != top && idom[v] != kNone) children[idom[v]].push_back(v);
+      if (v != top && idom[v] != graph::kNoVertex) children[idom[v]].push_back(v);
     }
     pre.assign(n, kNone);
     size.assign(n, 1);
@@ -356,7 +311,7 @@ std::optional<PartResult> search_part(const PartProblem& part, const Stopwatch& 
 // Splits the classes into parts at the separators, lowest parts first.
 std::vector<Part> split_into_parts(const Items& items) {
   const std::uint32_t n = items.num_classes();
-  std::vector<std::vector<std::uint32_t>> succ(n + 1);
+  graph::Successors succ(n + 1);
   for (std::uint32_t i = 0; i < items.cls.size(); ++i) {
     for (std::uint32_t k : items.kids[i]) succ[items.cls[i]].push_back(k);
   }

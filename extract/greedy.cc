@@ -4,7 +4,7 @@
 #include <limits>
 #include <optional>
 
-#include "egraph/stopwatch.h"
+#include "base/stopwatch.h"
 #include "extract/extractor.h"
 
 namespace saturn {

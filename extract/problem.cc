@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 
+#include "base/graph.h"
 #include "fmt/format.h"
 
 namespace saturn {
@@ -47,47 +48,8 @@ ExtractionProblem problem_from_serialized(const SerializedEGraph& s) {
 
 std::vector<int> strongly_connected_components(
     const std::vector<std::vector<std::uint32_t>>& edges) {
-  // Tarjan's algorithm, iterative.
-  const std::size_t num_classes = edges.size();
-  std::vector<int> index(num_classes, -1), low(num_classes, 0), comp(num_classes, -1);
-  std::vector<bool> on_stack(num_classes, false);
-  std::vector<std::uint32_t> stack;
-  int counter = 0, num_comps = 0;
-  for (std::uint32_t root = 0; root < num_classes; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<std::uint32_t, std::size_t>> work{{root, 0}};
-    while (!work.empty()) {
-      auto& [v, next] = work.back();
-      if (next == 0) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = true;
-      }
-      if (next < edges[v].size()) {
-        std::uint32_t w = edges[v][next++];
-        if (index[w] < 0) {
-          work.push_back({w, 0});
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-        continue;
-      }
-      if (low[v] == index[v]) {
-        std::uint32_t w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = false;
-          comp[w] = num_comps;
-        } while (w != v);
-        ++num_comps;
-      }
-      std::uint32_t done = v;
-      work.pop_back();
-      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-    }
-  }
-  return comp;
+  const graph::Components comps = graph::strong_components(edges);
+  return std::vector<int>(comps.component.begin(), comps.component.end());
 }
 
 std::size_t classes_on_cycles(const ExtractionProblem& p) {
@@ -115,40 +77,33 @@ namespace {
 // in post-order; returns an error on a missing choice or a cycle.
 template <typename Visit>
 absl::Status walk_chosen(const ExtractionProblem& p, const Selection& s, Visit&& visit) {
-  enum : std::uint8_t { kNew, kOpen, kDone };
-  std::vector<std::uint8_t> state(p.num_classes(), kNew);
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // class, next child
-  for (std::uint32_t root : p.roots) {
-    if (state[root] == kDone) continue;
-    stack.push_back({root, 0});
-    state[root] = kOpen;
-    while (!stack.empty()) {
-      auto& [c, next] = stack.back();
-      std::int32_t n = s.choice[c];
-      if (n < 0)
-        return absl::InvalidArgumentError(
-            fmt::format("class {} is needed but has no chosen node", c));
-      if (p.node_class[n] != c)
-        return absl::InvalidArgumentError(
-            fmt::format("class {} chose node {} of another class", c, n));
-      std::span<const std::uint32_t> kids = p.children(static_cast<std::uint32_t>(n));
-      if (next < kids.size()) {
-        std::uint32_t k = kids[next++];
-        if (state[k] == kOpen)
-          return absl::InvalidArgumentError(
-              fmt::format("the selection has a cycle through class {}", k));
-        if (state[k] == kNew) {
-          state[k] = kOpen;
-          stack.push_back({k, 0});
-        }
-        continue;
-      }
-      state[c] = kDone;
-      visit(c);
-      stack.pop_back();
+  auto chosen = [&](std::uint32_t c) { return c < s.choice.size() ? s.choice[c] : -1; };
+  auto valid = [&](std::uint32_t c) {  // a node of the class itself
+    const std::int32_t n = chosen(c);
+    return n >= 0 && static_cast<std::size_t>(n) < p.num_nodes() && p.node_class[n] == c;
+  };
+  // Each class points to its chosen node's children. A class without a
+  // valid choice points to itself instead, so that the walk stops on
+  // reaching it (as on a cycle) before it visits anything more.
+  graph::Successors succ(p.num_classes());
+  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
+    if (!valid(c)) {
+      succ[c].push_back(c);
+      continue;
     }
+    std::span<const std::uint32_t> kids = p.children(static_cast<std::uint32_t>(chosen(c)));
+    succ[c].assign(kids.begin(), kids.end());
   }
-  return absl::OkStatus();
+  const graph::DepthFirst walk = graph::depth_first(succ, p.roots);
+  for (std::uint32_t c : walk.postorder) visit(c);
+  if (walk.cycle.empty()) return absl::OkStatus();
+  const std::uint32_t c = walk.cycle.front();
+  if (chosen(c) < 0)
+    return absl::InvalidArgumentError(fmt::format("class {} is needed but has no chosen node", c));
+  if (!valid(c))
+    return absl::InvalidArgumentError(
+        fmt::format("class {} chose node {} of another class", c, chosen(c)));
+  return absl::InvalidArgumentError(fmt::format("the selection has a cycle through class {}", c));
 }
 
 }  // namespace

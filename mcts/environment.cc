@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "egraph/status.h"
+#include "base/graph.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace saturn {
@@ -231,64 +232,25 @@ std::vector<std::size_t> Environment::legal_actions() {
 
 // Orders the classes so that a class reaches (through children) only
 // classes of lower or equal rank: the strongly connected components in
-// reverse topological order (Tarjan's algorithm, iteratively).
+// reverse topological order (graph::strong_components, Tarjan's algorithm on
+// a non-recursive search), numbered as found from the classes in
+// class_ids() order.
 void Environment::rank_classes() {
   reachable_.clear();
-  const std::size_t n = egraph_->num_ids();
   constexpr std::uint32_t kUnvisited = ~std::uint32_t{0};
-  class_rank_.assign(n, kUnvisited);
-  std::vector<std::uint32_t> index(n, kUnvisited), low(n, 0);
-  std::vector<bool> on_stack(n, false);
-  std::vector<Id> component;
-  struct Frame {
-    Id id;
-    std::size_t node = 0, child = 0;
-  };
-  std::vector<Frame> frames;
-  std::uint32_t next_index = 0, next_rank = 0;
-  for (Id start : egraph_->class_ids()) {
-    if (index[start.index()] != kUnvisited) continue;
-    frames.push_back({start});
-    index[start.index()] = low[start.index()] = next_index++;
-    component.push_back(start);
-    on_stack[start.index()] = true;
-    while (!frames.empty()) {
-      Frame& f = frames.back();
-      std::span<const ENode> nodes = egraph_->nodes(f.id);
-      if (f.node < nodes.size()) {
-        const ENode& node = nodes[f.node];
-        if (f.child >= node.children.size()) {
-          ++f.node;
-          f.child = 0;
-          continue;
-        }
-        Id c = egraph_->find(node.children[f.child++]);
-        if (index[c.index()] == kUnvisited) {
-          index[c.index()] = low[c.index()] = next_index++;
-          component.push_back(c);
-          on_stack[c.index()] = true;
-          frames.push_back({c});
-        } else if (on_stack[c.index()]) {
-          low[f.id.index()] = std::min(low[f.id.index()], index[c.index()]);
-        }
-        continue;
-      }
-      const Id done = f.id;
-      frames.pop_back();
-      if (!frames.empty())
-        low[frames.back().id.index()] = std::min(low[frames.back().id.index()], low[done.index()]);
-      if (low[done.index()] == index[done.index()]) {
-        Id member;
-        do {
-          member = component.back();
-          component.pop_back();
-          on_stack[member.index()] = false;
-          class_rank_[member.index()] = next_rank;
-        } while (member != done);
-        ++next_rank;
-      }
-    }
+  // The class graph, its vertices the classes in class_ids() order.
+  const std::vector<Id> classes = egraph_->class_ids();
+  std::vector<std::uint32_t> vertex(egraph_->num_ids(), kUnvisited);
+  for (std::uint32_t v = 0; v < classes.size(); ++v) vertex[classes[v].index()] = v;
+  graph::Successors succ(classes.size());
+  for (std::uint32_t v = 0; v < classes.size(); ++v) {
+    for (const ENode& node : egraph_->nodes(classes[v]))
+      for (Id child : node.children) succ[v].push_back(vertex[egraph_->find(child).index()]);
   }
+  const graph::Components ranks = graph::strong_components(succ);
+  class_rank_.assign(egraph_->num_ids(), kUnvisited);
+  for (std::uint32_t v = 0; v < classes.size(); ++v)
+    class_rank_[classes[v].index()] = ranks.component[v];
 }
 
 // Whether applying match `i` of a multi-pattern rule would make a matched
@@ -438,12 +400,6 @@ void Environment::restore() {
     history_.pop_back();
   }
   budget_hit_ = m.budget_hit;
-}
-
-void Environment::commit() {
-  assert(!marks_.empty());
-  egraph_->release();
-  marks_.pop_back();
 }
 
 }  // namespace saturn

@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cost_model.h"
 #include "egraph/egraph.h"
-#include "egraph/stopwatch.h"
+#include "base/stopwatch.h"
 #include "extract/extractor.h"
 #include "rules/rewrite.h"
 #include "rules/rule.h"
@@ -140,8 +140,6 @@ class Environment {
   // Checkpoints nest; restore() returns to the latest one and forgets it.
   void checkpoint();
   void restore();
-  // Forgets the latest checkpoint and keeps the state.
-  void commit();
 
   // Matches applied per rule since reset (rolled back with restore()).
   const std::vector<std::size_t>& rule_applications() const { return applications_; }

@@ -1,5 +1,5 @@
 #include "mcts/optimize.h"
-#include "egraph/stopwatch.h"
+#include "base/stopwatch.h"
 #include "fmt/format.h"
 
 #include <algorithm>

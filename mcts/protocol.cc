@@ -4,7 +4,7 @@
 #include <memory>
 #include <ostream>
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "mcts/environment.h"
 #include "nlohmann/json.hpp"

@@ -104,7 +104,8 @@ struct SearchOutcome {
 absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
                                          const SearchOptions& options);
 
-// The strategies (one file each).
+// The strategies: run_mcts in mcts.cc, run_taso in taso.cc, and the two
+// saturating ones, run_greedy and run_default_order, in saturate.cc.
 absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
                                        const SearchOptions& options);
 absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,

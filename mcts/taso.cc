@@ -13,7 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
-#include "egraph/stopwatch.h"
+#include "base/stopwatch.h"
 #include "mcts/search.h"
 
 namespace saturn {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "egraph/file.h"
+#include "base/file.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 

@@ -1,5 +1,5 @@
 #include "rules/runner.h"
-#include "egraph/stopwatch.h"
+#include "base/stopwatch.h"
 
 #include <algorithm>
 

@@ -1,6 +1,10 @@
 #include "tensor/analysis.h"
 
-#include "absl/container/flat_hash_set.h"
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "base/graph.h"
 #include "fmt/format.h"
 #include "tensor/infer.h"
 #include "tensor/ops.h"
@@ -104,40 +108,50 @@ absl::StatusOr<Graph> graph_from_egraph(const EGraph& egraph, const Graph& sourc
   Graph out;
   out.name = source.name;
   out.weights = source.weights;
-  absl::flat_hash_map<Id, int> index;  // class -> node in `out`
-  absl::flat_hash_set<Id> open;
-  // Depth-first, children before parents; `open` detects cycles.
-  std::vector<std::pair<Id, std::size_t>> stack;
-  for (const ClassOutput& o : outputs) {
-    Id root = egraph.find(o.eclass);
-    if (!index.contains(root)) {
-      stack.push_back({root, 0});
-      open.insert(root);
+  // The chosen graph of the classes the outputs reach, numbered as found:
+  // each class points to its chosen node's children. A class without a
+  // choice points to itself instead, so that the search below stops there.
+  absl::flat_hash_map<Id, std::uint32_t> vertex;  // class -> vertex
+  std::vector<Id> classes;                        // vertex -> class
+  std::vector<const ENode*> nodes;                // vertex -> chosen node
+  graph::Successors succ;
+  auto vertex_of = [&](Id id) {
+    auto [it, added] = vertex.try_emplace(id, static_cast<std::uint32_t>(classes.size()));
+    if (added) classes.push_back(id);
+    return it->second;
+  };
+  std::vector<std::uint32_t> roots;
+  for (const ClassOutput& o : outputs) roots.push_back(vertex_of(egraph.find(o.eclass)));
+  for (std::uint32_t v = 0; v < classes.size(); ++v) {  // grows while it runs
+    nodes.push_back(chosen(classes[v]));
+    succ.emplace_back();
+    if (nodes[v] == nullptr) {
+      succ[v].push_back(v);
+      continue;
     }
-    while (!stack.empty()) {
-      auto& [id, next] = stack.back();
-      const ENode* node = chosen(id);
-      if (node == nullptr)
-        return absl::InvalidArgumentError(fmt::format("class {} has no chosen node", id.value));
-      if (next < node->children.size()) {
-        Id child = egraph.find(node->children[next++]);
-        if (index.contains(child)) continue;
-        if (!open.insert(child).second)
-          return absl::InvalidArgumentError(
-              fmt::format("the choice has a cycle through class {}", child.value));
-        stack.push_back({child, 0});
-        continue;
-      }
-      Node n{TensorLanguage::op(node->op), egraph.attrs().get(node->attrs), {}, {}};
-      if (n.op == Op::kInput || n.op == Op::kWeight) n.name = *n.attributes.get_string("name");
-      for (Id child : node->children) n.inputs.push_back(index.at(egraph.find(child)));
-      index.emplace(id, out.size());
-      out.nodes.push_back(std::move(n));
-      open.erase(id);
-      stack.pop_back();
-    }
-    out.outputs.push_back(GraphOutput{index.at(root), o.name});
+    for (Id child : nodes[v]->children) succ[v].push_back(vertex_of(egraph.find(child)));
   }
+  // Depth-first, children before parents; it stops at a cycle.
+  const graph::DepthFirst walk = graph::depth_first(succ, roots);
+  if (!walk.cycle.empty()) {
+    const std::uint32_t v = walk.cycle.front();
+    if (nodes[v] == nullptr)
+      return absl::InvalidArgumentError(
+          fmt::format("class {} has no chosen node", classes[v].value));
+    return absl::InvalidArgumentError(
+        fmt::format("the choice has a cycle through class {}", classes[v].value));
+  }
+  std::vector<int> index(classes.size());  // vertex -> node in `out`
+  for (std::uint32_t v : walk.postorder) {
+    const ENode* node = nodes[v];
+    Node n{TensorLanguage::op(node->op), egraph.attrs().get(node->attrs), {}, {}};
+    if (n.op == Op::kInput || n.op == Op::kWeight) n.name = *n.attributes.get_string("name");
+    for (std::uint32_t k : succ[v]) n.inputs.push_back(index[k]);
+    index[v] = out.size();
+    out.nodes.push_back(std::move(n));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    out.outputs.push_back(GraphOutput{index[roots[i]], outputs[i].name});
   keep_interface(source, out);
   return out;
 }

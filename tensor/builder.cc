@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "tensor/infer.h"
 

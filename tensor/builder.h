@@ -102,7 +102,6 @@ class GraphBuilder {
   Value average_pool(Value x, const PoolOptions& options);
   Value global_average_pool(Value x) { return node(Op::kGlobalAveragePool, {x}); }
   Value identity(Value x) { return node(Op::kIdentity, {x}); }
-  Value dropout(Value x) { return node(Op::kDropout, {x}); }
 
   // ---- Layers (create their own weights, named "<name>.weight" etc.) ---
   Value conv2d(std::string_view name, Value x, const ConvLayer& layer);

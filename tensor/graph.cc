@@ -1,6 +1,6 @@
 #include "tensor/graph.h"
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "tensor/infer.h"
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "costmodel/cost_model.h"
-#include "egraph/file.h"
-#include "egraph/status.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "extract/extractor.h"
 #include "fmt/format.h"
 #include "tensor/builder.h"

@@ -371,7 +371,7 @@ TEST_F(MathFixture, SerializeRoundTrip) {
 }
 
 TEST(Serialize, ReadsEveryExtractionGymFile) {
-  const std::filesystem::path dir = std::filesystem::path(SATURN_SHARED_DATA) / "extraction-gym";
+  const std::filesystem::path dir = std::filesystem::path(SATURN_TEST_DATA) / "extraction-gym";
   ASSERT_TRUE(std::filesystem::exists(dir)) << dir;
   std::size_t files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
@@ -395,7 +395,7 @@ TEST(Serialize, ImportsEggMathEGraph) {
   MathLanguage lang;
   EGraph eg(lang);
   auto s =
-      read_serialized(std::string(SATURN_SHARED_DATA) + "/extraction-gym/egg/math_powers.json");
+      read_serialized(std::string(SATURN_TEST_DATA) + "/extraction-gym/egg/math_powers.json");
   ASSERT_TRUE(s.ok());
   auto roots = add_serialized(eg, *s, "math_powers.json");
   ASSERT_TRUE(roots.ok()) << roots.status();

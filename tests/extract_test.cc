@@ -8,12 +8,12 @@
 #include <optional>
 #include <random>
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "extract/derivation_search.h"
 #include "extract/extractor.h"
 #include "tensor/analysis.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
+#include "tensor/interpreter/interpreter.h"
 
 namespace saturn {
 namespace {
@@ -427,7 +427,7 @@ TEST(Extract, CountsClassesOnCycles) {
 std::vector<std::filesystem::path> gym_files() {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
-       std::filesystem::recursive_directory_iterator(SATURN_SHARED_DATA "/extraction-gym")) {
+       std::filesystem::recursive_directory_iterator(SATURN_TEST_DATA "/extraction-gym")) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "egraph/file.h"
-#include "egraph/status.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "nlohmann/json.hpp"
 #include "rules/parser.h"
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
-#include "tensor/json_model.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/json/json_model.h"
 
 namespace saturn::tensor {
 namespace {

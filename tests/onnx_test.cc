@@ -13,16 +13,16 @@
 #include <sys/wait.h>
 
 #include "costmodel/cost_model.h"
-#include "egraph/file.h"
-#include "egraph/status.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "mcts/optimize.h"
 #include "mcts/search.h"
 #include "onnx/onnx_pb.h"
-#include "tensor/interpreter.h"
-#include "tensor/json_model.h"
-#include "tensor/onnx.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/json/json_model.h"
+#include "tensor/onnx/onnx.h"
 
 namespace saturn::tensor {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "tensor/infer.h"
 #include "tensor/ops.h"
-#include "tools/runtime.h"
+#include "ort/runtime.h"
 
-namespace saturn::cli {
+namespace saturn::ort {
 namespace {
 
 using tensor::Dims;
@@ -138,4 +138,4 @@ TEST(Calibration, AnOperatorFusedIntoTheConvolutionCostsNothingBetweenThem) {
 }
 
 }  // namespace
-}  // namespace saturn::cli
+}  // namespace saturn::ort

@@ -12,7 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
+#include "tensor/interpreter/interpreter.h"
 #include "tensor/zoo/zoo.h"
 
 namespace saturn {

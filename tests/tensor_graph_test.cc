@@ -7,11 +7,11 @@
 #include <filesystem>
 
 #include "egraph/egraph.h"
-#include "egraph/status.h"
+#include "base/status.h"
 #include "tensor/analysis.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
-#include "tensor/json_model.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/json/json_model.h"
 #include "tensor/zoo/zoo.h"
 
 namespace saturn::tensor {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "egraph/status.h"
-#include "tensor/kernels.h"
+#include "base/status.h"
+#include "tensor/interpreter/kernels.h"
 
 namespace saturn::tensor {
 namespace {

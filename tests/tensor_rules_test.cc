@@ -5,14 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/cost_model.h"
-#include "egraph/status.h"
+#include "base/status.h"
 #include "extract/extractor.h"
 #include "rules/parser.h"
 #include "rules/runner.h"
 #include "rules/tensor/tensor_rules.h"
 #include "tensor/analysis.h"
 #include "tensor/builder.h"
-#include "tensor/interpreter.h"
+#include "tensor/interpreter/interpreter.h"
 #include "tensor/zoo/zoo.h"
 
 namespace saturn::tensor {

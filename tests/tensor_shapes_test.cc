@@ -1,7 +1,7 @@
 // Shape and dtype inference for every operator, including the error cases.
 #include <gtest/gtest.h>
 
-#include "egraph/status.h"
+#include "base/status.h"
 #include "tensor/infer.h"
 
 namespace saturn::tensor {

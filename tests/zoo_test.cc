@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "egraph/status.h"
-#include "tensor/interpreter.h"
+#include "base/status.h"
+#include "tensor/interpreter/interpreter.h"
 #include "tensor/zoo/zoo.h"
 
 namespace saturn::tensor {

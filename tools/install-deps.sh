@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libboost-dev libfmt-dev libtbb-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
+  libgtest-dev libgmock-dev libcli11-dev libboost-graph-dev coinor-libcbc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
 )
 
@@ -36,7 +36,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
-ort_dir="$(dirname "$0")/ort"
+ort_dir="$(dirname "$0")/../ort/harness"
 if [[ ! -d "$ort_dir/node_modules/onnxruntime-node" ]]; then
   echo "install-deps: installing onnxruntime-node"
   (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --silent >/dev/null)

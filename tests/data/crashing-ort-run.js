@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A stand-in for tools/ort/ort-run.js that crashes like onnxruntime can:
+// A stand-in for ort/harness/ort-run.js that crashes like onnxruntime can:
 // on any batch of more than one model, and on the model named op0.onnx. The
 // models it does "time" take 5 us. Tests point SATURN_ORT_DIR at a copy.
 'use strict';

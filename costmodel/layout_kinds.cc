@@ -1,0 +1,175 @@
+// Where operators run, as far as onnxruntime's convolutions go: the kinds
+// of values (ValueKinds) in graphs and e-graphs, and the context of an
+// operator (OpContext).
+#include <algorithm>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "costmodel/cost_model.h"
+
+namespace saturn {
+
+using tensor::Op;
+
+bool fuses_into_convolution(Op op) {
+  return op == Op::kRelu || op == Op::kSigmoid || op == Op::kTanh || op == Op::kClip;
+}
+
+FromConvolution convolution_output(ValueKinds kinds) {
+  if ((kinds & (kConvOutput | kOpenConvOutput)) == 0) return FromConvolution::kNo;
+  return (kinds & kPlainValue) != 0 ? FromConvolution::kMaybe : FromConvolution::kYes;
+}
+
+namespace {
+
+constexpr ValueKinds kAnyConvOutput = kConvOutput | kOpenConvOutput;
+
+// What node `op` hands its readers when its non-weight inputs may be
+// `inputs` (see ValueKinds).
+template <typename Range>
+ValueKinds output_kinds(Op op, const Attributes& attributes, const Range& inputs) {
+  if (op == Op::kConv) {
+    const std::string* activation = attributes.get_string("activation");
+    return activation == nullptr || *activation == "none" ? kOpenConvOutput : kConvOutput;
+  }
+  const bool activation = fuses_into_convolution(op);
+  if ((!activation && op != Op::kAdd) || inputs.empty()) return kPlainValue;
+  bool can_be_plain = false, all_can_be_conv = true, all_can_be_closed = true, some_open = false;
+  for (ValueKinds in : inputs) {
+    can_be_plain |= (in & kPlainValue) != 0;
+    all_can_be_conv &= (in & kAnyConvOutput) != 0;
+    all_can_be_closed &= (in & kConvOutput) != 0;
+    some_open |= (in & kOpenConvOutput) != 0;
+  }
+  ValueKinds out = can_be_plain ? kPlainValue : 0;
+  if (activation) return all_can_be_conv ? out | kConvOutput : out;
+  if (all_can_be_conv && some_open) out |= kOpenConvOutput;  // accumulated into a convolution
+  if (all_can_be_closed) out |= kConvOutput;                 // added in the blocked layout
+  return out;
+}
+
+// kYes when every element of `inputs` (sets of kinds) surely has one of
+// `kinds`, kNo when none can, kMaybe otherwise.
+template <typename Range>
+FromConvolution all_or_none(const Range& inputs, ValueKinds kinds) {
+  bool some = false, all = true;
+  for (ValueKinds in : inputs) {
+    some |= (in & kinds) != 0;
+    all &= (in & ~kinds) == 0;
+  }
+  return all && some ? FromConvolution::kYes
+         : some      ? FromConvolution::kMaybe
+                     : FromConvolution::kNo;
+}
+
+// The context of operator `op` whose non-weight inputs may be `inputs`.
+template <typename Range>
+OpContext context_of(Op op, const Range& inputs) {
+  OpContext context;
+  bool can_be_conv = false, can_be_plain = false, surely_conv = false, surely_plain = false;
+  for (ValueKinds kinds : inputs) {
+    const FromConvolution in = convolution_output(kinds);
+    context.input = std::max(context.input, in);
+    can_be_conv |= in != FromConvolution::kNo;
+    can_be_plain |= in != FromConvolution::kYes;
+    surely_conv |= in == FromConvolution::kYes;
+    surely_plain |= in == FromConvolution::kNo;
+  }
+  // One input alone cannot be mixed, whatever it turns out to be.
+  context.mixed = surely_conv && surely_plain                         ? FromConvolution::kYes
+                  : inputs.size() >= 2 && can_be_conv && can_be_plain ? FromConvolution::kMaybe
+                                                                      : FromConvolution::kNo;
+  // An activation runs between convolutions when it is fused into one, an
+  // Add when it is accumulated into one: they need an open output. Any
+  // other convolution output they run on in the blocked layout, at about
+  // their price alone.
+  if (fuses_into_convolution(op)) {
+    context.input = all_or_none(inputs, kOpenConvOutput);
+  } else if (op == Op::kAdd) {
+    // A plain input makes it mixed instead (the choice that makes it so
+    // pays the difference: reorder_penalty).
+    bool surely_open = false, can_be_open = false;
+    for (ValueKinds kinds : inputs) {
+      surely_open |= kinds == kOpenConvOutput;
+      can_be_open |= (kinds & kOpenConvOutput) != 0;
+    }
+    context.input = surely_open   ? FromConvolution::kYes
+                    : can_be_open ? FromConvolution::kMaybe
+                                  : FromConvolution::kNo;
+  }
+  return context;
+}
+
+}  // namespace
+
+std::vector<ValueKinds> value_kinds(const tensor::Graph& graph,
+                                    const std::vector<bool>& weight_only) {
+  std::vector<ValueKinds> kinds(graph.size(), kPlainValue);
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (int x = 0; x < graph.size(); ++x) {
+    const tensor::Node& n = graph.nodes[x];
+    if (weight_only[x]) continue;
+    inputs.clear();
+    for (int in : n.inputs) {
+      if (!weight_only[in]) inputs.push_back(kinds[in]);
+    }
+    kinds[x] = output_kinds(n.op, n.attributes, inputs);
+  }
+  return kinds;
+}
+
+ConvolutionOutputs::ConvolutionOutputs(const EGraph& egraph, const tensor::TensorAnalysis& analysis)
+    : egraph_(&egraph), analysis_(&analysis) {
+  // The least fixed point from "no outcome": a class's outcomes are its
+  // nodes', a node's grow with its children's, so the sets only grow; a
+  // class whose set grows sends its readers back to the worklist.
+  std::vector<Id> work = egraph.class_ids();
+  kinds_.reserve(work.size());
+  for (Id c : work) kinds_.emplace(c, 0);
+  while (!work.empty()) {
+    const Id c = egraph.find(work.back());
+    work.pop_back();
+    ValueKinds kinds = 0;
+    for (const ENode& n : egraph.nodes(c)) kinds |= of_node(n);
+    ValueKinds& known = kinds_[c];
+    if ((kinds | known) == known) continue;
+    known |= kinds;
+    for (Id p : egraph.eclass(c).parents) work.push_back(p);
+  }
+}
+
+ValueKinds ConvolutionOutputs::of_class(Id id) const {
+  auto it = kinds_.find(egraph_->find(id));
+  return it == kinds_.end() ? 0 : it->second;
+}
+
+ValueKinds ConvolutionOutputs::of_node(const ENode& node) const {
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (Id child : node.children) {
+    if (!analysis_->info(egraph_->find(child)).weight_only) inputs.push_back(of_class(child));
+  }
+  return output_kinds(tensor::TensorLanguage::op(node.op), egraph_->attrs().get(node.attrs),
+                      inputs);
+}
+
+OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
+                       const std::vector<ValueKinds>& kinds, int x) {
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (int in : graph.nodes[x].inputs) {
+    if (!weight_only[in]) inputs.push_back(kinds[in]);
+  }
+  return context_of(graph.nodes[x].op, inputs);
+}
+
+OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
+                       const ConvolutionOutputs& conv_outputs, const ENode& node) {
+  absl::InlinedVector<ValueKinds, 4> inputs;
+  for (Id child : node.children) {
+    const Id c = egraph.find(child);
+    if (!analysis.info(c).weight_only) inputs.push_back(conv_outputs.of_class(c));
+  }
+  return context_of(tensor::TensorLanguage::op(node.op), inputs);
+}
+
+}  // namespace saturn

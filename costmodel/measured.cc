@@ -1,0 +1,193 @@
+// Measured tables: operator signatures, the measured cost model, reading a
+// table, and the spellings a table prices as their parts.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/file.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/json_file.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace saturn {
+
+using tensor::Op;
+using tensor::ValueType;
+
+std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> inputs) {
+  std::string s(tensor::op_name(op));
+  s += a.to_string();
+  s.push_back('(');
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i > 0) s.push_back(',');
+    s += tensor::to_string(inputs[i]);
+  }
+  s.push_back(')');
+  return s;
+}
+
+double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
+                                    const ValueType& output, OpContext context) const {
+  if (is_free_operator(op)) return 0;
+  if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
+    double total = 0;
+    for (const OpPart& part : parts) {
+      total +=
+          node_cost(part.op, part.attributes, part_input_types(part, inputs, output), output,
+                    part.reads_convolution ? OpContext{.input = FromConvolution::kYes} : context);
+    }
+    return total;
+  }
+  const std::string signature = op_signature(op, a, inputs);
+  auto mixed = context.mixed == FromConvolution::kNo ? mixed_.end() : mixed_.find(signature);
+  if (mixed != mixed_.end() && context.mixed == FromConvolution::kYes) return mixed->second;
+  auto alone = alone_.find(signature);
+  double price = 0;
+  if (auto it = context.input == FromConvolution::kNo ? between_.end() : between_.find(signature);
+      it != between_.end()) {
+    price = context.input == FromConvolution::kYes || alone == alone_.end()
+                ? it->second
+                : std::max(it->second, alone->second);
+  } else if (alone != alone_.end()) {
+    price = alone->second;
+  } else {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return fallback_.node_cost(op, a, inputs, output, context);
+  }
+  // Mixed or not is open. Where an input surely is a convolution's output,
+  // the choice that would make another input plain pays the difference
+  // (reorder_penalty); otherwise the dearer price stands.
+  if (mixed != mixed_.end() && context.input != FromConvolution::kYes)
+    price = std::max(price, mixed->second);
+  return price;
+}
+
+double MeasuredCostModel::mixed_surcharge(Op op, const Attributes& a,
+                                          std::span<const ValueType> inputs) const {
+  if (mixed_.empty()) return 0;
+  const std::string signature = op_signature(op, a, inputs);
+  auto mixed = mixed_.find(signature);
+  auto between = between_.find(signature);
+  if (mixed == mixed_.end() || between == between_.end()) return 0;
+  return std::max(0.0, mixed->second - between->second);
+}
+
+std::string machine_description() {
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.starts_with("model name")) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
+}
+
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
+    const std::string& path, RooflineCostModel fallback) {
+  absl::StatusOr<std::string> text = read_text_file(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<nlohmann::json> j = costmodel::parse_json_file_text(*text, path);
+  if (!j.ok()) return j.status();
+  if (!j->is_object() || !j->contains("entries") || !(*j)["entries"].is_array()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: needs \"entries\", a list of {{\"signature\", \"us\"}}", path));
+  }
+  std::string machine;
+  if (auto it = j->find("machine"); it != j->end()) {
+    if (!it->is_string())
+      return absl::InvalidArgumentError(fmt::format("{}: \"machine\" must be a string", path));
+    machine = it->get<std::string>();
+  }
+  MeasuredCostModel::Table alone, between, mixed;
+  const nlohmann::json& entries = (*j)["entries"];
+  auto microseconds = [](const nlohmann::json& e, const char* key) -> std::optional<double> {
+    auto it = e.find(key);
+    if (it == e.end() || !it->is_number() || it->get<double>() < 0) return std::nullopt;
+    return it->get<double>();
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const nlohmann::json& e = entries[i];
+    std::optional<double> us = e.is_object() ? microseconds(e, "us") : std::nullopt;
+    if (!us || !e.contains("signature") || !e["signature"].is_string()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: entries[{}]: needs a \"signature\" string and a non-negative \"us\"", path, i));
+    }
+    std::string signature = e["signature"].get<std::string>();
+    if (!e.contains("context")) {
+      alone[std::move(signature)] = *us;
+      continue;
+    }
+    std::optional<double> alone_us = microseconds(e, "alone_us");
+    if (!e["context"].is_string() || e["context"].get<std::string>() != kBetweenConvolutions ||
+        !alone_us) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: entries[{}]: a \"context\" must be \"{}\", with a non-negative \"alone_us\"", path,
+          i, kBetweenConvolutions));
+    }
+    if (e.contains("mixed_us")) {
+      std::optional<double> mixed_us = microseconds(e, "mixed_us");
+      if (!mixed_us) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: entries[{}]: \"mixed_us\" must be a non-negative number", path, i));
+      }
+      mixed[signature] = *mixed_us;
+    }
+    between[signature] = *us;
+    alone[std::move(signature)] = *alone_us;
+  }
+  return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between), std::move(mixed),
+                                             std::move(fallback), std::move(machine));
+}
+
+std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::size_t num_inputs) {
+  std::vector<OpPart> parts;
+  if (op == Op::kConv) {
+    const std::string* name = attributes.get_string("activation");
+    if (name == nullptr || *name == "none") return parts;
+    Op activation = Op::kRelu;
+    if (*name == "sigmoid") {
+      activation = Op::kSigmoid;
+    } else if (*name == "tanh") {
+      activation = Op::kTanh;
+    } else if (*name != "relu") {
+      return parts;  // not an activation type inference accepts
+    }
+    Attributes conv = attributes;
+    conv.set("activation", std::string("none"));
+    std::vector<int> inputs(num_inputs);
+    std::iota(inputs.begin(), inputs.end(), 0);
+    parts.push_back({Op::kConv, std::move(conv), std::move(inputs)});
+    parts.push_back({activation, {}, {kPreviousPart}, /*reads_convolution=*/true});
+  } else if (op == Op::kGemm && num_inputs == 3 && attributes.get_int("transA").value_or(0) == 0 &&
+             attributes.get_int("transB").value_or(0) == 0 &&
+             attributes.get_float("alpha").value_or(1) == 1 &&
+             attributes.get_float("beta").value_or(1) == 1) {
+    parts.push_back({Op::kMatMul, {}, {0, 1}});
+    parts.push_back({Op::kAdd, {}, {kPreviousPart, 2}});
+  }
+  return parts;
+}
+
+std::vector<ValueType> part_input_types(const OpPart& part, std::span<const ValueType> inputs,
+                                        const ValueType& output) {
+  std::vector<ValueType> types;
+  types.reserve(part.inputs.size());
+  for (int i : part.inputs) types.push_back(i == kPreviousPart ? output : inputs[i]);
+  return types;
+}
+
+}  // namespace saturn

@@ -1,0 +1,68 @@
+// Internal to ort/ (saturn's interface to it is ort/runtime.h): what the
+// bridge's files share, the harness subprocess and its timing of models.
+//
+//   harness.cc              the subprocess (`node ort-run.js`), its options,
+//                           timing in batches and passes, TempDir,
+//                           shell_quote
+//   verify.cc               runtime_file, verify_models, the report's lines
+//   timing_model.cc         the single-operator models calibrate() times and
+//                           the attribution of their kernels (is_image)
+//   profiler_correction.cc  the ProfilerCorrection's measurement
+//   signatures.cc           the operator signatures calibrate() times (see
+//                           signatures.h)
+//   calibrate.cc            calibrate(): the measured cost table
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "ort/runtime.h"
+#include "tensor/types.h"
+
+namespace saturn::ort {
+
+// The options' ranges, checked before node is started.
+absl::Status check_options(const RuntimeOptions& options);
+
+// Runs `node ort-run.js ARGS...` and parses what it prints.
+absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
+                                           const RuntimeOptions& options);
+
+// Times `files` with the harness's "time" command, one result per file (an
+// "error" field where onnxruntime could not run it). The files go to the
+// harness in batches, each in a fresh process, and when onnxruntime crashes
+// on a batch its files are timed one by one, so that one model that crashes
+// it costs only its own entry.
+absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files,
+                                           const RuntimeOptions& options);
+
+// Times `files` in `options.passes` passes (see CalibrationOptions::passes)
+// and keeps, per file, the result of the pass whose kernels took least.
+absl::StatusOr<nlohmann::json> time_models_fastest(const std::vector<std::string>& files,
+                                                   const CalibrationOptions& options);
+
+// A time (`key`) of a model as time_models reports it; nothing where
+// onnxruntime could not run the model.
+std::optional<double> reported_us(const nlohmann::json& model, const char* key);
+std::optional<double> kernel_us(const nlohmann::json& model);
+
+// Whether `t` is a 4-D float tensor, the layout (NCHW) onnxruntime's CPU
+// provider runs convolution chains in its blocked form.
+bool is_image(const tensor::TensorType& t);
+bool is_image(const tensor::ValueType& t);
+
+// Measures the ProfilerCorrection: chains of alternating Relu and Tanh of 64
+// values, 16 and 216 operators long, timed with the profiler (their kernel
+// time) and without (their runs' wall time). Per operator the longer chain
+// adds, the kernel time less the wall time is the excess, and the wall time
+// is the floor. The profiler's excess grows when the machine slows down (it
+// measured 3.4-9 us), so the two timings alternate, in rounds that each see
+// the machine at one speed, and the median round counts.
+absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& dir,
+                                                               const CalibrationOptions& options);
+
+}  // namespace saturn::ort

@@ -1,0 +1,71 @@
+// Verification: the ONNX files onnxruntime runs, their comparison and timing
+// by the harness, and the report's lines. See runtime.h.
+#include <string>
+#include <utility>
+
+#include "base/file.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "ort/harness_internal.h"
+#include "ort/runtime.h"
+#include "tensor/onnx/onnx.h"
+
+namespace saturn::ort {
+
+using tensor::Graph;
+
+absl::StatusOr<std::string> runtime_file(const std::string& model, const Graph& graph,
+                                         const TempDir& dir, const std::string& stem,
+                                         const tensor::OnnxImportOptions& onnx) {
+  if (absl::Status s = dir.status(); !s.ok()) return s;
+  const std::string path = (dir.path() / (stem + ".onnx")).string();
+  if (model.ends_with(".onnx")) {
+    absl::StatusOr<std::string> bytes = tensor::runtime_onnx_model(model, onnx);
+    if (!bytes.ok()) return bytes.status();
+    if (absl::Status s = write_text_file(path, *bytes); !s.ok()) return s;
+    return path;
+  }
+  if (absl::Status s = tensor::save_onnx_model(graph, path); !s.ok()) return s;
+  return path;
+}
+
+absl::StatusOr<VerifyReport> verify_models(const std::string& original,
+                                           const std::string& optimized,
+                                           const RuntimeOptions& options) {
+  absl::StatusOr<nlohmann::json> j = run_harness({"verify", original, optimized}, options);
+  if (!j.ok()) return j.status();
+  VerifyReport r;
+  r.ok = j->value("ok", false);
+  r.speedup = j->value("speedup", 0.0);
+  r.json = std::move(*j);
+  return r;
+}
+
+std::string describe(const VerifyReport& r) {
+  std::string out;
+  for (const nlohmann::json& o : r.json["outputs"]) {
+    const bool ok = o.value("ok", false);
+    out += fmt::format("  output {:<20} {}", o.value("name", "?"), ok ? "match" : "MISMATCH");
+    if (o.contains("max_abs_diff") && o["max_abs_diff"].is_number() && o.contains("error_ratio") &&
+        o["error_ratio"].is_number())
+      out += fmt::format(" (max |diff| {:.3g}, error ratio {:.3g})",
+                         o["max_abs_diff"].get<double>(), o["error_ratio"].get<double>());
+    if (o.contains("detail")) out += ": " + o["detail"].get<std::string>();
+    out += "\n";
+  }
+  const nlohmann::json& a = r.json["latency"]["original"];
+  const nlohmann::json& b = r.json["latency"]["optimized"];
+  auto ms = [](const nlohmann::json& s, const char* key) { return s[key].get<double>() / 1000.0; };
+  out += fmt::format(
+      "  onnxruntime CPU latency, median of {} runs [p10, p90]: original {:.3f} ms [{:.3f}, "
+      "{:.3f}], optimized {:.3f} ms [{:.3f}, {:.3f}]\n",
+      a["runs"].get<int>(), ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"),
+      ms(b, "median_us"), ms(b, "p10_us"), ms(b, "p90_us"));
+  out += fmt::format(
+      "  speedup {:.3f}x (median over run pairs) [p10 {:.3f}, p90 {:.3f}]; outputs {}\n", r.speedup,
+      r.json["speedup_p10"].get<double>(), r.json["speedup_p90"].get<double>(),
+      r.ok ? "match" : "DIFFER");
+  return out;
+}
+
+}  // namespace saturn::ort

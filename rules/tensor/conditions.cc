@@ -1,0 +1,182 @@
+// The tensor rule set: the conditions its rules may name and the shipped
+// rule files. The rule verifier is in verifier.cc.
+#include "rules/tensor/tensor_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "base/status.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "rules/parser.h"
+#include "rules/rewrite.h"
+#include "tensor/analysis.h"
+#include "tensor/infer.h"
+
+namespace saturn {
+
+using tensor::TensorAnalysis;
+using Ints = std::vector<std::int64_t>;
+
+namespace {
+
+const TensorAnalysis& shapes_of(const EGraph& egraph) {
+  return static_cast<const TensorAnalysis&>(*egraph.analysis());
+}
+const tensor::ValueType& type_of(const EGraph& egraph, Id id) {
+  return shapes_of(egraph).info(egraph.find(id)).type;
+}
+
+}  // namespace
+
+ConditionRegistry tensor_conditions() {
+  ConditionRegistry r;
+  r.add(
+      "is-weight", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        return shapes_of(g).info(g.find(a[0])).weight_only;
+      },
+      "the class depends on weights only (computed once at load time)");
+  r.add(
+       "same-shape", 2,
+       [](const EGraph& g, std::span<const Id> a) { return type_of(g, a[0]) == type_of(g, a[1]); },
+       "the two classes have the same type")
+      .symmetric = true;
+  r.add(
+      "rank-2", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return !t.is_tuple && t.tensor().rank() == 2;
+      },
+      "the class is a matrix");
+  r.add(
+      "kernel-1x1", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return !t.is_tuple && t.tensor().rank() == 4 && t.tensor().dims[2] == 1 &&
+               t.tensor().dims[3] == 1;
+      },
+      "the class is a convolution kernel of size 1x1");
+  r.add(
+      "last-axis", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        const AttrValue& value = g.attr_value(AttrId(a[1].value));
+        std::optional<std::int64_t> axis;
+        if (const auto* one = std::get_if<std::int64_t>(&value)) axis = *one;
+        if (const auto* list = std::get_if<Ints>(&value); list && list->size() == 1)
+          axis = list->front();
+        if (t.is_tuple || !axis) return false;
+        std::optional<std::int64_t> n = tensor::normalize_axis(*axis, t.tensor().rank());
+        return n && *n + 1 == static_cast<std::int64_t>(t.tensor().rank());
+      },
+      "(last-axis ?x ?axis): the attribute value ?axis (an axis, or a list of one) names the "
+      "last axis of ?x");
+  r.add(
+      "identity-perm", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const auto* perm = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        if (perm == nullptr || perm->empty()) return false;
+        for (std::size_t i = 0; i < perm->size(); ++i) {
+          if ((*perm)[i] != static_cast<std::int64_t>(i)) return false;
+        }
+        return true;
+      },
+      "(identity-perm ?p): the permutation ?p keeps every axis in place");
+  r.add(
+      "reshape-keeps-shape", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        if (t.is_tuple) return false;
+        absl::StatusOr<tensor::ValueType> out = tensor::infer_type(
+            tensor::Op::kReshape, Attributes{{"shape", g.attr_value(AttrId(a[1].value))}},
+            std::span(&t, 1));
+        return out.ok() && *out == t;
+      },
+      "(reshape-keeps-shape ?x ?s): reshaping ?x to the shape ?s gives ?x's own shape");
+  r.add(
+      "no-copied-dims", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const auto* shape = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        return shape != nullptr && std::find(shape->begin(), shape->end(), 0) == shape->end();
+      },
+      "(no-copied-dims ?s): the reshape target ?s has no 0 (a dimension copied from the input)");
+  r.add(
+      "rank-1", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return !t.is_tuple && t.tensor().rank() == 1;
+      },
+      "the class is a vector");
+  // Split sizes for merged operators: one axis's extent of each argument.
+  auto extents = [](int axis) {
+    return [axis](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+      std::vector<std::int64_t> sizes;
+      for (Id id : a) {
+        const tensor::ValueType& t = type_of(g, id);
+        if (t.is_tuple) return std::nullopt;
+        std::optional<std::int64_t> n = tensor::normalize_axis(axis, t.tensor().rank());
+        if (!n) return std::nullopt;
+        sizes.push_back(t.tensor().dims[*n]);
+      }
+      return sizes;
+    };
+  };
+  r.add_function(
+      "compose-perm", 2,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        // Transpose{q}(Transpose{p}(x)) reads x's axis p[q[i]] at axis i.
+        const auto* p = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        const auto* q = std::get_if<Ints>(&g.attr_value(AttrId(a[1].value)));
+        if (p == nullptr || q == nullptr || p->size() != q->size()) return std::nullopt;
+        Ints out;
+        for (std::int64_t i : *q) {
+          if (i < 0 || i >= static_cast<std::int64_t>(p->size())) return std::nullopt;
+          out.push_back((*p)[static_cast<std::size_t>(i)]);
+        }
+        return out;
+      },
+      "(compose-perm ?p ?q): the permutation of a transpose by ?p followed by one by ?q");
+  r.add_function("first-dims", -1, extents(0), "[d0 of each argument]: split sizes along axis 0");
+  r.add_function("last-dims", -1, extents(-1),
+                 "[last dimension of each argument]: split sizes along the last axis");
+  r.add_function("row-dims", -1, extents(-2), "[second-to-last dimension of each argument]");
+  return r;
+}
+
+std::string tensor_rules_dir() { return std::string(SATURN_SOURCE_DIR) + "/rules/tensor"; }
+
+std::vector<std::string> tensor_rule_files() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(tensor_rules_dir())) {
+    if (e.path().extension() == ".rules") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
+                                          const ConditionRegistry& conditions) {
+  return load_tensor_rule_files(tensor_rule_files(), language, conditions);
+}
+
+absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& files,
+                                               const tensor::TensorLanguage& language,
+                                               const ConditionRegistry& conditions) {
+  RuleSet all;
+  for (const std::string& file : files) {
+    absl::StatusOr<RuleSet> rules = load_rules(file, language, conditions);
+    if (!rules.ok()) return rules.status();
+    for (const Rule& r : rules->rules()) {
+      if (all.find(r.name) != nullptr) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: rule '{}' is also defined in another file", file, r.name));
+      }
+    }
+    all.append(*rules);
+  }
+  return all;
+}
+
+}  // namespace saturn

@@ -1,0 +1,176 @@
+// Shape inference rules: matrix products, convolution and pooling,
+// normalizations and reductions.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tensor/infer.h"
+#include "tensor/inference.h"
+
+namespace saturn::tensor::inference {
+
+absl::StatusOr<ValueType> Inference::matmul() {
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+    if (t(i).rank() < 2)
+      return fail(op_, "input {} must have rank 2 or more, is {}", i, to_string(t(i)));
+  }
+  const Dims& a = d(0);
+  const Dims& b = d(1);
+  if (a.back() != b[b.size() - 2]) {
+    return fail(op_, "inner dimensions differ: {} x {}", to_string(t(0)), to_string(t(1)));
+  }
+  std::optional<Dims> batch =
+      broadcast_dims(Dims(a.begin(), a.end() - 2), Dims(b.begin(), b.end() - 2));
+  if (!batch)
+    return fail(op_, "batch dimensions of {} and {} do not broadcast", to_string(a), to_string(b));
+  batch->push_back(a[a.size() - 2]);
+  batch->push_back(b.back());
+  return f32(*batch);
+}
+
+absl::StatusOr<ValueType> Inference::gemm() {
+  for (std::size_t i = 0; i < in_.size(); ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (auto s = need_rank(i, 2); !s.ok()) return s;
+  }
+  bool ta = int_attr(a_, "transA") != 0, tb = int_attr(a_, "transB") != 0;
+  std::int64_t m = d(0)[ta ? 1 : 0], k = d(0)[ta ? 0 : 1];
+  std::int64_t kb = d(1)[tb ? 1 : 0], n = d(1)[tb ? 0 : 1];
+  if (k != kb)
+    return fail(op_, "inner dimensions differ: {} x {}", to_string(t(0)), to_string(t(1)));
+  if (in_.size() == 3) {
+    std::optional<Dims> c = broadcast_dims(d(2), Dims{m, n});
+    if (!c || *c != Dims{m, n})
+      return fail(op_, "bias {} does not broadcast to [{},{}]", to_string(d(2)), m, n);
+  }
+  return f32(Dims{m, n});
+}
+
+absl::StatusOr<ValueType> Inference::conv() {
+  for (std::size_t i = 0; i < in_.size(); ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  if (auto s = need_rank(0, 4); !s.ok()) return s;
+  if (auto s = need_rank(1, 4); !s.ok()) return s;
+  const Ints& strides = ints(a_, "strides");
+  const Ints& dil = ints(a_, "dilations");
+  const Ints& pads = ints(a_, "pads");
+  std::int64_t group = int_attr(a_, "group");
+  if (auto s = need_positive(strides, "strides", 2); !s.ok()) return s;
+  if (auto s = need_positive(dil, "dilations", 2); !s.ok()) return s;
+  if (auto s = need_pads(pads, 4); !s.ok()) return s;
+  const std::string& act = *a_.get_string("activation");
+  if (act != "none" && act != "relu" && act != "sigmoid" && act != "tanh") {
+    return fail(op_, "unknown activation '{}' (none, relu, sigmoid or tanh)", act);
+  }
+  const Dims& x = d(0);
+  const Dims& w = d(1);
+  if (group <= 0 || x[1] % group != 0 || w[0] % group != 0) {
+    return fail(op_, "group {} does not divide input channels {} and output channels {}", group,
+                x[1], w[0]);
+  }
+  if (w[1] * group != x[1]) {
+    return fail(op_, "weight {} expects {} input channels (group {}), input {} has {}",
+                to_string(w), w[1] * group, group, to_string(x), x[1]);
+  }
+  if (in_.size() == 3 && d(2) != Dims{w[0]}) {
+    return fail(op_, "bias must be [{}], is {}", w[0], to_string(d(2)));
+  }
+  Dims out{x[0], w[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    out[2 + i] = window_output(x[2 + i], w[2 + i], strides[i], pads[i], pads[2 + i], dil[i]);
+    if (out[2 + i] <= 0) {
+      return fail(op_, "kernel {} does not fit input {} with pads {}", to_string(w), to_string(x),
+                  to_string(pads));
+    }
+  }
+  return f32(out);
+}
+
+absl::StatusOr<ValueType> Inference::pool() {
+  if (auto s = need_float(0); !s.ok()) return s;
+  if (auto s = need_rank(0, 4); !s.ok()) return s;
+  const Ints& kernel = ints(a_, "kernel_shape");
+  const Ints& strides = ints(a_, "strides");
+  const Ints& pads = ints(a_, "pads");
+  if (auto s = need_positive(kernel, "kernel_shape", 2); !s.ok()) return s;
+  if (auto s = need_positive(strides, "strides", 2); !s.ok()) return s;
+  if (auto s = need_pads(pads, 4); !s.ok()) return s;
+  Dims out = d(0);
+  for (int i = 0; i < 2; ++i) {
+    if (pads[i] >= kernel[i] || pads[2 + i] >= kernel[i])
+      return fail(op_, "pads must be smaller than the kernel");
+    out[2 + i] = window_output(out[2 + i], kernel[i], strides[i], pads[i], pads[2 + i], 1);
+    if (out[2 + i] <= 0)
+      return fail(op_, "kernel {} does not fit input {}", to_string(kernel), to_string(d(0)));
+  }
+  return f32(out);
+}
+
+absl::StatusOr<ValueType> Inference::global_average_pool() {
+  if (auto s = need_float(0); !s.ok()) return s;
+  if (auto s = need_rank(0, 4); !s.ok()) return s;
+  return f32(Dims{d(0)[0], d(0)[1], 1, 1});
+}
+
+absl::StatusOr<ValueType> Inference::softmax() {
+  if (auto s = need_float(0); !s.ok()) return s;
+  if (!normalize_axis(int_attr(a_, "axis"), t(0).rank()))
+    return fail(op_, "axis out of range for {}", to_string(t(0)));
+  return in_[0];
+}
+
+absl::StatusOr<ValueType> Inference::layer_norm() {
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  std::optional<std::int64_t> axis = normalize_axis(int_attr(a_, "axis"), t(0).rank());
+  if (!axis) return fail(op_, "axis {} out of range for {}", int_attr(a_, "axis"), to_string(t(0)));
+  Dims normalized(d(0).begin() + *axis, d(0).end());
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (d(i) != normalized)
+      return fail(op_, "input {} must be {}, is {}", i, to_string(normalized), to_string(d(i)));
+  }
+  return in_[0];
+}
+
+absl::StatusOr<ValueType> Inference::batch_norm() {
+  for (std::size_t i = 0; i < 5; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  if (t(0).rank() < 2) return fail(op_, "input must have rank 2 or more, is {}", to_string(t(0)));
+  for (std::size_t i = 1; i < 5; ++i) {
+    if (d(i) != Dims{d(0)[1]})
+      return fail(op_, "input {} must be [{}], is {}", i, d(0)[1], to_string(d(i)));
+  }
+  return in_[0];
+}
+
+absl::StatusOr<ValueType> Inference::reduce_mean() {
+  if (auto s = need_float(0); !s.ok()) return s;
+  const Ints& axes = ints(a_, "axes");
+  std::vector<bool> reduced(t(0).rank(), axes.empty());
+  for (std::int64_t ax : axes) {
+    std::optional<std::int64_t> n = normalize_axis(ax, t(0).rank());
+    if (!n || reduced[*n])
+      return fail(op_, "axes {} invalid for {}", to_string(axes), to_string(t(0)));
+    reduced[*n] = true;
+  }
+  Dims out;
+  for (std::size_t i = 0; i < reduced.size(); ++i) {
+    if (!reduced[i])
+      out.push_back(d(0)[i]);
+    else if (int_attr(a_, "keepdims") != 0)
+      out.push_back(1);
+  }
+  return f32(out);
+}
+
+}  // namespace saturn::tensor::inference

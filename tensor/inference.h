@@ -1,0 +1,104 @@
+// Internal to shape inference (infer.cc, infer_compute.cc, infer_shape.cc):
+// the Inference of one operator application, whose rules those files hold.
+//
+//   infer.cc          infer_type and the shape helpers of infer.h; the
+//                     dispatch by operator, the input checks, leaves,
+//                     elementwise operators, tuples and opaque operators
+//   infer_compute.cc  matrix products, convolution and pooling,
+//                     normalizations and reductions
+//   infer_shape.cc    the shape operators (Transpose to Pad) and the
+//                     rewrites of convolution kernels
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "fmt/format.h"
+#include "tensor/ops.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor::inference {
+
+using Ints = std::vector<std::int64_t>;
+
+template <typename... Args>
+absl::Status fail(Op op, fmt::format_string<Args...> f, Args&&... args) {
+  return absl::InvalidArgumentError(
+      fmt::format("{}: {}", op_name(op), fmt::format(f, std::forward<Args>(args)...)));
+}
+
+inline const Ints& ints(const Attributes& a, std::string_view key) {
+  static const Ints kEmpty;
+  const Ints* v = a.get_ints(key);
+  return v ? *v : kEmpty;
+}
+inline std::int64_t int_attr(const Attributes& a, std::string_view key) {
+  return a.get_int(key).value_or(0);
+}
+
+class Inference {
+ public:
+  Inference(Op op, const Attributes& a, std::span<const ValueType> in) : op_(op), a_(a), in_(in) {}
+
+  absl::StatusOr<ValueType> run();
+
+ private:
+  const TensorType& t(std::size_t i) const { return in_[i].tensor(); }
+  const Dims& d(std::size_t i) const { return in_[i].tensor().dims; }
+
+  static ValueType f32(Dims dims) {
+    return ValueType::of(TensorType{DType::kFloat32, std::move(dims)});
+  }
+  ValueType like(std::size_t i, Dims dims) const {
+    return ValueType::of(TensorType{t(i).dtype, std::move(dims)});
+  }
+
+  // The dispatch, the checks and the rules of infer.cc.
+  absl::StatusOr<ValueType> infer();
+  absl::Status need_float(std::size_t i) const;
+  absl::Status need_rank(std::size_t i, std::size_t rank) const;
+  absl::Status need_positive(const Ints& v, std::string_view what, std::size_t n) const;
+  absl::Status need_pads(const Ints& pads, std::size_t n) const;
+  absl::StatusOr<ValueType> leaf();
+  absl::StatusOr<ValueType> broadcast();
+  absl::StatusOr<ValueType> unary();
+  absl::StatusOr<ValueType> tuple();
+  absl::StatusOr<ValueType> tuple_get();
+  absl::StatusOr<ValueType> opaque();
+
+  // infer_compute.cc
+  absl::StatusOr<ValueType> matmul();
+  absl::StatusOr<ValueType> gemm();
+  absl::StatusOr<ValueType> conv();
+  absl::StatusOr<ValueType> pool();
+  absl::StatusOr<ValueType> global_average_pool();
+  absl::StatusOr<ValueType> softmax();
+  absl::StatusOr<ValueType> layer_norm();
+  absl::StatusOr<ValueType> batch_norm();
+  absl::StatusOr<ValueType> reduce_mean();
+
+  // infer_shape.cc
+  absl::StatusOr<ValueType> transpose();
+  absl::StatusOr<ValueType> reshape();
+  absl::StatusOr<ValueType> flatten();
+  absl::StatusOr<ValueType> concat();
+  absl::StatusOr<ValueType> split();
+  absl::StatusOr<ValueType> slice();
+  absl::StatusOr<ValueType> gather();
+  absl::StatusOr<ValueType> pad();
+  absl::StatusOr<ValueType> enlarge();
+  absl::StatusOr<ValueType> merge_groups();
+
+  Op op_;
+  const Attributes& a_;
+  std::span<const ValueType> in_;
+};
+
+}  // namespace saturn::tensor::inference

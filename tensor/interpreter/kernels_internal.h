@@ -1,0 +1,104 @@
+// Internal to the reference kernels (kernels*.cc): the helpers they share
+// and each family's kernels, which evaluate_op dispatches to.
+//
+//   kernels.cc              evaluate_op, and the shared helpers
+//   kernels_elementwise.cc  unary and binary elementwise operators
+//   kernels_matmul.cc       MatMul, Gemm and the blocked product under them
+//   kernels_conv.cc         convolution and pooling
+//   kernels_norm.cc         Softmax, LayerNorm, BatchNorm and ReduceMean
+//   kernels_shape.cc        data movement (Transpose to Pad) and the
+//                           rewrites of convolution kernels
+//
+// Each kernel takes normalized attributes and inputs that type-check.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor::kernels {
+
+using Ints = std::vector<std::int64_t>;
+
+// Runs fn(begin, end) over [0, n) in parallel chunks of at least `grain`.
+void parallel(std::int64_t n, std::int64_t grain,
+              const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// Row-major strides of `dims`.
+Ints strides_of(const Dims& dims);
+
+// Strides of an operand broadcast to `out` (0 along broadcast axes).
+Ints broadcast_strides(const Dims& in, const Dims& out);
+
+// Calls fn(out_index, offset_a, offset_b) for every element of `out`, with
+// the offsets of two operands of the given strides.
+template <typename Fn>
+void for_each_index(const Dims& out, const Ints& sa, const Ints& sb, Fn&& fn) {
+  std::int64_t total = 1;
+  for (std::int64_t d : out) total *= d;
+  if (total == 0) return;
+  std::size_t r = out.size();
+  Ints idx(r, 0);
+  std::int64_t oa = 0, ob = 0;
+  for (std::int64_t i = 0; i < total; ++i) {
+    fn(i, oa, ob);
+    for (std::size_t k = r; k-- > 0;) {
+      if (++idx[k] < out[k]) {
+        oa += sa[k];
+        ob += sb[k];
+        break;
+      }
+      oa -= sa[k] * (out[k] - 1);
+      ob -= sb[k] * (out[k] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
+// Splits dims around `axis` into outer x axis x inner extents.
+struct AxisView {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisView view_around(const Dims& dims, std::int64_t axis);
+
+// Elementwise operators (kernels_elementwise.cc).
+Tensor unary(Op op, const Attributes& a, const Tensor& x);
+Tensor binary(Op op, const Tensor& x, const Tensor& y);
+// Applies a convolution's activation ("relu", "sigmoid", "tanh"; anything
+// else is none) to `t` in place.
+void activate(Tensor& t, const std::string& activation);
+
+// Matrix products (kernels_matmul.cc).
+Tensor matmul(const Tensor& x, const Tensor& y);
+Tensor gemm(const Attributes& attrs, std::span<const Tensor> in);
+
+// Convolution and pooling (kernels_conv.cc).
+Tensor conv(const Attributes& attrs, std::span<const Tensor> in);
+Tensor pool(Op op, const Attributes& attrs, const Tensor& x);
+Tensor global_average_pool(const Tensor& x);
+
+// Normalizations and reductions (kernels_norm.cc).
+Tensor softmax(const Attributes& attrs, const Tensor& x);
+Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in);
+Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in);
+Tensor reduce_mean(const Attributes& attrs, const Tensor& x);
+
+// Data movement and the rewrites of convolution kernels (kernels_shape.cc).
+Tensor transpose(const Attributes& attrs, const Tensor& x);
+Tensor slice(const Attributes& attrs, const Tensor& x);
+Tensor concat(const Attributes& attrs, std::span<const Tensor> in);
+std::vector<Tensor> split(const Attributes& attrs, const Tensor& x);
+absl::StatusOr<Tensor> gather(const Attributes& attrs, const Tensor& data, const Tensor& indices);
+Tensor pad(const Attributes& attrs, const Tensor& x);
+Tensor enlarge(const Attributes& attrs, const Tensor& w);
+Tensor merge_groups(const Attributes& attrs, const Tensor& w);
+
+}  // namespace saturn::tensor::kernels

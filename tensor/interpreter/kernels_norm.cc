@@ -1,0 +1,116 @@
+// Reference kernels: the normalizations (Softmax, LayerNorm, BatchNorm) and
+// ReduceMean.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensor/infer.h"
+#include "tensor/interpreter/kernels_internal.h"
+
+namespace saturn::tensor::kernels {
+
+Tensor softmax(const Attributes& attrs, const Tensor& x) {
+  std::int64_t axis = *normalize_axis(*attrs.get_int("axis"), x.dims().size());
+  AxisView v = view_around(x.dims(), axis);
+  Tensor out(x.type());
+  const float* in = x.floats().data();
+  float* o = out.mutable_floats().data();
+  parallel(v.outer * v.inner, 256, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t r = s; r < e; ++r) {
+      std::int64_t base = (r / v.inner) * v.extent * v.inner + r % v.inner;
+      float mx = -INFINITY;
+      for (std::int64_t i = 0; i < v.extent; ++i) mx = std::max(mx, in[base + i * v.inner]);
+      double sum = 0;
+      for (std::int64_t i = 0; i < v.extent; ++i) {
+        float ex = std::exp(in[base + i * v.inner] - mx);
+        o[base + i * v.inner] = ex;
+        sum += ex;
+      }
+      for (std::int64_t i = 0; i < v.extent; ++i)
+        o[base + i * v.inner] = static_cast<float>(o[base + i * v.inner] / sum);
+    }
+  });
+  return out;
+}
+
+Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  std::int64_t axis = *normalize_axis(*attrs.get_int("axis"), x.dims().size());
+  double eps = *attrs.get_float("epsilon");
+  std::int64_t width = 1;
+  for (std::size_t i = axis; i < x.dims().size(); ++i) width *= x.dims()[i];
+  std::int64_t rows = x.size() / std::max<std::int64_t>(width, 1);
+  Tensor out(x.type());
+  const float* src = x.floats().data();
+  const float* scale = in[1].floats().data();
+  const float* bias = in[2].floats().data();
+  float* o = out.mutable_floats().data();
+  parallel(rows, 16, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t r = s; r < e; ++r) {
+      const float* row = src + r * width;
+      double mean = 0, var = 0;
+      for (std::int64_t i = 0; i < width; ++i) mean += row[i];
+      mean /= static_cast<double>(width);
+      for (std::int64_t i = 0; i < width; ++i) var += (row[i] - mean) * (row[i] - mean);
+      var /= static_cast<double>(width);
+      double inv = 1.0 / std::sqrt(var + eps);
+      for (std::int64_t i = 0; i < width; ++i) {
+        o[r * width + i] = static_cast<float>((row[i] - mean) * inv * scale[i] + bias[i]);
+      }
+    }
+  });
+  return out;
+}
+
+Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  AxisView v = view_around(x.dims(), 1);
+  double eps = *attrs.get_float("epsilon");
+  Tensor out(x.type());
+  const float* src = x.floats().data();
+  float* o = out.mutable_floats().data();
+  for (std::int64_t c = 0; c < v.extent; ++c) {
+    float scale = in[1].floats()[c] / static_cast<float>(std::sqrt(in[4].floats()[c] + eps));
+    float shift = in[2].floats()[c] - in[3].floats()[c] * scale;
+    for (std::int64_t n = 0; n < v.outer; ++n) {
+      std::int64_t base = (n * v.extent + c) * v.inner;
+      for (std::int64_t i = 0; i < v.inner; ++i) o[base + i] = src[base + i] * scale + shift;
+    }
+  }
+  return out;
+}
+
+Tensor reduce_mean(const Attributes& attrs, const Tensor& x) {
+  const Ints& axes = *attrs.get_ints("axes");
+  std::size_t r = x.dims().size();
+  std::vector<bool> reduced(r, axes.empty());
+  for (std::int64_t a : axes) reduced[*normalize_axis(a, r)] = true;
+  Dims kept = x.dims();
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < r; ++i) {
+    if (reduced[i]) {
+      n *= kept[i];
+      kept[i] = 1;
+    }
+  }
+  Ints out_strides = broadcast_strides(kept, x.dims());
+  Tensor acc(TensorType{DType::kFloat32, kept});
+  std::vector<double> sums(static_cast<std::size_t>(acc.size()), 0.0);
+  const float* in = x.floats().data();
+  for_each_index(x.dims(), out_strides, Ints(r, 0),
+                 [&](std::int64_t i, std::int64_t o, std::int64_t) { sums[o] += in[i]; });
+  std::span<float> a = acc.mutable_floats();
+  for (std::size_t i = 0; i < sums.size(); ++i)
+    a[i] = static_cast<float>(sums[i] / static_cast<double>(n));
+  if (*attrs.get_int("keepdims") != 0) return acc;
+  Dims squeezed;
+  for (std::size_t i = 0; i < r; ++i) {
+    if (!reduced[i]) squeezed.push_back(kept[i]);
+  }
+  return acc.reshaped(squeezed);
+}
+
+}  // namespace saturn::tensor::kernels

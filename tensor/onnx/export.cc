@@ -1,0 +1,288 @@
+// IR → ONNX. See onnx.h.
+//
+// This file holds the entry points, the graph's liveness, folded weights,
+// value names and interface; export_ops.cc writes the operators.
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/file.h"
+#include "base/status.h"
+#include "fmt/format.h"
+#include "onnx/checker.h"
+#include "tensor/graph.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/onnx/exporter.h"
+#include "tensor/onnx/onnx.h"
+#include "tensor/onnx/proto.h"
+
+namespace saturn::tensor {
+
+namespace onnx_io {
+
+namespace {
+
+void set_tensor_type(const TensorType& t, onnx::TypeProto* type) {
+  auto* tt = type->mutable_tensor_type();
+  tt->set_elem_type(dtype_to_onnx(t.dtype));
+  auto* shape = tt->mutable_shape();
+  for (std::int64_t d : t.dims) {
+    auto* dim = shape->add_dim();
+    if (d != kUnknownDim) dim->set_dim_value(d);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Exporter::run() {
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(g_);
+  if (!types.ok()) return types.status();
+  types_ = std::move(*types);
+  std::vector<std::pair<std::string, std::int64_t>> opsets = g_.opsets;
+  if (opsets.empty()) opsets.emplace_back("", kDefaultOpset);
+  for (const auto& [domain, version] : opsets) {
+    if (domain.empty() || domain == "ai.onnx") opset_ = version;
+    auto* op = model_.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  model_.set_ir_version(onnx::IR_VERSION);
+  model_.set_producer_name("saturn");
+  out_ = model_.mutable_graph();
+  out_->set_name(g_.name.empty() ? "model" : g_.name);
+
+  mark_live_and_foldable();
+  assign_names();
+  if (absl::Status s = write_folded(); !s.ok()) return s;
+  for (int i = 0; i < g_.size(); ++i) {
+    if (!live_[i] || folded_[i]) continue;
+    if (absl::Status s = emit(i); !s.ok())
+      return with_context(s,
+                          fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));
+  }
+  if (absl::Status s = write_interface(); !s.ok()) return s;
+  if (model_.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
+    return absl::ResourceExhaustedError("the ONNX model is larger than protobuf's 2 GB limit");
+  try {
+    onnx::checker::check_model(model_);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        fmt::format("the exported model fails the ONNX checker: {}", e.what()));
+  }
+  std::string bytes;
+  model_.SerializeToString(&bytes);
+  return bytes;
+}
+
+void Exporter::mark_live_and_foldable() {
+  const int n = g_.size();
+  live_ = live_nodes(g_);
+  std::vector<bool> weight_only = weight_only_nodes(g_);
+  folded_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g_.nodes[i];
+    if (!weight_only[i] || node.op == Op::kOpaque) continue;
+    bool ok = node.op == Op::kWeight;
+    if (!ok) {
+      ok = true;
+      for (int in : node.inputs) ok = ok && folded_[in];
+      for (const TensorType& t : types_[i].parts) ok = ok && is_computable(t.dtype);
+    }
+    folded_[i] = ok;
+  }
+  frontier_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    if (!live_[i] || folded_[i]) continue;
+    for (int in : g_.nodes[i].inputs) frontier_[in] = frontier_[in] || folded_[in];
+  }
+  for (const GraphOutput& o : g_.outputs) frontier_[o.node] = frontier_[o.node] || folded_[o.node];
+}
+
+std::string Exporter::fresh(std::string_view base) {
+  for (;;) {
+    std::string name = fmt::format("{}_{}", base, counter_++);
+    if (!taken_.contains(name) && !reserved_.contains(name)) {
+      taken_.insert(name);
+      return name;
+    }
+  }
+}
+
+std::string Exporter::claim(const std::string& wanted, bool owner) {
+  if (!wanted.empty() && !taken_.contains(wanted) && (owner || !reserved_.contains(wanted))) {
+    taken_.insert(wanted);
+    return wanted;
+  }
+  return fresh("saturn");
+}
+
+void Exporter::assign_names() {
+  const int n = g_.size();
+  std::vector<std::string> output_name(n);
+  for (const GraphOutput& o : g_.outputs) {
+    reserved_.insert(o.name);
+    if (output_name[o.node].empty()) output_name[o.node] = o.name;
+  }
+  for (const Node& node : g_.nodes) {
+    if (node.op == Op::kInput || node.op == Op::kWeight)
+      reserved_.insert(*node.attributes.get_string("name"));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (live_[i] && g_.nodes[i].op == Op::kOpaque) {
+      for (const std::string& name : subgraph_reads(g_.nodes[i])) reserved_.insert(name);
+    }
+  }
+  names_.assign(n, {});
+  // Graph inputs and weights keep their names; a graph output's producer
+  // takes the output's name; other values take their own name only when
+  // it is nobody's reserved name.
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g_.nodes[i];
+    if (live_[i] && (node.op == Op::kInput || node.op == Op::kWeight))
+      names_[i] = {claim(*node.attributes.get_string("name"), true)};
+  }
+  auto wanted = [&](int i) {
+    return output_name[i].empty() ? std::pair{g_.nodes[i].name, false}
+                                  : std::pair{output_name[i], true};
+  };
+  // TupleGet consumers name the parts of the tuple they read.
+  std::vector<std::vector<std::pair<std::string, bool>>> part_wish(n);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g_.nodes[i];
+    if (node.op != Op::kTupleGet || !live_[i]) continue;
+    auto& wish = part_wish[node.inputs[0]];
+    wish.resize(types_[node.inputs[0]].parts.size());
+    auto& w = wish[*node.attributes.get_int("index")];
+    if (w.first.empty() || (!w.second && wanted(i).second)) w = wanted(i);
+  }
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g_.nodes[i];
+    if (!live_[i] || !names_[i].empty()) continue;
+    if (node.op == Op::kTupleGet) {
+      names_[i] = {names_[node.inputs[0]][*node.attributes.get_int("index")]};
+    } else if (node.op == Op::kTuple) {
+      for (int in : node.inputs) names_[i].push_back(names_[in][0]);
+    } else if (types_[i].is_tuple) {
+      part_wish[i].resize(types_[i].parts.size());
+      for (const auto& [w, owner] : part_wish[i]) names_[i].push_back(claim(w, owner));
+    } else {
+      const auto [w, owner] = wanted(i);
+      names_[i] = {claim(w, owner)};
+    }
+  }
+}
+
+std::vector<std::string> Exporter::subgraph_reads(const Node& node) {
+  const std::string* blob = node.attributes.get_string(kAttrBlob);
+  if (blob == nullptr || !node.attributes.get_int(kExplicitInputs)) return {};
+  onnx::NodeProto attrs;
+  if (!parse_base64(*blob, &attrs)) return {};
+  const std::set<std::string> outer = node_outer_names(attrs);
+  return {outer.begin(), outer.end()};
+}
+
+absl::Status Exporter::write_folded() {
+  Graph cone;
+  cone.name = g_.name;
+  cone.weights = g_.weights;
+  std::vector<int> remap(g_.nodes.size(), -1);
+  std::vector<int> wanted;
+  for (int i = 0; i < g_.size(); ++i) {
+    if (!folded_[i] || !live_[i]) continue;
+    Node node = g_.nodes[i];
+    for (int& in : node.inputs) in = remap[in];
+    remap[i] = cone.size();
+    cone.nodes.push_back(std::move(node));
+    if (frontier_[i]) {
+      cone.outputs.push_back({remap[i], names_[i][0]});
+      wanted.push_back(i);
+    }
+  }
+  if (wanted.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<Tensor>> values = evaluate(cone, {});
+  if (!values.ok()) return with_context(values.status(), "computing the weights");
+  for (std::size_t k = 0; k < wanted.size(); ++k)
+    tensor_to_proto((*values)[k], names_[wanted[k]][0], out_->add_initializer());
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::value_type(int i, std::size_t p, onnx::TypeProto* type) const {
+  const TensorType& t = types_[i].parts[p];
+  if (t.dtype != DType::kOther) {
+    set_tensor_type(t, type);
+    return absl::OkStatus();
+  }
+  const Attributes& a = g_.nodes[i].attributes;
+  const std::string* text = g_.nodes[i].op == Op::kInput
+                                ? a.get_string("onnx_type")
+                                : a.get_string(fmt::format("{}{}", kOutTypePrefix, p));
+  if (text == nullptr || !parse_base64(*text, type))
+    return absl::InvalidArgumentError(
+        fmt::format("the type of non-tensor value {} is unknown", node_label(g_, i)));
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::write_interface() {
+  for (int i = 0; i < g_.size(); ++i) {
+    if (g_.nodes[i].op != Op::kInput) continue;
+    auto* v = out_->add_input();
+    v->set_name(names_[i][0]);
+    if (absl::Status s = value_type(i, 0, v->mutable_type()); !s.ok()) return s;
+    if (auto d = g_.input_defaults.find(names_[i][0]); d != g_.input_defaults.end())
+      tensor_to_proto(*d->second, names_[i][0], out_->add_initializer());
+  }
+  std::set<std::string> outputs;
+  for (const GraphOutput& o : g_.outputs) {
+    if (types_[o.node].is_tuple)
+      return absl::InvalidArgumentError(fmt::format("output '{}' is a tuple", o.name));
+    if (names_[o.node][0] != o.name) unary("Identity", names_[o.node][0], o.name);
+    auto* v = out_->add_output();
+    v->set_name(o.name);
+    outputs.insert(o.name);
+    int node = o.node;
+    std::size_t part = 0;
+    // An output read from a tuple is typed by the tuple's producer.
+    if (g_.nodes[node].op == Op::kTupleGet) {
+      part = static_cast<std::size_t>(*g_.nodes[node].attributes.get_int("index"));
+      node = g_.nodes[node].inputs[0];
+    }
+    if (absl::Status s = value_type(node, part, v->mutable_type()); !s.ok()) return s;
+  }
+  for (int i = 0; i < g_.size(); ++i) {
+    const Op op = g_.nodes[i].op;
+    if (!live_[i] || folded_[i] || op == Op::kInput || op == Op::kTupleGet || op == Op::kTuple)
+      continue;
+    for (std::size_t p = 0; p < types_[i].parts.size(); ++p) {
+      const TensorType& t = types_[i].parts[p];
+      if (t.dtype == DType::kOther || p >= names_[i].size() || names_[i][p].empty() ||
+          outputs.contains(names_[i][p]))
+        continue;
+      auto* v = out_->add_value_info();
+      v->set_name(names_[i][p]);
+      set_tensor_type(t, v->mutable_type());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace onnx_io
+
+absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
+  return onnx_io::Exporter(graph).run();
+}
+
+absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
+  absl::StatusOr<std::string> bytes = to_onnx_model(graph);
+  if (!bytes.ok()) return with_context(bytes.status(), path);
+  return write_text_file(path, *bytes);
+}
+
+}  // namespace saturn::tensor

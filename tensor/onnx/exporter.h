@@ -1,0 +1,123 @@
+// Internal to the ONNX exporter (export.cc, export_ops.cc): the Exporter,
+// which writes an IR graph as an ONNX model.
+//
+//   export.cc      the entry points, liveness and folded weights, value names,
+//                  the graph's interface (inputs, outputs, value_info)
+//   export_ops.cc  each IR operator written as ONNX nodes
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "onnx/onnx_pb.h"
+#include "tensor/graph.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor::onnx_io {
+
+using Ints = std::vector<std::int64_t>;
+
+inline constexpr std::int64_t kDefaultOpset = 17;
+
+class Exporter {
+ public:
+  explicit Exporter(const Graph& graph) : g_(graph) {}
+
+  absl::StatusOr<std::string> run();
+
+ private:
+  const TensorType& type(int node) const { return types_[node].parts[0]; }
+
+  // The graph (export.cc).
+
+  // Live: what an output depends on (and every graph input). Folded: live
+  // weight-only nodes the interpreter can compute; those that feed the rest
+  // of the graph are written as initializers.
+  void mark_live_and_foldable();
+  std::string fresh(std::string_view base);
+  // Takes `wanted` when free (reserved names only for their owner), else a
+  // fresh name.
+  std::string claim(const std::string& wanted, bool owner);
+  void assign_names();
+  // The enclosing-graph values an opaque node's subgraphs read, in the
+  // order the importer appended them as inputs.
+  static std::vector<std::string> subgraph_reads(const Node& node);
+  // Computes the folded nodes that feed the graph and writes them (and the
+  // weights among them) as initializers.
+  absl::Status write_folded();
+  // The ONNX type of part `p` of node `i`.
+  absl::Status value_type(int i, std::size_t p, onnx::TypeProto* type) const;
+  // Graph inputs, outputs and value_info.
+  absl::Status write_interface();
+
+  // The operators (export_ops.cc).
+
+  std::string constant(const Tensor& value);
+  std::string ints_constant(const Ints& values);
+  std::string scalar_constant(double value);
+  onnx::NodeProto* node(std::string_view op_type, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs);
+  // `x` transformed by a chain of unary ONNX operators into `out`.
+  std::string unary(std::string_view op_type, const std::string& x, std::string out = {});
+  std::string binary(std::string_view op_type, const std::string& a, const std::string& b,
+                     std::string out = {});
+  // A node's `axis` attribute as a non-negative axis of input `k` (negative
+  // axes are valid ONNX only from opset 11).
+  std::int64_t axis_of(const Node& n, std::size_t k) const;
+
+  // Writes node `i`: dispatches to the functions below, by operator.
+  absl::Status emit(int i);
+  // Matrix products, convolution and pooling.
+  absl::Status emit_gemm(const Attributes& a, const std::vector<std::string>& in,
+                         const std::string& out);
+  absl::Status emit_conv(const Attributes& a, const std::vector<std::string>& in,
+                         const std::string& out);
+  absl::Status emit_pool(Op op, const Attributes& a, const std::vector<std::string>& in,
+                         const std::string& out);
+  // Elementwise operators.
+  absl::Status emit_gelu(const std::vector<std::string>& in, const std::string& out);
+  absl::Status emit_clip(const Attributes& a, const std::vector<std::string>& in,
+                         const std::string& out);
+  // Normalizations and reductions.
+  absl::Status emit_softmax(const Attributes& a, const std::vector<std::string>& in,
+                            const std::string& out, std::size_t rank);
+  absl::Status emit_layer_norm(const Attributes& a, const std::vector<std::string>& in,
+                               const std::string& out, std::size_t rank);
+  absl::Status emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
+                                const std::string& out);
+  // Shape operators.
+  absl::Status emit_transpose(const Attributes& a, const std::vector<std::string>& in,
+                              const std::string& out);
+  absl::Status emit_reshape(const Attributes& a, const std::vector<std::string>& in,
+                            const std::string& out);
+  absl::Status emit_split(int i, const std::vector<std::string>& in);
+  absl::Status emit_slice(const Attributes& a, const std::vector<std::string>& in,
+                          const std::string& out);
+  absl::Status emit_pad(const Attributes& a, const std::vector<std::string>& in,
+                        const std::string& out);
+  // Opaque operators: the ONNX node they came from.
+  absl::Status emit_opaque(int i, std::vector<std::string> in);
+
+  const Graph& g_;
+  std::vector<ValueType> types_;
+  std::int64_t opset_ = kDefaultOpset;
+  onnx::ModelProto model_;
+  onnx::GraphProto* out_ = nullptr;
+  std::vector<bool> live_, folded_, frontier_;
+  std::vector<std::vector<std::string>> names_;
+  std::set<std::string> taken_, reserved_;
+  std::map<std::string, std::string> aliases_;
+  int counter_ = 0;
+};
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,460 @@
+// ONNX → IR. See onnx.h for what is mapped and what is kept opaque.
+//
+// This file holds the entry points and the graph walk; importer.h says where
+// the rest of the importer is.
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/file.h"
+#include "base/status.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "tensor/graph.h"
+#include "tensor/infer.h"
+#include "tensor/onnx/importer.h"
+#include "tensor/onnx/onnx.h"
+#include "tensor/onnx/proto.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"
+
+namespace saturn::tensor {
+
+namespace onnx_io {
+
+namespace {
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+bool is_random_op(const std::string& op_type) {
+  return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Multinomial";
+}
+
+// Gives the symbolic dimensions of the graph inputs their sizes.
+absl::Status resolve_input_dims(onnx::ModelProto& model, const OnnxImportOptions& options) {
+  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    int axis = 0;
+    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!d.has_dim_value()) {
+        auto it = options.dims.find(d.dim_param());
+        if (d.dim_param().empty() || it == options.dims.end()) {
+          return absl::InvalidArgumentError(fmt::format(
+              "input '{}' has a dynamic dimension {} ('{}'); give its size (saturn: --dim "
+              "NAME=SIZE)",
+              v.name(), axis, d.dim_param()));
+        }
+        d.set_dim_value(it->second);
+      }
+      ++axis;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
+  if (absl::Status s = prepare(model); !s.ok()) return s;
+  const onnx::GraphProto& g = model.graph();
+  // Exporters name graphs generically ("torch_jit", "main_graph"): the file names the model.
+  graph_.name = std::filesystem::path(file_).stem().string();
+  for (const auto& op : model.opset_import()) graph_.opsets.emplace_back(op.domain(), op.version());
+
+  for (const auto& v : g.input()) types_by_name_[v.name()] = v.type();
+  for (const auto& v : g.value_info()) types_by_name_[v.name()] = v.type();
+  for (const auto& v : g.output()) types_by_name_[v.name()] = v.type();
+
+  // Before IR 4 every initializer had to be listed as a graph input too:
+  // those are weights. From IR 4 on, an initializer named like a graph
+  // input is the input's default, which a caller may override.
+  const bool defaults = model.ir_version() >= 4;
+  std::set<std::string> initializer_names, input_names;
+  for (const auto& t : g.initializer()) initializer_names.insert(t.name());
+  for (const auto& v : g.input()) {
+    if (initializer_names.contains(v.name()) && !defaults) continue;
+    if (absl::Status s = add_input(v); !s.ok()) return s;
+    input_names.insert(v.name());
+  }
+  for (const auto& t : g.initializer()) {
+    absl::StatusOr<Tensor> value = tensor_from_proto(t);
+    if (!value.ok()) return error("initializer '{}': {}", t.name(), message(value.status()));
+    if (input_names.contains(t.name())) {
+      if (absl::Status s = add_input_default(t.name(), *value); !s.ok()) return s;
+    } else {
+      add_weight(t.name(), *value);
+    }
+  }
+  if (g.sparse_initializer_size() > 0)
+    return error("sparse initializers are not supported (initializer '{}')",
+                 g.sparse_initializer(0).values().name());
+  for (int k = 0; k < g.node_size(); ++k) {
+    if (absl::Status s = add_node(g.node(k), k); !s.ok()) return s;
+  }
+  for (const auto& v : g.output()) {
+    auto it = values_.find(v.name());
+    if (it == values_.end()) return error("graph output '{}' is never computed", v.name());
+    graph_.outputs.push_back({it->second, v.name()});
+  }
+  prune();
+  return std::move(graph_);
+}
+
+absl::Status Importer::prepare(onnx::ModelProto& model) {
+  if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0)
+    return error("not an ONNX model (no graph, IR version or opset)");
+  for (const auto& op : model.opset_import()) {
+    if (!is_default_domain(op.domain())) continue;
+    opset_ = op.version();
+    if (opset_ < 1 || opset_ > max_onnx_opset()) {
+      return error("ONNX opset {} is not supported (this build reads opsets 1 to {})", opset_,
+                   max_onnx_opset());
+    }
+  }
+  if (model.functions_size() > 0)
+    return error("model-local functions are not supported (function '{}')",
+                 model.functions(0).name());
+  if (absl::Status st = inline_external_data(model, std::filesystem::path(file_).parent_path());
+      !st.ok())
+    return error("{}", message(st));
+  absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
+  if (!seeded.ok()) return error("{}", message(seeded.status()));
+  seeded_ = std::move(*seeded);
+  if (absl::Status st = resolve_input_dims(model, options_); !st.ok())
+    return error("{}", message(st));
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return error("the ONNX checker rejects the model: {}", e.what());
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/0,
+                                        /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return error("ONNX shape inference fails: {}", e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> Importer::tensor_type(const onnx::TypeProto& type,
+                                                 const std::string& name, bool need_static) const {
+  const auto& tt = type.tensor_type();
+  std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
+  if (!dtype) return plain("'{}' has an unsupported element type ({})", name, tt.elem_type());
+  TensorType out{*dtype, {}};
+  if (!tt.has_shape()) {
+    if (need_static) return plain("the shape of '{}' is unknown (not even its rank)", name);
+    return out;
+  }
+  for (const auto& d : tt.shape().dim()) {
+    if (!d.has_dim_value()) {
+      if (need_static)
+        return plain("the shape of '{}' is not static (dimension '{}' is unresolved)", name,
+                     d.dim_param());
+      out.dims.push_back(-1);
+      continue;
+    }
+    out.dims.push_back(d.dim_value());
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> Importer::value_type(const std::string& name) const {
+  auto it = types_by_name_.find(name);
+  if (it == types_by_name_.end() || it->second.value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return plain("the type of '{}' cannot be inferred", name);
+  if (!it->second.has_tensor_type() || !it->second.tensor_type().has_shape())
+    return TensorType{DType::kOther, {}};
+  return tensor_type(it->second, name, /*need_static=*/false);
+}
+
+absl::StatusOr<int> Importer::append(Op op, Attributes attributes, std::vector<int> inputs,
+                                     std::string name) {
+  absl::StatusOr<Attributes> a = normalize_attributes(op, std::move(attributes));
+  if (!a.ok()) return a.status();
+  std::vector<ValueType> in;
+  for (int i : inputs) in.push_back(types_[i]);
+  absl::StatusOr<ValueType> t = infer_type(op, *a, in);
+  if (!t.ok()) return t.status();
+  graph_.nodes.push_back(Node{op, std::move(*a), std::move(inputs), std::move(name)});
+  types_.push_back(std::move(*t));
+  return graph_.size() - 1;
+}
+
+absl::Status Importer::add_input(const onnx::ValueInfoProto& v) {
+  if (auto it = seeded_.find(v.name()); it != seeded_.end()) {
+    absl::StatusOr<TensorType> t = tensor_type(v.type(), v.name(), true);
+    if (!t.ok()) return error("{}", message(t.status()));
+    graph_.weights[v.name()] =
+        WeightInit{nullptr, stable_hash(v.name()), it->second.first, it->second.second};
+    return define(v.name(),
+                  append(Op::kWeight, leaf_attributes(v.name(), t->dims, t->dtype), {}, v.name()));
+  }
+  if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return error("input '{}' has no type", v.name());
+  Attributes a;
+  if (v.type().has_tensor_type()) {
+    absl::StatusOr<TensorType> t = tensor_type(v.type(), v.name(), true);
+    if (!t.ok()) return error("{}", message(t.status()));
+    a = leaf_attributes(v.name(), t->dims, t->dtype);
+  } else {
+    a = leaf_attributes(v.name(), {}, DType::kOther);
+    a.set("onnx_type", serialize_base64(v.type()));
+  }
+  return define(v.name(), append(Op::kInput, std::move(a), {}, v.name()));
+}
+
+absl::Status Importer::define(const std::string& name, absl::StatusOr<int> id) {
+  if (!id.ok()) return error("'{}': {}", name, message(id.status()));
+  values_[name] = *id;
+  return absl::OkStatus();
+}
+
+std::string Importer::where(const onnx::NodeProto& n, int k) const {
+  return fmt::format("node {} ({}{})", k, n.op_type(), n.name().empty() ? "" : ", " + n.name());
+}
+
+absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
+  for (const std::string& in : n.input()) {
+    if (!in.empty() && !values_.contains(in))
+      return error("{}: input '{}' is not computed before it", where(n, k), in);
+  }
+  if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
+    if (std::optional<Tensor> value = constant_value(n)) {
+      add_weight(n.output(0), *value);
+      return absl::OkStatus();
+    }
+  }
+  if (is_default_domain(n.domain())) {
+    absl::StatusOr<bool> mapped = add_known(n);
+    if (!mapped.ok()) return error("{}: {}", where(n, k), message(mapped.status()));
+    if (*mapped) return absl::OkStatus();
+  }
+  absl::Status s = add_opaque(n, k);
+  return s.ok() ? s : error("{}: {}", where(n, k), message(s));
+}
+
+absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
+  std::optional<Mapped> m = map_known(n);
+  if (!m) return false;
+  absl::StatusOr<Attributes> a = normalize_attributes(m->op, m->attributes);
+  if (!a.ok()) return false;
+  std::vector<ValueType> in;
+  for (int i : m->inputs) in.push_back(types_[i]);
+  absl::StatusOr<ValueType> ir = infer_type(m->op, *a, in);
+  if (!ir.ok() || ir->parts.size() != static_cast<std::size_t>(n.output_size())) return false;
+  for (int o = 0; o < n.output_size(); ++o) {
+    if (!agrees(ir->parts[o], n.output(o))) return false;
+  }
+  std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);
+  absl::StatusOr<int> id = append(m->op, std::move(*a), std::move(m->inputs), name);
+  if (!id.ok()) return id.status();
+  if (!types_[*id].is_tuple) {
+    values_[n.output(0)] = *id;
+    return true;
+  }
+  return add_tuple_gets(n, *id).ok();  // Split: a tuple, even of one part
+}
+
+absl::Status Importer::add_tuple_gets(const onnx::NodeProto& n, int tuple) {
+  for (int o = 0; o < n.output_size(); ++o) {
+    if (n.output(o).empty()) continue;
+    absl::StatusOr<int> get =
+        append(Op::kTupleGet, {{"index", std::int64_t{o}}}, {tuple}, n.output(o));
+    if (!get.ok()) return get.status();
+    values_[n.output(o)] = *get;
+  }
+  return absl::OkStatus();
+}
+
+bool Importer::agrees(const TensorType& ir, const std::string& name) const {
+  auto it = types_by_name_.find(name);
+  if (it == types_by_name_.end() || !it->second.has_tensor_type()) return true;
+  absl::StatusOr<TensorType> onnx_type = tensor_type(it->second, name, /*need_static=*/false);
+  if (!onnx_type.ok() || onnx_type->dtype != ir.dtype) return false;
+  if (!it->second.tensor_type().has_shape()) return true;
+  if (onnx_type->dims.size() != ir.dims.size()) return false;
+  for (std::size_t i = 0; i < ir.dims.size(); ++i) {
+    if (onnx_type->dims[i] >= 0 && onnx_type->dims[i] != ir.dims[i]) return false;
+  }
+  return true;
+}
+
+absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
+  Attributes a{{"op_type", n.op_type()}, {"domain", n.domain()}};
+  std::vector<int> inputs;
+  Ints absent_in, absent_out;
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (n.input(i).empty())
+      absent_in.push_back(i);
+    else
+      inputs.push_back(values_.at(n.input(i)));
+  }
+  const std::set<std::string> outer = node_outer_names(n);
+  if (!outer.empty()) a.set(kExplicitInputs, static_cast<std::int64_t>(inputs.size()));
+  for (const std::string& name : outer) {
+    auto it = values_.find(name);
+    if (it == values_.end())
+      return absl::InvalidArgumentError(
+          fmt::format("a subgraph reads '{}', which is not computed before the node", name));
+    inputs.push_back(it->second);
+  }
+  std::vector<TensorType> outputs;
+  for (int o = 0; o < n.output_size(); ++o) {
+    if (n.output(o).empty()) {
+      absent_out.push_back(o);
+      outputs.push_back(TensorType{DType::kOther, {}});
+      continue;
+    }
+    absl::StatusOr<TensorType> t = value_type(n.output(o));
+    if (!t.ok()) return t.status();
+    if (t->dtype == DType::kOther)
+      a.set(fmt::format("{}{}", kOutTypePrefix, o),
+            serialize_base64(types_by_name_.at(n.output(o))));
+    outputs.push_back(std::move(*t));
+  }
+  if (outputs.empty()) return absl::InvalidArgumentError("the node has no outputs");
+  set_opaque_outputs(a, outputs);
+  if (n.attribute_size() > 0) {
+    onnx::NodeProto only_attributes;
+    *only_attributes.mutable_attribute() = n.attribute();
+    a.set(kAttrBlob, serialize_base64(only_attributes));
+  }
+  if (!absent_in.empty()) a.set(kAbsentInputs, absent_in);
+  if (!absent_out.empty()) a.set(kAbsentOutputs, absent_out);
+  if (is_random_op(n.op_type())) a.set(kInstance, fmt::format("{}#{}", n.name(), k));
+  std::string name = n.output_size() == 1 ? n.output(0) : fmt::format("{}_parts", n.output(0));
+  absl::StatusOr<int> id = append(Op::kOpaque, std::move(a), std::move(inputs), name);
+  if (!id.ok()) return id.status();
+  if (n.output_size() == 1) {
+    values_[n.output(0)] = *id;
+    return absl::OkStatus();
+  }
+  return add_tuple_gets(n, *id);
+}
+
+void Importer::prune() {
+  const std::vector<bool> live = live_nodes(graph_);
+  std::vector<int> remap(graph_.nodes.size(), -1);
+  std::vector<Node> kept;
+  for (int i = 0; i < graph_.size(); ++i) {
+    if (!live[i]) {
+      if (graph_.nodes[i].op == Op::kWeight)
+        graph_.weights.erase(*graph_.nodes[i].attributes.get_string("name"));
+      continue;
+    }
+    Node n = std::move(graph_.nodes[i]);
+    for (int& in : n.inputs) in = remap[in];
+    remap[i] = static_cast<int>(kept.size());
+    kept.push_back(std::move(n));
+  }
+  graph_.nodes = std::move(kept);
+  for (GraphOutput& o : graph_.outputs) o.node = remap[o.node];
+}
+
+}  // namespace onnx_io
+
+std::int64_t max_onnx_opset() {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = map.find(onnx::ONNX_DOMAIN);
+  return it == map.end() ? 0 : it->second.second;
+}
+
+absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
+                                       const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: not an ONNX model (the protobuf does not parse; truncated or another "
+                    "format?)",
+                    file));
+  }
+  return onnx_io::Importer(file, options).run(model);
+}
+
+absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportOptions& options) {
+  absl::StatusOr<std::string> bytes = read_text_file(path);
+  if (!bytes.ok()) return bytes.status();
+  return parse_onnx_model(*bytes, path, options);
+}
+
+absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
+                                               const OnnxImportOptions& options) {
+  absl::StatusOr<std::string> bytes = read_text_file(path);
+  if (!bytes.ok()) return bytes.status();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(*bytes))
+    return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", path));
+  // The copy may live elsewhere: external data goes inline; symbolic input
+  // dimensions take the sizes the import gave them.
+  if (absl::Status s =
+          onnx_io::inline_external_data(model, std::filesystem::path(path).parent_path());
+      !s.ok())
+    return with_context(s, path);
+  if (absl::Status s = onnx_io::resolve_input_dims(model, options); !s.ok())
+    return with_context(s, path);
+  absl::StatusOr<onnx_io::SeededWeights> seeded = onnx_io::seeded_weights(model);
+  if (!seeded.ok()) return with_context(seeded.status(), path);
+  onnx::GraphProto* g = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+  for (const onnx::ValueInfoProto& v : g->input()) {
+    auto it = seeded->find(v.name());
+    if (it == seeded->end()) {
+      *inputs.Add() = v;
+      continue;
+    }
+    // The values the importer's weight gets (materialize_weight).
+    std::optional<DType> dtype = onnx_io::dtype_from_onnx(v.type().tensor_type().elem_type());
+    TensorType type{dtype.value_or(DType::kFloat32), {}};
+    for (const auto& d : v.type().tensor_type().shape().dim()) type.dims.push_back(d.dim_value());
+    Tensor value = random_tensor(type, stable_hash(v.name()), it->second.first, it->second.second);
+    onnx_io::tensor_to_proto(value, v.name(), g->add_initializer());
+  }
+  *g->mutable_input() = std::move(inputs);
+  auto* props = model.mutable_metadata_props();
+  for (int i = props->size() - 1; i >= 0; --i) {
+    if (props->Get(i).key() == onnx_io::kSeededWeights) props->DeleteSubrange(i, 1);
+  }
+  std::string out;
+  model.SerializeToString(&out);
+  return out;
+}
+
+absl::Status check_onnx_model(std::string_view bytes, const std::string& file) {
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", file));
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: the ONNX checker rejects the model: {}", file, e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> load_onnx_tensor(const std::string& path) {
+  absl::StatusOr<std::string> bytes = read_text_file(path);
+  if (!bytes.ok()) return bytes.status();
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(*bytes))
+    return absl::InvalidArgumentError(fmt::format("{}: not an ONNX tensor", path));
+  absl::StatusOr<Tensor> t = onnx_io::tensor_from_proto(proto);
+  if (!t.ok()) return with_context(t.status(), path);
+  return t;
+}
+
+}  // namespace saturn::tensor

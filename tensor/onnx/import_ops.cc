@@ -1,0 +1,302 @@
+// ONNX → IR: the known operators, mapped onto IR operators when the IR
+// computes exactly what ONNX does for that opset and those attributes.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tensor/infer.h"
+#include "tensor/onnx/importer.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+// Convolution and pooling padding from auto_pad, or the pads attribute.
+std::optional<Ints> window_pads(AttrReader& r, const Dims& in, const Ints& kernel,
+                                const Ints& strides, const Ints& dilations) {
+  const auto ok = [&](const Ints& v) {
+    return v.size() == kernel.size() &&
+           std::ranges::all_of(v, [](std::int64_t x) { return x > 0; });
+  };
+  if (!ok(strides) || !ok(dilations) || !ok(kernel) || in.size() != kernel.size() + 2)
+    return std::nullopt;
+  std::string mode = r.s("auto_pad").value_or("NOTSET");
+  if (mode == "NOTSET") {
+    Ints pads = r.ints("pads").value_or(Ints(2 * kernel.size(), 0));
+    if (pads.size() != 2 * kernel.size()) return std::nullopt;
+    return pads;
+  }
+  if (r.find("pads") != nullptr) return std::nullopt;
+  Ints begin(kernel.size(), 0), end(kernel.size(), 0);
+  if (mode == "VALID") {
+    begin.insert(begin.end(), end.begin(), end.end());
+    return begin;
+  }
+  if (mode != "SAME_UPPER" && mode != "SAME_LOWER") return std::nullopt;
+  for (std::size_t i = 0; i < kernel.size(); ++i) {
+    std::int64_t size = in[2 + i], stride = strides[i];
+    std::int64_t out = (size + stride - 1) / stride;
+    std::int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+    std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride + span - size);
+    begin[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+    end[i] = total - begin[i];
+  }
+  begin.insert(begin.end(), end.begin(), end.end());
+  return begin;
+}
+
+}  // namespace
+
+std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
+  std::vector<int> in;
+  for (const std::string& name : n.input()) in.push_back(name.empty() ? -1 : values_.at(name));
+  if (n.output_size() != 1 && n.op_type() != "Split") return std::nullopt;
+  if (in.empty() || in[0] < 0) return std::nullopt;
+  for (int i : in) {
+    if (i >= 0 && (types_[i].is_tuple || types_[i].parts[0].dtype == DType::kOther ||
+                   !types_[i].parts[0].is_static()))
+      return std::nullopt;
+  }
+  KnownNode node{n, AttrReader(n), std::move(in), types_};
+  std::optional<Mapped> m = map_op(node);
+  if (!m || !node.attrs.all_read()) return std::nullopt;
+  for (int i : m->inputs) {
+    if (i < 0) return std::nullopt;
+  }
+  return m;
+}
+
+std::optional<Mapped> Importer::map_op(KnownNode& node) {
+  static const std::pair<std::string_view, Op> kSame[] = {
+      {"Relu", Op::kRelu},         {"Sigmoid", Op::kSigmoid},
+      {"Tanh", Op::kTanh},         {"Sqrt", Op::kSqrt},
+      {"Erf", Op::kErf},           {"Add", Op::kAdd},
+      {"Sub", Op::kSub},           {"Mul", Op::kMul},
+      {"Div", Op::kDiv},           {"Pow", Op::kPow},
+      {"MatMul", Op::kMatMul},     {"GlobalAveragePool", Op::kGlobalAveragePool},
+      {"Identity", Op::kIdentity},
+  };
+  const std::string& t = node.proto.op_type();
+  AttrReader& r = node.attrs;
+  for (const auto& [name, op] : kSame) {
+    // Old opsets' broadcast/consumed_inputs attributes keep a node opaque.
+    if (t == name) return Mapped{op, {}, node.in};
+  }
+  if (t == "Gemm") return map_gemm(node);
+  if (t == "Conv") return map_conv(node);
+  if (t == "MaxPool" || t == "AveragePool") return map_pool(node);
+  if (t == "Clip") return map_clip(node);
+  if (t == "Softmax") return map_softmax(node);
+  if (t == "LayerNormalization") {
+    if (!node.present(2) || r.i("stash_type").value_or(1) != 1) return std::nullopt;
+    Mapped m{Op::kLayerNorm, {}, node.in};
+    m.attributes.set("axis", r.i("axis").value_or(-1));
+    m.attributes.set("epsilon", r.f("epsilon").value_or(1e-5));
+    return m;
+  }
+  if (t == "BatchNormalization") {
+    if (opset_ < 7 || r.i("training_mode").value_or(0) != 0 || r.i("spatial").value_or(1) != 1)
+      return std::nullopt;
+    r.f("momentum");  // training only
+    return Mapped{Op::kBatchNorm, {{"epsilon", r.f("epsilon").value_or(1e-5)}}, node.in};
+  }
+  if (t == "ReduceMean") {
+    Mapped m{Op::kReduceMean, {}, node.in};
+    m.attributes.set("axes", r.ints("axes").value_or(Ints{}));
+    m.attributes.set("keepdims", r.i("keepdims").value_or(1));
+    return m;
+  }
+  if (t == "Transpose")
+    return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
+  if (t == "Reshape") return map_reshape(node);
+  if (t == "Flatten") return Mapped{Op::kFlatten, {{"axis", r.i("axis").value_or(1)}}, node.in};
+  if (t == "Concat") {
+    std::optional<std::int64_t> axis = r.i("axis");
+    if (!axis) return std::nullopt;
+    return Mapped{Op::kConcat, {{"axis", *axis}}, node.in};
+  }
+  if (t == "Split") return map_split(node);
+  if (t == "Slice") return map_slice(node);
+  if (t == "Gather") return Mapped{Op::kGather, {{"axis", r.i("axis").value_or(0)}}, node.in};
+  if (t == "Pad") return map_pad(node);
+  if (t == "Dropout") return map_dropout(node);
+  return std::nullopt;
+}
+
+std::optional<Mapped> Importer::map_gemm(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  if (!node.present(0) || !node.present(1)) return std::nullopt;
+  Mapped m{Op::kGemm, {}, node.present(2) ? node.first(3) : node.first(2)};
+  if (auto v = r.f("alpha")) m.attributes.set("alpha", *v);
+  if (auto v = r.f("beta")) m.attributes.set("beta", *v);
+  if (auto v = r.i("transA")) m.attributes.set("transA", *v);
+  if (auto v = r.i("transB")) m.attributes.set("transB", *v);
+  return m;
+}
+
+std::optional<Mapped> Importer::map_conv(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  if (!node.present(0) || !node.present(1) || node.dims(1).size() != 4 || node.dims(0).size() != 4)
+    return std::nullopt;
+  Ints kernel(node.dims(1).begin() + 2, node.dims(1).end());
+  if (auto k = r.ints("kernel_shape"); k && *k != kernel) return std::nullopt;
+  Ints strides = r.ints("strides").value_or(Ints{1, 1});
+  Ints dilations = r.ints("dilations").value_or(Ints{1, 1});
+  std::optional<Ints> pads = window_pads(r, node.dims(0), kernel, strides, dilations);
+  if (!pads) return std::nullopt;
+  Mapped m{Op::kConv, {}, node.present(2) ? node.first(3) : node.first(2)};
+  m.attributes.set("strides", strides);
+  m.attributes.set("dilations", dilations);
+  m.attributes.set("pads", *pads);
+  m.attributes.set("group", r.i("group").value_or(1));
+  return m;
+}
+
+std::optional<Mapped> Importer::map_pool(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  const bool max = node.proto.op_type() == "MaxPool";
+  const Dims& in = node.dims(0);
+  if (in.size() != 4) return std::nullopt;
+  std::optional<Ints> kernel = r.ints("kernel_shape");
+  if (!kernel || kernel->size() != 2) return std::nullopt;
+  Ints strides = r.ints("strides").value_or(Ints{1, 1});
+  Ints dilations = r.ints("dilations").value_or(Ints{1, 1});
+  if (dilations != Ints{1, 1}) return std::nullopt;
+  std::optional<Ints> pads = window_pads(r, in, *kernel, strides, dilations);
+  if (!pads) return std::nullopt;
+  // ceil_mode rounds the output size up: the same windows as the IR's
+  // (which rounds down) exactly when the division is exact.
+  if (r.i("ceil_mode").value_or(0) != 0) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::int64_t span = (*kernel)[k], padded = in[2 + k] + (*pads)[k] + (*pads)[k + 2];
+      if (padded < span || (padded - span) % strides[k] != 0) return std::nullopt;
+    }
+  }
+  Mapped m{max ? Op::kMaxPool : Op::kAveragePool, {}, node.in};
+  m.attributes.set("kernel_shape", *kernel);
+  m.attributes.set("strides", strides);
+  m.attributes.set("pads", *pads);
+  if (max) {
+    r.i("storage_order");  // only affects the indices output
+  } else {
+    m.attributes.set("count_include_pad", r.i("count_include_pad").value_or(0));
+  }
+  return m;
+}
+
+std::optional<Mapped> Importer::map_clip(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  Mapped m{Op::kClip, {}, node.first(1)};
+  if (opset_ < 11) {
+    if (auto v = r.f("min")) m.attributes.set("min", *v);
+    if (auto v = r.f("max")) m.attributes.set("max", *v);
+    return m;
+  }
+  for (int i = 1; i < 3; ++i) {
+    if (!node.present(i)) continue;
+    std::optional<double> v = constant_scalar(node.proto.input(i));
+    if (!v) return std::nullopt;
+    m.attributes.set(i == 1 ? "min" : "max", *v);
+  }
+  return m;
+}
+
+std::optional<Mapped> Importer::map_softmax(KnownNode& node) {
+  std::int64_t axis = node.attrs.i("axis").value_or(opset_ < 13 ? 1 : -1);
+  std::optional<std::int64_t> a = normalize_axis(axis, node.dims(0).size());
+  // Before opset 13 Softmax flattened to 2-D at `axis`: the same only
+  // when `axis` is the last one.
+  if (!a || (opset_ < 13 && *a + 1 != static_cast<std::int64_t>(node.dims(0).size())))
+    return std::nullopt;
+  return Mapped{Op::kSoftmax, {{"axis", axis}}, node.in};
+}
+
+std::optional<Mapped> Importer::map_reshape(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  std::optional<Ints> shape = opset_ < 5 ? r.ints("shape") : constant_ints(node.input(1));
+  if (opset_ >= 5 && !shape) {
+    // A computed shape: the inferred output shape, when it is static.
+    absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
+    if (!out.ok() || out->dtype == DType::kOther || !out->is_static()) return std::nullopt;
+    shape = out->dims;
+  }
+  if (!shape) return std::nullopt;
+  if (r.i("allowzero").value_or(0) != 0 && std::ranges::count(*shape, 0) > 0) return std::nullopt;
+  return Mapped{Op::kReshape, {{"shape", *shape}}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_split(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  std::int64_t axis = r.i("axis").value_or(0);
+  std::optional<std::int64_t> a = normalize_axis(axis, node.dims(0).size());
+  if (!a) return std::nullopt;
+  std::optional<Ints> split = opset_ < 13 ? r.ints("split") : constant_ints(node.input(1));
+  if (opset_ >= 13 && node.present(1) && !split) return std::nullopt;
+  if (!split) {
+    std::int64_t parts = node.proto.output_size(), size = node.dims(0)[*a];
+    if (size % parts != 0) return std::nullopt;
+    split = Ints(static_cast<std::size_t>(parts), size / parts);
+  }
+  return Mapped{Op::kSplit, {{"axis", axis}, {"split", *split}}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_slice(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  std::optional<Ints> starts, ends, axes, steps;
+  if (opset_ < 10) {
+    starts = r.ints("starts"), ends = r.ints("ends"), axes = r.ints("axes");
+  } else {
+    starts = constant_ints(node.input(1)), ends = constant_ints(node.input(2));
+    if (node.present(3) && !(axes = constant_ints(node.proto.input(3)))) return std::nullopt;
+    if (node.present(4) && !(steps = constant_ints(node.proto.input(4)))) return std::nullopt;
+  }
+  if (!starts || !ends) return std::nullopt;
+  Mapped m{Op::kSlice, {}, node.first(1)};
+  m.attributes.set("starts", *starts);
+  m.attributes.set("ends", *ends);
+  m.attributes.set("axes", axes.value_or(Ints{}));
+  m.attributes.set("steps", steps.value_or(Ints{}));
+  return m;
+}
+
+std::optional<Mapped> Importer::map_pad(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  // Float tensors only: the IR's pad value is a float.
+  if (r.s("mode").value_or("constant") != "constant" ||
+      types_[node.in[0]].parts[0].dtype != DType::kFloat32)
+    return std::nullopt;
+  std::optional<Ints> pads;
+  std::optional<double> value = 0.0;
+  if (opset_ < 11) {
+    pads = r.ints("pads");
+    value = r.f("value").value_or(0.0);
+  } else {
+    pads = constant_ints(node.input(1));
+    if (node.present(2)) value = constant_scalar(node.proto.input(2));
+    if (node.present(3)) return std::nullopt;  // axes (opset 18)
+  }
+  if (!pads || !value) return std::nullopt;
+  return Mapped{Op::kPad, {{"pads", *pads}, {"value", *value}}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_dropout(KnownNode& node) {
+  // Inference: the identity, unless training_mode is (or may be) true.
+  if (opset_ < 7) return std::nullopt;
+  if (node.present(2)) {
+    auto it = constants_.find(node.proto.input(2));
+    if (it == constants_.end() || it->second.dtype() != DType::kBool || it->second.size() != 1 ||
+        it->second.bytes()[0] != std::byte{0})
+      return std::nullopt;
+  }
+  node.attrs.f("ratio");
+  node.attrs.i("seed");
+  return Mapped{Op::kDropout, {}, node.first(1)};
+}
+
+}  // namespace saturn::tensor::onnx_io

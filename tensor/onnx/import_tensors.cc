@@ -1,0 +1,179 @@
+// ONNX → IR: tensor data. External data files, the seeded-weight metadata,
+// initializers (weights and graph inputs' defaults) and Constant nodes.
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "tensor/graph.h"
+#include "tensor/onnx/importer.h"
+#include "tensor/onnx/proto.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::path& dir) {
+  std::string location;
+  std::int64_t offset = 0, length = -1;
+  auto bad = [&](std::string_view what) {
+    return absl::InvalidArgumentError(
+        fmt::format("initializer '{}': external data {}", t.name(), what));
+  };
+  for (const auto& e : t.external_data()) {
+    if (e.key() == "location") location = e.value();
+    if (e.key() == "offset" || e.key() == "length") {
+      std::int64_t v = 0;
+      const char* end = e.value().data() + e.value().size();
+      auto [ptr, ec] = std::from_chars(e.value().data(), end, v);
+      if (ec != std::errc() || ptr != end || v < 0)
+        return bad(fmt::format("{} '{}' is not a non-negative integer", e.key(), e.value()));
+      (e.key() == "offset" ? offset : length) = v;
+    }
+  }
+  std::filesystem::path rel(location);
+  if (location.empty() || rel.is_absolute() ||
+      std::any_of(rel.begin(), rel.end(), [](const auto& part) { return part == ".."; })) {
+    return bad(fmt::format("location '{}' must be a relative path inside the model's directory",
+                           location));
+  }
+  const std::filesystem::path file = dir / rel;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    return absl::NotFoundError(fmt::format("initializer '{}': cannot open external data file {}",
+                                           t.name(), file.string()));
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
+  if (ec) return bad(fmt::format("file {}: {}", file.string(), ec.message()));
+  if (length < 0) length = size - offset;
+  if (offset > size || length < 0 || length > size - offset)
+    return bad(fmt::format("{} has {} bytes; the model reads {} at offset {}", location, size,
+                           length, offset));
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) return bad(fmt::format("reading {} failed", file.string()));
+  t.set_raw_data(std::move(bytes));
+  t.clear_external_data();
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir) {
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    if (absl::Status s = load_external_data(t, dir); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SeededWeights> seeded_weights(const onnx::ModelProto& model) {
+  SeededWeights out;
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() != kSeededWeights) continue;
+    nlohmann::json j = nlohmann::json::parse(entry.value(), nullptr, false);
+    if (!j.is_object())
+      return absl::InvalidArgumentError(
+          fmt::format("metadata '{}' must be a JSON object", kSeededWeights));
+    for (const auto& [name, range] : j.items()) {
+      if (!range.is_object() || !range.contains("low") || !range.contains("high") ||
+          !range["low"].is_number() || !range["high"].is_number())
+        return absl::InvalidArgumentError(
+            fmt::format("metadata '{}': '{}' needs numbers low and high", kSeededWeights, name));
+      out[name] = {range["low"].get<float>(), range["high"].get<float>()};
+    }
+  }
+  return out;
+}
+
+absl::Status Importer::add_input_default(const std::string& name, const Tensor& value) {
+  if (graph_.nodes[static_cast<std::size_t>(values_.at(name))].op != Op::kInput)
+    return error("initializer '{}' and seeded-weight metadata both define '{}'", name, name);
+  graph_.input_defaults[name] = std::make_shared<const Tensor>(value);
+  return absl::OkStatus();
+}
+
+void Importer::add_weight(const std::string& name, const Tensor& value) {
+  constants_[name] = value;
+  // A float scalar becomes a Constant node, which carries its value, so
+  // that rules can match it (the 0.5 and sqrt 2 of an exported GELU).
+  if (value.dtype() == DType::kFloat32 && value.size() == 1) {
+    values_[name] = *append(Op::kConstant,
+                            {{"value", static_cast<double>(value.floats()[0])},
+                             {"shape", Ints(value.dims().begin(), value.dims().end())}},
+                            {}, name);
+    return;
+  }
+  graph_.weights[name] = WeightInit{std::make_shared<const Tensor>(value)};
+  absl::StatusOr<int> id =
+      append(Op::kWeight, leaf_attributes(name, value.dims(), value.dtype()), {}, name);
+  values_[name] = *id;  // a weight always type-checks
+}
+
+std::optional<Tensor> Importer::constant_value(const onnx::NodeProto& n) const {
+  if (n.attribute_size() != 1) return std::nullopt;
+  const onnx::AttributeProto& a = n.attribute(0);
+  auto floats = [](Dims dims, std::vector<float> v) {
+    return Tensor(TensorType{DType::kFloat32, std::move(dims)}, std::move(v));
+  };
+  auto ints = [](Dims dims, std::vector<std::int64_t> v) {
+    return Tensor(TensorType{DType::kInt64, std::move(dims)}, std::move(v));
+  };
+  if (a.name() == "value" && a.has_t()) {
+    absl::StatusOr<Tensor> t = tensor_from_proto(a.t());
+    return t.ok() ? std::optional<Tensor>(*t) : std::nullopt;
+  }
+  if (a.name() == "value_float") return floats({}, {a.f()});
+  if (a.name() == "value_floats")
+    return floats({a.floats_size()}, std::vector<float>(a.floats().begin(), a.floats().end()));
+  if (a.name() == "value_int") return ints({}, {a.i()});
+  if (a.name() == "value_ints")
+    return ints({a.ints_size()}, std::vector<std::int64_t>(a.ints().begin(), a.ints().end()));
+  if (a.name() == "value_string")
+    return Tensor(TensorType{DType::kString, {}}, std::vector<std::string>{a.s()});
+  if (a.name() == "value_strings")
+    return Tensor(TensorType{DType::kString, {a.strings_size()}},
+                  std::vector<std::string>(a.strings().begin(), a.strings().end()));
+  return std::nullopt;
+}
+
+std::optional<Ints> Importer::constant_ints(const std::string& name) const {
+  auto it = constants_.find(name);
+  if (it == constants_.end()) return std::nullopt;
+  const Tensor& t = it->second;
+  if (t.dtype() == DType::kInt64) return Ints(t.ints().begin(), t.ints().end());
+  if (t.dtype() == DType::kInt32) {
+    Ints out;
+    for (std::size_t i = 0; i < t.bytes().size(); i += 4) {
+      std::int32_t v;
+      std::memcpy(&v, t.bytes().data() + i, 4);
+      out.push_back(v);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> Importer::constant_scalar(const std::string& name) const {
+  auto it = constants_.find(name);
+  if (it == constants_.end() || it->second.dtype() != DType::kFloat32 || it->second.size() != 1)
+    return std::nullopt;
+  return it->second.floats()[0];
+}
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,205 @@
+// Internal to the ONNX importer (import.cc, import_tensors.cc, import_ops.cc):
+// the Importer, which builds the IR graph of one ONNX model, and what its
+// files share.
+//
+//   import.cc          the entry points and the graph walk: inputs, nodes
+//                      (mapped or opaque), outputs
+//   import_tensors.cc  external data, seeded weights, initializers and
+//                      constants
+//   import_ops.cc      the mapping of known ONNX operators onto IR operators
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "egraph/attributes.h"
+#include "fmt/format.h"
+#include "onnx/onnx_pb.h"
+#include "tensor/graph.h"
+#include "tensor/onnx/onnx.h"
+#include "tensor/onnx/proto.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"
+#include "tensor/types.h"
+
+namespace saturn::tensor::onnx_io {
+
+using Ints = std::vector<std::int64_t>;
+
+// Reads every external initializer of `model` (relative to `dir`) into it.
+absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir);
+
+// The weights a model names under `saturn.seeded_weights`: name -> [low, high).
+using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
+
+absl::StatusOr<SeededWeights> seeded_weights(const onnx::ModelProto& model);
+
+// Reads a node's attributes and remembers which were read, so a node with an
+// attribute the mapping does not understand stays opaque.
+class AttrReader {
+ public:
+  explicit AttrReader(const onnx::NodeProto& node) : node_(node) {}
+
+  const onnx::AttributeProto* find(std::string_view name) {
+    for (const onnx::AttributeProto& a : node_.attribute()) {
+      if (a.name() == name) {
+        read_.insert(a.name());
+        return &a;
+      }
+    }
+    return nullptr;
+  }
+  std::optional<std::int64_t> i(std::string_view name) {
+    const auto* a = find(name);
+    if (a == nullptr || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+    return a->i();
+  }
+  std::optional<double> f(std::string_view name) {
+    const auto* a = find(name);
+    if (a == nullptr || a->type() != onnx::AttributeProto::FLOAT) return std::nullopt;
+    return a->f();
+  }
+  std::optional<std::string> s(std::string_view name) {
+    const auto* a = find(name);
+    if (a == nullptr || a->type() != onnx::AttributeProto::STRING) return std::nullopt;
+    return a->s();
+  }
+  std::optional<Ints> ints(std::string_view name) {
+    const auto* a = find(name);
+    if (a == nullptr || a->type() != onnx::AttributeProto::INTS) return std::nullopt;
+    return Ints(a->ints().begin(), a->ints().end());
+  }
+  // Whether every attribute of the node was read.
+  bool all_read() const { return static_cast<int>(read_.size()) == node_.attribute_size(); }
+
+ private:
+  const onnx::NodeProto& node_;
+  std::set<std::string> read_;
+};
+
+// What a known ONNX node becomes: one IR operator over IR values.
+struct Mapped {
+  Op op;
+  Attributes attributes;
+  std::vector<int> inputs;
+};
+
+// A default-domain node being mapped: the node, a reader of its attributes
+// and its inputs as IR values (-1 where an optional input is omitted).
+struct KnownNode {
+  const onnx::NodeProto& proto;
+  AttrReader attrs;
+  std::vector<int> in;
+  const std::vector<ValueType>& types;  // the importer's, by IR value
+
+  // The dimensions of input `i`.
+  const Dims& dims(int i) const { return types[in[i]].parts[0].dims; }
+  // Whether input `i` is given.
+  bool present(int i) const { return i < static_cast<int>(in.size()) && in[i] >= 0; }
+  // The first `count` inputs.
+  std::vector<int> first(int count) const {
+    return std::vector<int>(in.begin(), in.begin() + count);
+  }
+  // The name of input `i`; empty when the node has fewer inputs.
+  std::string input(int i) const { return i < proto.input_size() ? proto.input(i) : std::string(); }
+};
+
+class Importer {
+ public:
+  Importer(std::string file, const OnnxImportOptions& options)
+      : file_(std::move(file)), options_(options) {}
+
+  absl::StatusOr<Graph> run(onnx::ModelProto& model);
+
+ private:
+  template <typename... Args>
+  absl::Status error(fmt::format_string<Args...> format, Args&&... args) const {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", file_, fmt::format(format, std::forward<Args>(args)...)));
+  }
+  template <typename... Args>
+  static absl::Status plain(fmt::format_string<Args...> format, Args&&... args) {
+    return absl::InvalidArgumentError(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  // The graph walk (import.cc).
+
+  // Checks the opset, reads external data and seeded-weight metadata, fixes
+  // symbolic input dimensions, runs the ONNX checker and shape inference.
+  absl::Status prepare(onnx::ModelProto& model);
+  absl::StatusOr<TensorType> tensor_type(const onnx::TypeProto& type, const std::string& name,
+                                         bool need_static) const;
+  // The ONNX type of a value: a tensor (dimensions that depend on the data
+  // are kUnknownDim), or kOther for sequences, maps and tensors of unknown
+  // rank.
+  absl::StatusOr<TensorType> value_type(const std::string& name) const;
+  absl::StatusOr<int> append(Op op, Attributes attributes, std::vector<int> inputs,
+                             std::string name);
+  absl::Status add_input(const onnx::ValueInfoProto& v);
+  absl::Status define(const std::string& name, absl::StatusOr<int> id);
+  std::string where(const onnx::NodeProto& n, int k) const;
+  absl::Status add_node(const onnx::NodeProto& n, int k);
+  // Adds a known operator; false when it stays opaque (not mappable, or the
+  // IR's type for it differs from ONNX's).
+  absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
+  absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple);
+  // Whether the IR's type for a value agrees with what ONNX inferred for it
+  // (dimensions ONNX left unknown agree with anything).
+  bool agrees(const TensorType& ir, const std::string& name) const;
+  absl::Status add_opaque(const onnx::NodeProto& n, int k);
+  // Drops nodes no output depends on (graph inputs stay: they are the
+  // model's interface).
+  void prune();
+
+  // Initializers and constants (import_tensors.cc).
+
+  // The default of graph input `name` (ONNX's shape inference has checked
+  // that its type fits).
+  absl::Status add_input_default(const std::string& name, const Tensor& value);
+  void add_weight(const std::string& name, const Tensor& value);
+  // A Constant node's value as a tensor (null for sparse values).
+  std::optional<Tensor> constant_value(const onnx::NodeProto& n) const;
+  // The integer values of a constant input (int64 or int32), if known.
+  std::optional<Ints> constant_ints(const std::string& name) const;
+  std::optional<double> constant_scalar(const std::string& name) const;
+
+  // Known operators (import_ops.cc).
+
+  // Maps a default-domain node onto an IR operator when the IR computes the
+  // same thing; nullopt keeps it opaque.
+  std::optional<Mapped> map_known(const onnx::NodeProto& n);
+  // The mapping of `node` by its operator type, before the checks that
+  // every attribute was read and every input it keeps is given.
+  std::optional<Mapped> map_op(KnownNode& node);
+  std::optional<Mapped> map_gemm(KnownNode& node);
+  std::optional<Mapped> map_conv(KnownNode& node);
+  std::optional<Mapped> map_pool(KnownNode& node);
+  std::optional<Mapped> map_clip(KnownNode& node);
+  std::optional<Mapped> map_softmax(KnownNode& node);
+  std::optional<Mapped> map_reshape(KnownNode& node);
+  std::optional<Mapped> map_split(KnownNode& node);
+  std::optional<Mapped> map_slice(KnownNode& node);
+  std::optional<Mapped> map_pad(KnownNode& node);
+  std::optional<Mapped> map_dropout(KnownNode& node);
+
+  std::string file_;
+  const OnnxImportOptions& options_;
+  std::int64_t opset_ = 0;
+  Graph graph_;
+  std::vector<ValueType> types_;
+  absl::flat_hash_map<std::string, int> values_;
+  absl::flat_hash_map<std::string, Tensor> constants_;
+  absl::flat_hash_map<std::string, onnx::TypeProto> types_by_name_;
+  SeededWeights seeded_;
+};
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,245 @@
+#include "tensor/onnx/proto.h"
+
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "fmt/format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+using onnx::TensorProto;
+
+struct DTypePair {
+  DType dtype;
+  int onnx;
+};
+
+constexpr DTypePair kPairs[] = {
+    {DType::kFloat32, TensorProto::FLOAT},
+    {DType::kInt64, TensorProto::INT64},
+    {DType::kBool, TensorProto::BOOL},
+    {DType::kInt8, TensorProto::INT8},
+    {DType::kUInt8, TensorProto::UINT8},
+    {DType::kInt16, TensorProto::INT16},
+    {DType::kUInt16, TensorProto::UINT16},
+    {DType::kInt32, TensorProto::INT32},
+    {DType::kUInt32, TensorProto::UINT32},
+    {DType::kUInt64, TensorProto::UINT64},
+    {DType::kFloat16, TensorProto::FLOAT16},
+    {DType::kBFloat16, TensorProto::BFLOAT16},
+    {DType::kFloat64, TensorProto::DOUBLE},
+    {DType::kComplex64, TensorProto::COMPLEX64},
+    {DType::kComplex128, TensorProto::COMPLEX128},
+    {DType::kString, TensorProto::STRING},
+};
+
+template <typename T>
+void append_le(std::vector<std::byte>& out, T value) {
+  std::byte b[sizeof(T)];
+  std::memcpy(b, &value, sizeof(T));  // x86-64 and the ONNX format are little-endian
+  out.insert(out.end(), b, b + sizeof(T));
+}
+
+// Typed-field storage: the narrow integer types, bool and the 16-bit floats
+// sit in int32_data (one element each, the low bits); uint32 and uint64 in
+// uint64_data; float64 and complex128 in double_data; complex64 in
+// float_data (two floats per element).
+absl::StatusOr<std::vector<std::byte>> typed_bytes(const TensorProto& p, DType dtype,
+                                                   std::int64_t count) {
+  std::vector<std::byte> out;
+  const std::size_t width = dtype_bytes(dtype);
+  auto from_ints = [&](const auto& field, std::size_t per_element) -> absl::Status {
+    if (static_cast<std::int64_t>(field.size()) != count * static_cast<std::int64_t>(per_element))
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} values, expects {}",
+                                                    p.name(), field.size(), count * per_element));
+    for (auto v : field) {
+      auto u = static_cast<std::uint64_t>(v);
+      std::byte b[8];
+      std::memcpy(b, &u, 8);
+      out.insert(out.end(), b, b + width / per_element);
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s;
+  switch (dtype) {
+    case DType::kFloat64:
+      s = p.double_data_size() == count ? absl::OkStatus()
+                                        : absl::InvalidArgumentError("double_data size");
+      for (double v : p.double_data()) append_le(out, v);
+      break;
+    case DType::kComplex128:
+      s = p.double_data_size() == 2 * count ? absl::OkStatus()
+                                            : absl::InvalidArgumentError("double_data size");
+      for (double v : p.double_data()) append_le(out, v);
+      break;
+    case DType::kComplex64:
+      s = p.float_data_size() == 2 * count ? absl::OkStatus()
+                                           : absl::InvalidArgumentError("float_data size");
+      for (float v : p.float_data()) append_le(out, v);
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      s = from_ints(p.uint64_data(), 1);
+      break;
+    default:
+      s = from_ints(p.int32_data(), 1);
+  }
+  if (!s.ok())
+    return absl::InvalidArgumentError(fmt::format(
+        "tensor '{}': the data does not match its shape ({})", p.name(), std::string(s.message())));
+  return out;
+}
+
+}  // namespace
+
+std::optional<DType> dtype_from_onnx(int elem_type) {
+  for (const DTypePair& p : kPairs) {
+    if (p.onnx == elem_type) return p.dtype;
+  }
+  return std::nullopt;
+}
+
+int dtype_to_onnx(DType dtype) {
+  for (const DTypePair& p : kPairs) {
+    if (p.dtype == dtype) return p.onnx;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
+  std::optional<DType> dtype = dtype_from_onnx(p.data_type());
+  if (!dtype) {
+    return absl::InvalidArgumentError(
+        fmt::format("tensor '{}' has an unknown element type ({})", p.name(), p.data_type()));
+  }
+  TensorType type{*dtype, Dims(p.dims().begin(), p.dims().end())};
+  for (std::int64_t d : type.dims) {
+    if (d < 0)
+      return absl::InvalidArgumentError(
+          fmt::format("tensor '{}' has a negative dimension", p.name()));
+  }
+  const std::int64_t count = type.num_elements();
+  if (*dtype == DType::kString) {
+    if (p.string_data_size() != count)
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} strings, expects {}",
+                                                    p.name(), p.string_data_size(), count));
+    return Tensor(type, std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
+  }
+  std::vector<std::byte> bytes;
+  if (p.has_raw_data()) {
+    if (static_cast<std::int64_t>(p.raw_data().size()) != type.num_bytes())
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} bytes, expects {}",
+                                                    p.name(), p.raw_data().size(),
+                                                    type.num_bytes()));
+    const auto* b = reinterpret_cast<const std::byte*>(p.raw_data().data());
+    bytes.assign(b, b + p.raw_data().size());
+  } else if (*dtype == DType::kFloat32) {
+    if (p.float_data_size() != count)
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} floats, expects {}",
+                                                    p.name(), p.float_data_size(), count));
+    return Tensor(type, std::vector<float>(p.float_data().begin(), p.float_data().end()));
+  } else if (*dtype == DType::kInt64) {
+    if (p.int64_data_size() != count)
+      return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} integers, expects {}",
+                                                    p.name(), p.int64_data_size(), count));
+    return Tensor(type, std::vector<std::int64_t>(p.int64_data().begin(), p.int64_data().end()));
+  } else {
+    absl::StatusOr<std::vector<std::byte>> typed = typed_bytes(p, *dtype, count);
+    if (!typed.ok()) return typed.status();
+    bytes = std::move(*typed);
+  }
+  if (*dtype == DType::kFloat32) {
+    std::vector<float> v(static_cast<std::size_t>(count));
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return Tensor(type, std::move(v));
+  }
+  if (*dtype == DType::kInt64) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(count));
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return Tensor(type, std::move(v));
+  }
+  return Tensor(type, std::move(bytes));
+}
+
+void tensor_to_proto(const Tensor& tensor, const std::string& name, TensorProto* proto) {
+  proto->set_name(name);
+  proto->set_data_type(dtype_to_onnx(tensor.dtype()));
+  for (std::int64_t d : tensor.dims()) proto->add_dims(d);
+  switch (tensor.dtype()) {
+    case DType::kFloat32:
+      proto->set_raw_data(tensor.floats().data(), tensor.floats().size_bytes());
+      break;
+    case DType::kInt64:
+      proto->set_raw_data(tensor.ints().data(), tensor.ints().size_bytes());
+      break;
+    case DType::kString:
+      for (const std::string& s : tensor.strings()) proto->add_string_data(s);
+      break;
+    default:
+      proto->set_raw_data(tensor.bytes().data(), tensor.bytes().size());
+  }
+}
+
+std::string serialize_base64(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  // Deterministic, so equal attributes give equal text (and equal e-nodes).
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return absl::Base64Escape(bytes);
+}
+
+bool parse_base64(std::string_view text, google::protobuf::MessageLite* message) {
+  std::string bytes;
+  return absl::Base64Unescape(absl::string_view(text.data(), text.size()), &bytes) &&
+         message->ParseFromString(bytes);
+}
+
+namespace {
+
+void collect_outer(const onnx::GraphProto& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) defined.insert(t.values().name());
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.contains(name)) out.insert(name);
+  };
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& in : n.input()) use(in);
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      std::set<std::string> inner;
+      if (a.has_g()) collect_outer(a.g(), inner);
+      for (const auto& sub : a.graphs()) collect_outer(sub, inner);
+      for (const std::string& name : inner) use(name);
+    }
+    for (const std::string& o : n.output()) defined.insert(o);
+  }
+  for (const auto& v : g.output()) use(v.name());
+}
+
+}  // namespace
+
+std::set<std::string> outer_names(const onnx::GraphProto& graph) {
+  std::set<std::string> out;
+  collect_outer(graph, out);
+  return out;
+}
+
+std::set<std::string> node_outer_names(const onnx::NodeProto& node) {
+  std::set<std::string> out;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.has_g()) out.merge(outer_names(a.g()));
+    for (const auto& sub : a.graphs()) out.merge(outer_names(sub));
+  }
+  return out;
+}
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,113 @@
+#include "tools/model_files.h"
+
+#include <filesystem>
+
+#include "CLI/CLI.hpp"
+#include "base/status.h"
+#include "fmt/format.h"
+#include "tensor/json/json_model.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn::tools {
+
+absl::StatusOr<tensor::Graph> load_model(const std::string& name,
+                                         const tensor::OnnxImportOptions& onnx) {
+  if (name.ends_with(".onnx")) return tensor::load_onnx_model(name, onnx);
+  if (name.ends_with(".json")) return tensor::load_json_model(name);
+  if (name.find('/') != std::string::npos || std::filesystem::exists(name))
+    return absl::InvalidArgumentError(
+        fmt::format("{}: unknown model format (expected .onnx or .json)", name));
+  return tensor::build_zoo_model(name);
+}
+
+absl::Status save_model(const tensor::Graph& graph, const std::string& path) {
+  if (path.ends_with(".onnx")) return tensor::save_onnx_model(graph, path);
+  if (path.ends_with(".json")) return tensor::save_json_model(graph, path);
+  return absl::InvalidArgumentError(
+      fmt::format("{}: unknown output format (use .onnx or .json)", path));
+}
+
+namespace {
+
+// Whether paths `a` and `b` name one file: the same file when both exist
+// (links and "./" included), otherwise the same normalized path.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
+}  // namespace
+
+absl::Status check_outputs(const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].empty()) continue;
+    for (const std::string& in : inputs) {
+      if (!in.empty() && same_file(outputs[i], in))
+        return absl::InvalidArgumentError(
+            fmt::format("{}: will not overwrite the input file {}", outputs[i], in));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!outputs[j].empty() && same_file(outputs[i], outputs[j]))
+        return absl::InvalidArgumentError(
+            fmt::format("{}: named for two outputs of one command", outputs[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string cost_file(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  return colon == std::string_view::npos ? "" : std::string(spec.substr(colon + 1));
+}
+
+absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view spec) {
+  absl::StatusOr<std::shared_ptr<const CostModel>> model = cost_model_by_name(spec);
+  if (!model.ok()) return model;
+  const auto* measured = dynamic_cast<const MeasuredCostModel*>(model->get());
+  if (measured != nullptr && !measured->measured_on().empty()) {
+    const std::string here = machine_description();
+    if (measured->measured_on() != here) {
+      fmt::print(stderr,
+                 "saturn: note: {} was measured on {}, this machine is {} (saturn calibrate "
+                 "--refresh times its entries here)\n",
+                 cost_file(spec), measured->measured_on(), here);
+    }
+  }
+  return model;
+}
+
+int fail(const absl::Status& status) {
+  fmt::print(stderr, "saturn: {}\n", message(status));
+  return 1;
+}
+
+void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx) {
+  command
+      .add_option_function<std::vector<std::string>>(
+          "--dim",
+          [&onnx](const std::vector<std::string>& specs) {
+            for (const std::string& spec : specs) {
+              const std::size_t eq = spec.find('=');
+              std::int64_t size = 0;
+              CLI::detail::lexical_cast(spec.substr(eq + 1), size);
+              onnx.dims[spec.substr(0, eq)] = size;
+            }
+          },
+          "NAME=SIZE: the size of a symbolic ONNX input dimension (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& spec) -> std::string {
+            const std::size_t eq = spec.find('=');
+            std::int64_t size = -1;
+            if (eq == std::string::npos || eq == 0 ||
+                !CLI::detail::lexical_cast(spec.substr(eq + 1), size) || size < 0)
+              return fmt::format("--dim needs NAME=SIZE, got '{}'", spec);
+            return "";
+          },
+          "NAME=SIZE"))
+      ->allow_extra_args(false);
+}
+
+}  // namespace saturn::tools

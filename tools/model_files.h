@@ -1,0 +1,50 @@
+// What the `saturn` subcommands share: reading and writing models by file
+// name, refusing outputs that would overwrite an input, the cost model of a
+// --cost option, the --dim option, and error reporting.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/cost_model.h"
+#include "tensor/graph.h"
+#include "tensor/onnx/onnx.h"
+
+namespace CLI {
+class App;
+}
+
+namespace saturn::tools {
+
+// An ONNX file (.onnx), a saturn JSON file (.json), or a zoo model by name.
+absl::StatusOr<tensor::Graph> load_model(const std::string& name,
+                                         const tensor::OnnxImportOptions& onnx = {});
+// Writes .onnx or .json by the file name's extension.
+absl::Status save_model(const tensor::Graph& graph, const std::string& path);
+
+// Refuses a command that would write one of `outputs` over one of `inputs`
+// (the files it reads) or over another of its outputs. Empty names are
+// options not given.
+absl::Status check_outputs(const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs);
+
+// The file a --cost option reads, if any ("measured:FILE", "roofline:FILE.json").
+std::string cost_file(std::string_view spec);
+
+// The cost model named by --cost. A measured table timed on another machine
+// prices this one's kernels only roughly, so that is said on stderr (the
+// command goes on).
+absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view spec);
+
+// Prints "saturn: MESSAGE" on stderr; returns 1.
+int fail(const absl::Status& status);
+
+// `--dim NAME=SIZE` (repeatable) on `command`: sizes a symbolic ONNX input
+// dimension. The sizes land in `onnx` as they are parsed.
+void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx);
+
+}  // namespace saturn::tools

@@ -1,0 +1,266 @@
+// `saturn optimize`: search, extract, report, and optionally check the result
+// in onnxruntime.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "CLI/CLI.hpp"
+#include "base/cli.h"
+#include "base/file.h"
+#include "base/status.h"
+#include "base/stopwatch.h"
+#include "fmt/format.h"
+#include "mcts/optimize.h"
+#include "nlohmann/json.hpp"
+#include "tensor/json/json_model.h"
+#include "tools/commands.h"
+#include "tools/model_files.h"
+#include "tools/runtime_commands.h"
+
+namespace saturn::tools {
+
+using tensor::Graph;
+
+namespace {
+
+struct OptimizeCommandOptions {
+  std::string model, out, report, dot_dir, cost = "roofline", search = "mcts";
+  bool quiet = false, verify = false, keep_faster = false;
+  std::optional<double> min_speedup;
+  std::optional<double> min_gain_percent;
+  ort::RuntimeOptions verify_options;
+  tensor::OnnxImportOptions onnx;
+  OptimizeOptions optimize;
+};
+
+// The progress line: rewritten in place on a terminal, at most 10 times a
+// second, from any search thread.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+  ~ProgressLine() { finish(); }
+
+  void update(const SearchProgress& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    best_ = std::min(best_, p.cost);
+    if (!enabled_ || (shown_ && clock_.seconds() - last_ < 0.1)) return;
+    last_ = clock_.seconds();
+    shown_ = true;
+    fmt::print(stderr, "\r  search {:6.1f} s  {:>7} / {} e-nodes  best cost {:.2f} ({:+.2f}%)   ",
+               last_, p.nodes, p.max_nodes, best_,
+               p.initial_cost > 0 ? 100.0 * (best_ - p.initial_cost) / p.initial_cost : 0.0);
+    std::fflush(stderr);
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shown_) fmt::print(stderr, "\r{:80}\r", "");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  std::mutex mutex_;
+  Stopwatch clock_;
+  double last_ = 0, best_ = std::numeric_limits<double>::infinity();
+  bool shown_ = false;
+};
+
+// Writes STEM.dot (and STEM.svg when Graphviz's `dot` is on the PATH).
+absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
+                       const std::string& stem) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::PermissionDeniedError(fmt::format("{}: {}", dir.string(), ec.message()));
+  const std::filesystem::path dot = dir / (stem + ".dot");
+  if (absl::Status s = write_text_file(dot.string(), tensor::to_dot(graph)); !s.ok()) return s;
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    const std::string cmd = fmt::format("dot -Tsvg {} -o {}", ort::shell_quote(dot.string()),
+                                        ort::shell_quote((dir / (stem + ".svg")).string()));
+    if (std::system(cmd.c_str()) != 0)
+      return absl::InternalError(fmt::format("{}: graphviz could not render it", dot.string()));
+  }
+  return absl::OkStatus();
+}
+
+void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o) {
+  fmt::print(
+      "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
+      graph.name, r.stats.strategy, r.cost_model, r.cost_before, r.cost_after,
+      r.improvement_percent(), r.speedup());
+  fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n",
+             tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
+             o.optimize.budget.max_nodes, r.stats.stop_reason, to_string(r.extraction));
+  fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
+             r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
+  fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
+             r.times.rules, r.times.search, r.times.extract, r.times.total);
+  if (r.kept_input && r.found_cheaper())
+    fmt::print(
+        "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
+        "minimum gain of {:.3g}%)\n",
+        r.cost_found, 100 * (r.cost_before - r.cost_found) / r.cost_before,
+        100 * o.optimize.min_gain);
+  for (std::size_t i = 0; i < r.rules_applied.size() && i < 8; ++i)
+    fmt::print("  {:>6}  {}\n", r.rules_applied[i].count, r.rules_applied[i].name);
+  if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
+  if (!o.dot_dir.empty())
+    fmt::print("wrote {}/before.dot and {}/after.dot\n", o.dot_dir, o.dot_dir);
+}
+
+// The summary as --report writes it.
+nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
+                           const OptimizeCommandOptions& o) {
+  nlohmann::json rules = nlohmann::json::array();
+  for (const RuleApplication& a : r.rules_applied)
+    rules.push_back({{"rule", a.name}, {"count", a.count}});
+  return {{"model", graph.name},
+          {"strategy", r.stats.strategy},
+          {"cost_model", r.cost_model},
+          {"cost_before", r.cost_before},
+          {"cost_after", r.cost_after},
+          {"improvement_percent", r.improvement_percent()},
+          {"kept_input", r.kept_input},
+          {"cost_found", r.cost_found},
+          {"min_gain_percent", 100 * o.optimize.min_gain},
+          {"ops_before", tensor::total_ops(graph)},
+          {"ops_after", tensor::total_ops(r.graph)},
+          {"weight_bytes_before", r.weight_bytes_before},
+          {"weight_bytes_after", r.weight_bytes_after},
+          {"weight_spill", r.weight_spill},
+          {"peak_nodes", r.stats.peak_nodes},
+          {"peak_bytes", r.stats.peak_bytes},
+          {"budget_nodes", o.optimize.budget.max_nodes},
+          {"stop_reason", r.stats.stop_reason},
+          {"extraction", std::string(to_string(r.extraction))},
+          {"simulations", r.stats.simulations},
+          {"rules_applied", rules},
+          {"seconds",
+           {{"rules", r.times.rules},
+            {"search", r.times.search},
+            {"extract", r.times.extract},
+            {"total", r.times.total}}}};
+}
+
+// Checks what the options name before any work: no output over an input,
+// output formats, and --verify's need for an ONNX output.
+int check_optimize_options(const CLI::App& app, const OptimizeCommandOptions& o) {
+  std::vector<std::string> inputs = o.optimize.rule_files;
+  inputs.push_back(o.model);
+  inputs.push_back(cost_file(o.cost));
+  std::vector<std::string> outputs = {o.out, o.report};
+  if (!o.dot_dir.empty()) {
+    for (const char* file : {"before.dot", "after.dot", "before.svg", "after.svg"})
+      outputs.push_back((std::filesystem::path(o.dot_dir) / file).string());
+  }
+  if (absl::Status s = check_outputs(inputs, outputs); !s.ok()) return fail(s);
+  if (!o.out.empty() && !o.out.ends_with(".onnx") && !o.out.ends_with(".json"))
+    return usage_error(app, "-o needs a .onnx or .json file name");
+  if (o.verify && !o.out.ends_with(".onnx"))
+    return usage_error(app, "--verify, --keep-faster and --min-speedup need -o OUT.onnx");
+  return 0;
+}
+
+int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
+  if (o.keep_faster && !o.min_speedup) o.min_speedup = 1.0;
+  o.verify = o.verify || o.min_speedup.has_value();
+  if (int rc = check_optimize_options(app, o); rc != 0) return rc;
+  o.optimize.search.strategy = *parse_strategy(o.search);
+  absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
+  if (!graph.ok()) return fail(graph.status());
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
+  if (!cost_model.ok()) return fail(cost_model.status());
+  o.optimize.cost_model = *cost_model;
+  // A latency model's per-kernel figures carry errors of a few percent: a
+  // smaller predicted gain is not worth a different graph.
+  o.optimize.min_gain = o.min_gain_percent.value_or(o.cost == "opcount" ? 0.0 : 0.5) / 100;
+  ProgressLine progress(!o.quiet && isatty(fileno(stderr)));
+  o.optimize.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
+  absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
+  progress.finish();
+  if (!r.ok()) return fail(with_context(r.status(), o.model));
+  if (!o.out.empty()) {
+    if (absl::Status s = save_model(r->graph, o.out); !s.ok()) return fail(s);
+  }
+  if (!o.dot_dir.empty()) {
+    for (const auto& [g, stem] : {std::pair{&*graph, "before"}, std::pair{&r->graph, "after"}}) {
+      if (absl::Status s = write_dot(*g, o.dot_dir, stem); !s.ok()) return fail(s);
+    }
+  }
+  if (!o.quiet) print_summary(*graph, *r, o);
+  if (!o.report.empty()) {
+    const std::string text = report_json(*graph, *r, o).dump(2) + "\n";
+    if (absl::Status s = write_text_file(o.report, text); !s.ok()) return fail(s);
+  }
+  if (o.verify)
+    return run_verify(o.model, *graph, o.out, r->graph, o.verify_options, "", o.onnx,
+                      o.min_speedup);
+  return 0;
+}
+
+// The search's own options: strategy, budget, cost, rules, threads.
+void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
+  SearchBudget& budget = o.optimize.budget;
+  app.add_option("--search", o.search, "the search strategy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mcts", "greedy", "default", "taso"}));
+  app.add_option("--budget-nodes", budget.max_nodes, "e-node budget")->capture_default_str();
+  app.add_option("--budget-mem", budget.max_bytes, "byte budget (default unlimited)");
+  app.add_option("--time-limit", budget.time_limit_seconds, "search time limit in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber & kFinite);
+  app.add_option("--cost", o.cost, "opcount | roofline | roofline:PROFILE | measured:FILE")
+      ->capture_default_str();
+  app.add_option("--rules", o.optimize.rule_files,
+                 "a rule file (repeatable; default: the shipped tensor rules)")
+      ->allow_extra_args(false);
+  app.add_option("--threads", o.optimize.search.threads, "search threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--seed", o.optimize.search.seed, "search seed")->capture_default_str();
+  app.add_option("--ilp-seconds", o.optimize.ilp_seconds,
+                 "exact extraction time limit; 0: greedy only")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber & kFinite);
+  app.add_option("--min-gain", o.min_gain_percent,
+                 "keep the input unless the result is predicted P% cheaper (default 0.5 under a "
+                 "latency cost, 0 under opcount)")
+      ->check(CLI::Range(0.0, 99.999999));
+}
+
+}  // namespace
+
+Command add_optimize_command(CLI::App& program) {
+  auto o = std::make_shared<OptimizeCommandOptions>();
+  o->optimize.search.threads = 2;
+  CLI::App* app = program.add_subcommand("optimize", "Search, extract, report");
+  app->add_option("MODEL", o->model, "an ONNX file, a saturn JSON file or a zoo model name")
+      ->required();
+  app->add_option("-o", o->out, "write the optimized model, .onnx or .json (never the input)");
+  add_search_options(*app, *o);
+  app->add_option("--report", o->report, "write the summary as JSON");
+  app->add_option("--dot", o->dot_dir,
+                  "write before.dot and after.dot (and .svg when graphviz is installed) to DIR");
+  app->add_flag("--quiet", o->quiet, "no progress line and no summary (errors still go to stderr)");
+  app->add_flag("--verify", o->verify,
+                "run the output and the input in onnxruntime: outputs must match (-o .onnx)");
+  app->add_option("--verify-runs", o->verify_options.runs, "timed runs for --verify")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app->add_flag("--keep-faster", o->keep_faster,
+                "--verify, and write the input instead if the output runs slower");
+  app->add_option("--min-speedup", o->min_speedup,
+                  "the same, unless the output runs at least X times as fast")
+      ->check(CLI::PositiveNumber & kFinite);
+  add_dim_option(*app, o->onnx);
+  return {app, [app, o] { return run_optimize(*app, *o); }};
+}
+
+}  // namespace saturn::tools
