@@ -44,6 +44,7 @@ struct CalibrationTable {
   // Timed; timed between convolutions too; timed mixed too.
   std::set<std::string> known, known_between, known_mixed;
   std::string recorded;  // the machine the table's entries come from
+  std::optional<ProfilerCorrection> correction;  // what the kept entries were corrected by
 };
 
 // The table at `table_path`, or an empty one from `here` (this machine)
@@ -79,9 +80,12 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
       t.table["entries"].push_back(std::move(e));
     }
     if (old.contains("device")) t.table["device"] = old["device"];
-    // What the kept entries were corrected by (replaced when timing now).
-    if (old.contains("profiler_correction"))
-      t.table["profiler_correction"] = old["profiler_correction"];
+    // What the kept entries were corrected by.
+    if (old.contains("profiler_correction")) {
+      const nlohmann::json& c = old["profiler_correction"];
+      t.table["profiler_correction"] = c;
+      t.correction = ProfilerCorrection{c.value("excess_us", 0.0), c.value("floor_us", 0.0)};
+    }
     t.recorded = old.value("machine", std::string());
   } else {
     stats.stale = old["entries"].size();  // measured another way: measured again
@@ -225,14 +229,18 @@ void record_entries(const std::vector<Timing>& timings, const nlohmann::json& mo
   }
 }
 
-// Times the plan's models, corrected by the profiler's excess (measured
-// first, and recorded in `table`), and records their entries.
+// Times the plan's models, corrected by the profiler's excess, and records
+// their entries. The correction is `kept` (the table's, from this machine)
+// or measured first and recorded in `table`.
 absl::Status time_plan(const TimingPlan& plan, const TempDir& dir,
-                       const CalibrationOptions& options, nlohmann::json& table,
+                       const CalibrationOptions& options,
+                       const std::optional<ProfilerCorrection>& kept, nlohmann::json& table,
                        CalibrationStats& stats) {
-  absl::StatusOr<ProfilerCorrection> correction = measure_profiler_correction(dir, options);
+  absl::StatusOr<ProfilerCorrection> correction =
+      kept ? *kept : measure_profiler_correction(dir, options);
   if (!correction.ok()) return correction.status();
   stats.correction = *correction;
+  stats.correction_kept = kept.has_value();
   table["profiler_correction"] = {{"excess_us", correction->excess_us},
                                   {"floor_us", correction->floor_us}};
   CalibrationOptions corrected = options;
@@ -264,7 +272,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   drop_retimed(plan.retimed, options, *table, stats);
   record_machine(here, *table, stats);
   if (!plan.files.empty()) {
-    if (absl::Status s = time_plan(plan, dir, options, table->table, stats); !s.ok()) return s;
+    // The table's correction serves while its entries come from here.
+    std::optional<ProfilerCorrection> kept;
+    if (table->recorded == here && !options.refresh) kept = table->correction;
+    if (absl::Status s = time_plan(plan, dir, options, kept, table->table, stats); !s.ok())
+      return s;
   }
   if (absl::Status s = write_text_file(table_path, table->table.dump(1) + "\n"); !s.ok()) return s;
   return stats;

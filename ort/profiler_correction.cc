@@ -31,28 +31,37 @@ absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& di
     files.push_back((dir.path() / (g->name + ".onnx")).string());
     if (absl::Status s = tensor::save_onnx_model(*g, files.back()); !s.ok()) return s;
   }
+  // Each round times the pair in fresh sessions; all rounds share one
+  // harness process per mode, since starting onnxruntime costs seconds.
+  std::vector<std::string> rounds;
+  for (int round = 0; round < kRounds; ++round) rounds.insert(rounds.end(), files.begin(), files.end());
   RuntimeOptions timing = options.runtime;
-  timing.runs = std::max(options.runtime.runs, 100);  // runs of 20-200 us
   timing.kernel_offset_us = timing.kernel_floor_us = 0;
-  auto per_operator = [&](bool profile, const char* key) -> absl::StatusOr<double> {
+  // Per operator, in each round: the long chain's time less the short one's.
+  auto per_operator = [&](bool profile, const char* key) -> absl::StatusOr<std::vector<double>> {
     timing.profile = profile;
-    absl::StatusOr<nlohmann::json> timed = time_models(files, timing);
+    // The wall-clock runs last 20-200 us, so their median needs many; the
+    // profiled runs' kernel sums vary little, and the profiler's trace of
+    // every kernel makes each run costly to read back.
+    timing.runs = std::max(options.runtime.runs, profile ? 30 : 100);
+    absl::StatusOr<nlohmann::json> timed = time_models(rounds, timing);
     if (!timed.ok()) return timed.status();
-    const std::optional<double> short_us = reported_us((*timed)[0], key);
-    const std::optional<double> long_us = reported_us((*timed)[1], key);
-    if (!short_us || !long_us)
-      return absl::InternalError("onnxruntime could not time the chains that measure its profiler");
-    return (*long_us - *short_us) / (kLong - kShort);
+    std::vector<double> us;
+    for (int round = 0; round < kRounds; ++round) {
+      const std::optional<double> short_us = reported_us((*timed)[2 * round], key);
+      const std::optional<double> long_us = reported_us((*timed)[2 * round + 1], key);
+      if (!short_us || !long_us)
+        return absl::InternalError("onnxruntime could not time the chains that measure its profiler");
+      us.push_back((*long_us - *short_us) / (kLong - kShort));
+    }
+    return us;
   };
-  std::vector<double> excess, floor;
-  for (int round = 0; round < kRounds; ++round) {
-    absl::StatusOr<double> kernel = per_operator(true, "kernel_us");
-    if (!kernel.ok()) return kernel.status();
-    absl::StatusOr<double> wall = per_operator(false, "median_us");
-    if (!wall.ok()) return wall.status();
-    excess.push_back(*kernel - *wall);
-    floor.push_back(*wall);
-  }
+  absl::StatusOr<std::vector<double>> kernel = per_operator(true, "kernel_us");
+  if (!kernel.ok()) return kernel.status();
+  absl::StatusOr<std::vector<double>> wall = per_operator(false, "median_us");
+  if (!wall.ok()) return wall.status();
+  std::vector<double> excess, floor = *wall;
+  for (int round = 0; round < kRounds; ++round) excess.push_back((*kernel)[round] - (*wall)[round]);
   auto median = [](std::vector<double>& v) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return std::max(0.0, v[v.size() / 2]);

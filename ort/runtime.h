@@ -105,6 +105,9 @@ struct CalibrationStats {
   // onnxruntime cannot run).
   std::size_t skipped = 0;
   ProfilerCorrection correction;  // taken off the kernels measured now
+  // The correction is the table's own (timed on this machine before), so
+  // that every entry of a table is corrected alike; --refresh measures it anew.
+  bool correction_kept = false;
   // Entries kept from a table timed on another machine (or one that does
   // not say), and that machine ("" when unknown).
   std::size_t foreign = 0;

@@ -440,7 +440,7 @@ TEST(Extract, IlpSurvivesShortTimeLimits) {
   std::vector<std::filesystem::path> files = gym_files();
   std::erase_if(files, [](const auto& f) { return f.parent_path().filename() != "egg"; });
   ASSERT_FALSE(files.empty());
-  for (double limit : {0.001, 0.005, 0.01, 0.02, 0.05}) {
+  for (double limit : {0.001, 0.01, 0.05}) {
     for (const auto& file : files) {
       absl::StatusOr<SerializedEGraph> s = read_serialized(file.string());
       ASSERT_TRUE(s.ok()) << message(s.status());

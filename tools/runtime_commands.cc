@@ -131,7 +131,9 @@ int run_calibrate(const CalibrateOptions& o) {
       "{} operator signatures: {} measured, {} already in the table, {} not measurable; wrote {} "
       "({:.1f} s)\n",
       stats->signatures, stats->measured, stats->cached, stats->skipped, o.out, clock.seconds());
-  if (stats->measured > 0) fmt::print("{}\n", ort::describe(stats->correction));
+  if (stats->measured > 0)
+    fmt::print("{}{}\n", ort::describe(stats->correction),
+               stats->correction_kept ? " (the table's, timed on this machine)" : "");
   return 0;
 }
 

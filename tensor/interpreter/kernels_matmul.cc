@@ -11,25 +11,55 @@
 
 namespace saturn::tensor {
 
-void gemm_accumulate(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                     std::int64_t k) {
-  // Blocks of B stay in cache while every row of A streams past them.
-  constexpr std::int64_t kBlockN = 512, kBlockK = 128;
-  for (std::int64_t j0 = 0; j0 < n; j0 += kBlockN) {
-    const std::int64_t jn = std::min(kBlockN, n - j0);
-    for (std::int64_t k0 = 0; k0 < k; k0 += kBlockK) {
-      const std::int64_t kn = std::min(kBlockK, k - k0);
-      for (std::int64_t i = 0; i < m; ++i) {
-        float* __restrict crow = c + i * n + j0;
-        const float* arow = a + i * k + k0;
-        for (std::int64_t p = 0; p < kn; ++p) {
-          const float av = arow[p];
-          const float* __restrict brow = b + (k0 + p) * n + j0;
-          for (std::int64_t j = 0; j < jn; ++j) crow[j] += av * brow[j];
+namespace {
+
+// Blocks of B stay in cache while the rows of A stream past them.
+constexpr std::int64_t kBlockN = 512, kBlockK = 128;
+
+// C[rows, cols] += A[rows, k] * B[k, cols] for a tile of C whose rows are
+// `ld` apart (as are B's). Four rows of C at a time share each row of B
+// that is read.
+void gemm_tile(const float* a, const float* b, float* c, std::int64_t rows, std::int64_t cols,
+               std::int64_t k, std::int64_t ld) {
+  for (std::int64_t k0 = 0; k0 < k; k0 += kBlockK) {
+    const std::int64_t kn = std::min(kBlockK, k - k0);
+    std::int64_t i = 0;
+    for (; i + 4 <= rows; i += 4) {
+      float* __restrict c0 = c + i * ld;
+      float* __restrict c1 = c0 + ld;
+      float* __restrict c2 = c1 + ld;
+      float* __restrict c3 = c2 + ld;
+      const float* a0 = a + i * k + k0;
+      for (std::int64_t p = 0; p < kn; ++p) {
+        const float v0 = a0[p], v1 = a0[k + p], v2 = a0[2 * k + p], v3 = a0[3 * k + p];
+        const float* __restrict brow = b + (k0 + p) * ld;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float bv = brow[j];
+          c0[j] += v0 * bv;
+          c1[j] += v1 * bv;
+          c2[j] += v2 * bv;
+          c3[j] += v3 * bv;
         }
       }
     }
+    for (; i < rows; ++i) {
+      float* __restrict crow = c + i * ld;
+      const float* arow = a + i * k + k0;
+      for (std::int64_t p = 0; p < kn; ++p) {
+        const float av = arow[p];
+        const float* __restrict brow = b + (k0 + p) * ld;
+        for (std::int64_t j = 0; j < cols; ++j) crow[j] += av * brow[j];
+      }
+    }
   }
+}
+
+}  // namespace
+
+void gemm_accumulate(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+                     std::int64_t k) {
+  for (std::int64_t j0 = 0; j0 < n; j0 += kBlockN)
+    gemm_tile(a, b + j0, c + j0, m, std::min(kBlockN, n - j0), k, n);
 }
 
 namespace kernels {
@@ -45,12 +75,22 @@ std::vector<float> transposed(const float* m, std::int64_t rows, std::int64_t co
   return t;
 }
 
-// C += A * B with rows of C computed in parallel.
+// C += A * B, its tiles (up to 64 rows by one column block) computed in
+// parallel: a few rows with many columns (a transformer's projections) split
+// by columns, so that each thread reads its part of B once, not per row.
 void gemm_parallel(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
                    std::int64_t k) {
-  std::int64_t grain = std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(1, n * k / 64));
-  parallel(m, std::min<std::int64_t>(grain, 64), [&](std::int64_t s, std::int64_t e) {
-    gemm_accumulate(a + s * k, b, c + s * n, e - s, n, k);
+  constexpr std::int64_t kTileRows = 64;
+  const std::int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
+  const std::int64_t col_tiles = (n + kBlockN - 1) / kBlockN;
+  const std::int64_t tile_work = std::min(m, kTileRows) * std::min(n, kBlockN) * k;
+  const std::int64_t grain = std::max<std::int64_t>(1, (1 << 20) / std::max<std::int64_t>(1, tile_work));
+  parallel(row_tiles * col_tiles, grain, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t t = s; t < e; ++t) {
+      const std::int64_t i0 = t / col_tiles * kTileRows, j0 = t % col_tiles * kBlockN;
+      gemm_tile(a + i0 * k, b + j0, c + i0 * n + j0, std::min(kTileRows, m - i0),
+                std::min(kBlockN, n - j0), k, n);
+    }
   });
 }
 

@@ -2,7 +2,7 @@
 # `saturn calibrate --refresh` times every signature of the table again (and
 # says nothing of entries timed another way).
 source "$(dirname "$0")/lib.sh"
-model=$FIXTURES/squeezenet1_1.onnx
+model=$DATA/models/conv_split_conv.json
 
 run_ok out "$SATURN" calibrate "$model" -o "$OUT/costs.json" --runs 2 --passes 1 --explore 0
 expect 'operator signatures: [1-9][0-9]* measured, 0 already' "$out"

@@ -4,5 +4,5 @@
 source "$(dirname "$0")/lib.sh"
 
 run_ok out "$SATURN" calibrate "$ONNX_TESTDATA/test_cast_FLOAT16_to_FLOAT/model.onnx" \
-  "$FIXTURES/squeezenet1_1.onnx" -o "$OUT/costs.json" --runs 2 --passes 1
+  "$DATA/models/conv_split_conv.json" -o "$OUT/costs.json" --runs 2 --passes 1
 expect '[0-9]+ operator signatures: [1-9][0-9]* measured, 0 already in the table, 1 not measurable' "$out"

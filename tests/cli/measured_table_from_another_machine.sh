@@ -2,7 +2,7 @@
 # A cost table records the machine it was timed on; used on another, a note
 # names both, and extending it says which entries came from there.
 source "$(dirname "$0")/lib.sh"
-model=$FIXTURES/squeezenet1_1.onnx
+model=$DATA/models/conv_split_conv.json
 table=$OUT/elsewhere_costs.json
 
 run_ok out "$SATURN" calibrate "$model" -o "$OUT/costs.json" --runs 2 --passes 1 --explore 0
