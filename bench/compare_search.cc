@@ -255,11 +255,7 @@ int main(int argc, char** argv) {
                          budget_names, args->strategies, per_budget, 10, y);
     y += 270;
   }
-  svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"920\" height=\"{}\" "
-      "font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"10\" y=\"{}\" font-size=\"10\">{}</text>\n{}</svg>\n",
-      y + 20, y + 10, machine, svg);
+  svg = bench::svg_page(svg, y, machine);
   const std::string svg_path = args->out + "/compare_search.svg";
   if (absl::Status s = write_text_file(svg_path, svg); !s.ok()) {
     fmt::print(stderr, "compare_search: {}\n", message(s));

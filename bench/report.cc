@@ -56,4 +56,12 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
   return s + "</g>\n";
 }
 
+std::string svg_page(const std::string& charts, double height, const std::string& footer) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"920\" height=\"{}\" "
+      "font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"{}\" font-size=\"10\">{}</text>\n{}</svg>\n",
+      height + 20, height + 10, footer, charts);
+}
+
 }  // namespace saturn::bench

@@ -14,4 +14,8 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
                       const std::vector<std::string>& series,
                       const std::vector<std::vector<double>>& values, double x0, double y0);
 
+// A whole SVG document, 920 wide: the charts stacked above `height`, then a
+// footer line (the machine the figures were measured on).
+std::string svg_page(const std::string& charts, double height, const std::string& footer);
+
 }  // namespace saturn::bench

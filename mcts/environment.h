@@ -55,6 +55,9 @@ struct SearchProgress {
   double cost = 0;            // the current state's cost
   double initial_cost = 0;
   double seconds = 0;  // since the environment was created
+  // Searches of a graph cut into regions: the regions' structures and how
+  // many of their searches have ended (0 and 0 for a graph searched whole).
+  std::size_t region_structures = 0, regions_searched = 0;
 };
 
 struct EnvironmentConfig {

@@ -1,9 +1,10 @@
 #include "mcts/optimize.h"
-#include "base/stopwatch.h"
-#include "fmt/format.h"
 
 #include <algorithm>
 
+#include "base/stopwatch.h"
+#include "fmt/format.h"
+#include "mcts/optimize_internal.h"
 #include "rules/tensor/tensor_rules.h"
 
 namespace saturn {
@@ -46,21 +47,45 @@ absl::StatusOr<Candidate> price(const Environment& env, const ExtractionProblem&
 
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
-  const Stopwatch total;
-  OptimizeResult result;
   if (!(options.min_gain >= 0 && options.min_gain < 1))
     return absl::InvalidArgumentError(
         fmt::format("the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
   if (!(options.ilp_seconds >= 0))
     return absl::InvalidArgumentError(fmt::format(
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
-
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {
     absl::StatusOr<std::shared_ptr<const CostModel>> fallback = cost_model_by_name("roofline");
     if (!fallback.ok()) return fallback.status();
     cost_model = *fallback;
   }
+  absl::StatusOr<std::vector<tensor::Region>> regions =
+      tensor::split_into_regions(graph, options.regions);
+  if (!regions.ok()) return regions.status();
+  if (regions->size() > 1) return optimize_regions(graph, std::move(*regions), options, cost_model);
+  return optimize_whole(graph, options, cost_model);
+}
+
+void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
+                 double weight_bytes, double min_gain, OptimizeResult& result) {
+  if (cost < result.cost_before * (1 - std::max(min_gain, 1e-9))) {
+    result.graph = std::move(candidate);
+    result.cost_after = cost;
+    result.weight_spill = spill;
+    result.weight_bytes_after = weight_bytes;
+  } else {
+    result.graph = input;
+    result.kept_input = true;
+    result.cost_after = result.cost_before;
+    result.weight_bytes_after = result.weight_bytes_before;
+  }
+}
+
+absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
+                                              const OptimizeOptions& options,
+                                              const std::shared_ptr<const CostModel>& cost_model) {
+  const Stopwatch total;
+  OptimizeResult result;
   result.cost_model = std::string(cost_model->name());
 
   // Rules refer to the registry's conditions: both live for the call.
@@ -122,17 +147,8 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   // re-associated) that the cost model cannot tell apart but a runtime's own
   // pattern fusions can. And a heuristic extraction can miss the input graph
   // itself: never return something worse than what came in.
-  if (best->total() < result.cost_before * (1 - std::max(options.min_gain, 1e-9))) {
-    result.graph = std::move(best->graph);
-    result.cost_after = best->total();
-    result.weight_spill = best->spill;
-    result.weight_bytes_after = best->weight_bytes;
-  } else {
-    result.graph = graph;
-    result.kept_input = true;
-    result.cost_after = result.cost_before;
-    result.weight_bytes_after = result.weight_bytes_before;
-  }
+  keep_better(graph, std::move(best->graph), best->total(), best->spill, best->weight_bytes,
+              options.min_gain, result);
 
   for (std::size_t r = 0; r < result.stats.rule_applications.size(); ++r) {
     if (result.stats.rule_applications[r] > 0)

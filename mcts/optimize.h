@@ -19,11 +19,20 @@
 #include "extract/extractor.h"
 #include "mcts/search.h"
 #include "tensor/graph.h"
+#include "tensor/regions.h"
 
 namespace saturn {
 
 struct OptimizeOptions {
   SearchOptions search;  // strategy, seed, threads and per-strategy settings
+  // A graph with more operators than regions.max_ops is cut into regions
+  // (tensor/regions.h), each searched on its own: the budget's e-nodes are
+  // then per region, its bytes for all the regions searched at once
+  // (search.threads of them, each searched by one thread), and its time
+  // limit for the whole search (each round of search.threads regions gets
+  // an equal share). Regions with one structure are searched once.
+  // target_ops 0: never cut.
+  tensor::RegionOptions regions;
   SearchBudget budget{.max_nodes = 2000, .max_bytes = Budget::kUnlimited, .time_limit_seconds = 60};
   // The cost model; null means the roofline model of the shipped
   // "cpu-2core" device profile.
@@ -46,6 +55,17 @@ struct OptimizeOptions {
 struct RuleApplication {
   std::string name;
   std::size_t count = 0;  // matches applied
+};
+
+// One structure of region and what its search found (see OptimizeOptions::regions).
+struct RegionSummary {
+  int first = 0;   // the first region of this structure, in the graph's order
+  int copies = 0;  // regions of this structure (searched once)
+  int ops = 0;     // operators of one copy
+  double cost_before = 0, cost_after = 0;  // one copy's, as its own search priced it
+  std::string stop_reason;
+  std::size_t peak_nodes = 0;
+  double seconds = 0;
 };
 
 struct PhaseTimes {
@@ -72,8 +92,16 @@ struct OptimizeResult {
   ExtractionStatus extraction = ExtractionStatus::kHeuristic;
   std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied
   std::size_t num_rules = 0;                   // rules the search could use
-  SearchStats stats;
+  SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;
+  // The regions the graph was cut into (1: searched whole), and one summary
+  // per structure, in the order of each structure's first region.
+  std::size_t regions = 1;
+  std::vector<RegionSummary> region_summaries;
+  // Regions whose search was another region's: regions less structures.
+  std::size_t region_cache_hits() const {
+    return region_summaries.empty() ? 0 : regions - region_summaries.size();
+  }
 
   // Cost reduction in percent of the input's cost.
   double improvement_percent() const {

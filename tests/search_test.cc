@@ -107,6 +107,64 @@ TEST_P(SearchTest, ImpossibleBudgetIsAClearError) {
       << r.status();
 }
 
+// `blocks` residual MLP blocks of one structure: x + fc2(relu(fc1(x))).
+Graph residual_blocks(int blocks) {
+  GraphBuilder b("blocks");
+  Value x = b.input("x", {8, 32});
+  for (int i = 0; i < blocks; ++i) {
+    const std::string name = fmt::format("block{}", i);
+    Value h = b.relu(b.linear(name + ".fc1", x, 32));
+    x = b.add(x, b.linear(name + ".fc2", h, 32));
+  }
+  b.output(x, "y");
+  return *b.build();
+}
+
+void expect_same_graph(const Graph& a, const Graph& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (int i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].op, b.nodes[i].op) << "node " << i;
+    EXPECT_EQ(a.nodes[i].inputs, b.nodes[i].inputs) << "node " << i;
+    EXPECT_EQ(a.nodes[i].attributes, b.nodes[i].attributes) << "node " << i;
+  }
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) EXPECT_EQ(a.outputs[i].node, b.outputs[i].node);
+}
+
+TEST_P(SearchTest, RegionsKeepTheOutputsAndSearchEachStructureOnce) {
+  const Graph g = residual_blocks(6);
+  OptimizeOptions o = quick_options(GetParam(), 1200);
+  o.regions = {.target_ops = 6, .max_ops = 10};
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->regions, 6u);
+  ASSERT_EQ(r->region_summaries.size(), 1u);
+  EXPECT_EQ(r->region_summaries[0].copies, 6);
+  EXPECT_EQ(r->region_cache_hits(), 5u);
+  EXPECT_LE(r->cost_after, r->cost_before);
+  const tensor::Inputs inputs = tensor::random_inputs(g, 4);
+  absl::StatusOr<std::vector<tensor::Tensor>> before = tensor::evaluate(g, inputs);
+  absl::StatusOr<std::vector<tensor::Tensor>> after = tensor::evaluate(r->graph, inputs);
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_EQ(before->size(), after->size());
+  EXPECT_LE(tensor::max_error_ratio((*after)[0], (*before)[0], 1e-3, 1e-4), 1.0);
+}
+
+TEST_P(SearchTest, RegionResultsDoNotDependOnTheThreadCount) {
+  const Graph g = *tensor::build_zoo_model("llama:3");
+  OptimizeOptions o = quick_options(GetParam(), 1200);
+  o.regions = {.target_ops = 20, .max_ops = 50};
+  o.ilp_seconds = 0;  // CBC's timing is not deterministic
+  o.search.threads = 1;
+  absl::StatusOr<OptimizeResult> one = optimize(g, o);
+  o.search.threads = 2;
+  absl::StatusOr<OptimizeResult> two = optimize(g, o);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_GT(one->regions, 2u);
+  EXPECT_EQ(one->cost_after, two->cost_after);
+  expect_same_graph(one->graph, two->graph);
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, SearchTest, ::testing::ValuesIn(kAllStrategies),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 

@@ -54,9 +54,15 @@ class ProgressLine {
     if (!enabled_ || (shown_ && clock_.seconds() - last_ < 0.1)) return;
     last_ = clock_.seconds();
     shown_ = true;
-    fmt::print(stderr, "\r  search {:6.1f} s  {:>7} / {} e-nodes  best cost {:.2f} ({:+.2f}%)   ",
-               last_, p.nodes, p.max_nodes, best_,
-               p.initial_cost > 0 ? 100.0 * (best_ - p.initial_cost) / p.initial_cost : 0.0);
+    if (p.region_structures > 0) {
+      // Costs of different regions do not compare: show the searches' count.
+      fmt::print(stderr, "\r  search {:6.1f} s  region structures searched {} / {}  {:>7} / {} e-nodes   ",
+                 last_, p.regions_searched, p.region_structures, p.nodes, p.max_nodes);
+    } else {
+      fmt::print(stderr, "\r  search {:6.1f} s  {:>7} / {} e-nodes  best cost {:.2f} ({:+.2f}%)   ",
+                 last_, p.nodes, p.max_nodes, best_,
+                 p.initial_cost > 0 ? 100.0 * (best_ - p.initial_cost) / p.initial_cost : 0.0);
+    }
     std::fflush(stderr);
   }
   void finish() {
@@ -95,9 +101,13 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
       "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
       graph.name, r.stats.strategy, r.cost_model, r.cost_before, r.cost_after,
       r.improvement_percent(), r.speedup());
-  fmt::print("  ops {} -> {}; peak {} e-nodes of {}; stop: {}; extraction {}\n",
+  const char* per_region = r.regions > 1 ? " per region" : "";
+  fmt::print("  ops {} -> {}; peak {} e-nodes of {}{}; stop: {}; extraction {}\n",
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
-             o.optimize.budget.max_nodes, r.stats.stop_reason, to_string(r.extraction));
+             o.optimize.budget.max_nodes, per_region, r.stats.stop_reason, to_string(r.extraction));
+  if (r.regions > 1)
+    fmt::print("  regions: {}, {} structures searched, {} reused a search\n", r.regions,
+               r.region_summaries.size(), r.region_cache_hits());
   fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
              r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
   fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
@@ -121,6 +131,16 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
   nlohmann::json rules = nlohmann::json::array();
   for (const RuleApplication& a : r.rules_applied)
     rules.push_back({{"rule", a.name}, {"count", a.count}});
+  nlohmann::json regions = nlohmann::json::array();
+  for (const RegionSummary& s : r.region_summaries)
+    regions.push_back({{"first_region", s.first},
+                       {"copies", s.copies},
+                       {"ops", s.ops},
+                       {"cost_before", s.cost_before},
+                       {"cost_after", s.cost_after},
+                       {"stop_reason", s.stop_reason},
+                       {"peak_nodes", s.peak_nodes},
+                       {"seconds", s.seconds}});
   return {{"model", graph.name},
           {"strategy", r.stats.strategy},
           {"cost_model", r.cost_model},
@@ -141,6 +161,9 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"stop_reason", r.stats.stop_reason},
           {"extraction", std::string(to_string(r.extraction))},
           {"simulations", r.stats.simulations},
+          {"regions", r.regions},
+          {"region_structures", regions},
+          {"region_cache_hits", r.region_cache_hits()},
           {"rules_applied", rules},
           {"seconds",
            {{"rules", r.times.rules},
@@ -225,6 +248,13 @@ void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app.add_option("--seed", o.optimize.search.seed, "search seed")->capture_default_str();
+  app.add_option_function<int>(
+         "--region-ops",
+         [&o](int ops) { o.optimize.regions = {.target_ops = ops, .max_ops = ops * 5 / 2}; },
+         fmt::format("cut a larger graph into regions of about N operators, each searched on its "
+                     "own (budgets are per region); 0: search it whole (default {})",
+                     o.optimize.regions.target_ops))
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--ilp-seconds", o.optimize.ilp_seconds,
                  "exact extraction time limit; 0: greedy only")
       ->capture_default_str()

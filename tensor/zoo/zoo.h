@@ -1,10 +1,12 @@
 // The model zoo: C++ builders for the benchmark models, at the sizes of
 // TENSAT's benchmarks (BERT, NasRNN, ResNeXt-50, NasNet-A, Inception-v3,
 // VGG-19, SqueezeNet 1.1, ResNet-50, MobileNet-v2, GPT-2 small) so that
-// results compare. Weights are seeded random values.
+// results compare, and a LLaMA-style decoder of any depth for scale sweeps.
+// Weights are seeded random values.
 //
 //   for (const ZooModel& m : zoo_models()) fmt::print("{}\n", m.name);
 //   absl::StatusOr<Graph> g = build_zoo_model("resnet50");
+//   absl::StatusOr<Graph> deep = build_zoo_model("llama:64");   // 64 layers
 #pragma once
 
 #include <span>
@@ -22,7 +24,8 @@ struct ZooModel {
 };
 
 std::span<const ZooModel> zoo_models();
-// The named model, or NotFound listing the known names.
+// The named model, or NotFound listing the known names. "llama:L" is the
+// LLaMA-style decoder with L layers.
 absl::StatusOr<Graph> build_zoo_model(std::string_view name);
 
 // The builders (one file each in tensor/zoo/).
@@ -36,5 +39,8 @@ absl::StatusOr<Graph> build_squeezenet();
 absl::StatusOr<Graph> build_resnet50();
 absl::StatusOr<Graph> build_mobilenet_v2();
 absl::StatusOr<Graph> build_gpt2();
+inline constexpr int kDefaultLlamaLayers = 8, kMaxLlamaLayers = 80;
+absl::StatusOr<Graph> build_llama();  // kDefaultLlamaLayers layers
+absl::StatusOr<Graph> build_llama(int layers);
 
 }  // namespace saturn::tensor

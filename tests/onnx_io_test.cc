@@ -1,7 +1,8 @@
 // ONNX import and export: Debian's libonnx-testdata node models round-trip
 // without loss and, where the interpreter runs them, reproduce the reference
-// outputs; the fixtures import, export and evaluate to the same outputs;
-// malformed files fail with their error.
+// outputs; malformed files fail with their error. (The fixtures' optimization
+// is in onnx_fixture_test.cc: this binary needs no search, so that it is cheap
+// to build under the sanitizers.)
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -12,17 +13,15 @@
 
 #include <sys/wait.h>
 
-#include "costmodel/cost_model.h"
 #include "base/file.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "mcts/optimize.h"
-#include "mcts/search.h"
 #include "onnx/onnx_pb.h"
 #include "tensor/interpreter/interpreter.h"
 #include "tensor/json/json_model.h"
 #include "tensor/onnx/onnx.h"
+#include "tests/onnx_models.h"
 
 namespace saturn::tensor {
 namespace {
@@ -167,41 +166,6 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
       "libonnx-testdata: %zu models round-trip; %d evaluated against the reference "
       "outputs, %d keep opaque operators\n",
       models.size(), evaluated, opaque);
-}
-
-}  // namespace
-}  // namespace saturn::tensor
-
-namespace saturn::tensor {
-namespace {
-
-// A small valid model: y = Relu(x), opset 13.
-onnx::ModelProto relu_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("relu");
-  auto* n = g->add_node();
-  n->set_op_type("Relu");
-  n->add_input("x");
-  n->add_output("y");
-  for (auto* v : {g->add_input(), g->add_output()}) {
-    v->set_name(v == &g->input(0) ? "x" : "y");
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
-  }
-  return m;
-}
-
-std::string bytes_of(const onnx::ModelProto& m) {
-  std::string out;
-  m.SerializeToString(&out);
-  return out;
 }
 
 void expect_error(const absl::StatusOr<Graph>& g, std::string_view text) {
@@ -408,22 +372,12 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
 
 // y = x + b, with b a graph input that also has an initializer. From IR 4
 // on the initializer is b's default, which a caller may override: b stays an
-// input, and every path (export, saturn JSON, optimization) keeps the
-// default. Before IR 4 every initializer was listed as an input: b is a
-// weight.
+// input, and every path (export, saturn JSON, optimization: see
+// onnx_fixture_test.cc) keeps the default. Before IR 4 every initializer was
+// listed as an input: b is a weight.
 TEST(OnnxImport, InitializerNamedLikeAnInputIsItsDefault) {
-  onnx::ModelProto m = relu_model();
-  onnx::GraphProto* g = m.mutable_graph();
-  g->mutable_node(0)->set_op_type("Add");
-  g->mutable_node(0)->add_input("b");
-  *g->add_input() = g->input(0);
-  g->mutable_input(1)->set_name("b");
-  onnx::TensorProto* b = g->add_initializer();
-  b->set_name("b");
-  b->set_data_type(onnx::TensorProto::FLOAT);
-  b->add_dims(2);
-  b->add_dims(3);
-  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f}) b->add_float_data(v);
+  onnx::ModelProto m = add_with_default_model();
+  onnx::TensorProto* b = m.mutable_graph()->mutable_initializer(0);
   auto inputs_of = [](const Graph& graph) {
     int count = 0;
     for (const Node& n : graph.nodes) count += n.op == Op::kInput;
@@ -452,13 +406,6 @@ TEST(OnnxImport, InitializerNamedLikeAnInputIsItsDefault) {
   absl::StatusOr<Graph> json = parse_json_model(to_json_model(*graph), "defaults.json");
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_EQ(default_of(*json), want);
-
-  OptimizeOptions options;
-  options.search.strategy = Strategy::kGreedy;
-  options.ilp_seconds = 0;
-  absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(default_of(r->graph), want);
 
   m.set_ir_version(3);
   absl::StatusOr<Graph> old = parse_onnx_model(bytes_of(m), "defaults.onnx");
@@ -491,131 +438,6 @@ TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   ASSERT_EQ(back.opset_import_size(), 1);
   EXPECT_EQ(back.opset_import(0).version(), 13) << "the original opset is kept";
 }
-
-// `saturn verify` in onnxruntime: a model matches itself, and a model with
-// one weight changed is reported as a mismatch with a non-zero exit.
-TEST(OnnxRuntime, VerifyDetectsAChangedWeight) {
-  absl::StatusOr<Graph> g = load_onnx_model(std::string(SATURN_FIXTURES) + "/squeezenet1_1.onnx");
-  ASSERT_TRUE(g.ok()) << g.status();
-  const fs::path dir = fs::temp_directory_path() / "saturn-onnx-test-verify";
-  fs::create_directories(dir);
-  const std::string good = (dir / "good.onnx").string(), bad = (dir / "bad.onnx").string();
-  ASSERT_TRUE(save_onnx_model(*g, good).ok());
-  // Change the last convolution's kernel.
-  std::string changed;
-  for (const Node& n : g->nodes) {
-    if (n.op == Op::kWeight && n.attributes.get_ints("shape")->size() == 4)
-      changed = *n.attributes.get_string("name");
-  }
-  ASSERT_FALSE(changed.empty());
-  absl::StatusOr<Tensor> w =
-      materialize_weight(*g, *std::find_if(g->nodes.begin(), g->nodes.end(), [&](const Node& n) {
-        return n.op == Op::kWeight && *n.attributes.get_string("name") == changed;
-      }));
-  ASSERT_TRUE(w.ok());
-  g->weights[changed] =
-      WeightInit{std::make_shared<const Tensor>(random_tensor(w->type(), /*seed=*/99, 0.5f, 1.0f))};
-  ASSERT_TRUE(save_onnx_model(*g, bad).ok());
-  auto run = [&](const std::string& a, const std::string& b) {
-    const std::string log = (dir / "log.txt").string();
-    const std::string cmd =
-        fmt::format("'{}' verify '{}' '{}' --runs 1 --warmup 0 > '{}' 2>&1", SATURN_CLI, a, b, log);
-    const int status = std::system(cmd.c_str());
-    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, *read_text_file(log)};
-  };
-  auto [same_code, same_text] = run(good, good);
-  EXPECT_EQ(same_code, 0) << same_text;
-  EXPECT_NE(same_text.find("outputs match"), std::string::npos) << same_text;
-  auto [bad_code, bad_text] = run(good, bad);
-  EXPECT_EQ(bad_code, 1) << bad_text;
-  EXPECT_NE(bad_text.find("MISMATCH"), std::string::npos) << bad_text;
-  fs::remove_all(dir);
-}
-
-// Each fixture: import, optimize with every strategy, export (the checker
-// runs), import again, and compute what the original computes.
-class Fixtures : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Fixtures, OptimizeWithEveryStrategyExportAndEvaluate) {
-  const std::string path = fmt::format("{}/{}.onnx", SATURN_FIXTURES, GetParam());
-  absl::StatusOr<Graph> g = load_onnx_model(path);
-  ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(op_counts(*g).count(Op::kOpaque), 0u) << "every fixture operator maps to the IR";
-  Inputs inputs = random_inputs(*g, 7);
-  absl::StatusOr<std::vector<Tensor>> want = evaluate(*g, inputs);
-  ASSERT_TRUE(want.ok()) << want.status();
-  for (Strategy strategy : kAllStrategies) {
-    SCOPED_TRACE(std::string(to_string(strategy)));
-    OptimizeOptions options;
-    options.search.strategy = strategy;
-    options.search.threads = 1;
-    options.budget.max_nodes = 3000;
-    options.budget.time_limit_seconds = 10;
-    options.ilp_seconds = 1;
-    absl::StatusOr<OptimizeResult> r = optimize(*g, options);
-    ASSERT_TRUE(r.ok()) << r.status();
-    absl::StatusOr<std::string> bytes = to_onnx_model(r->graph);
-    ASSERT_TRUE(bytes.ok()) << bytes.status();
-    ASSERT_TRUE(check_onnx_model(*bytes, path).ok());
-    absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(back->opsets, g->opsets) << "the original opset is kept";
-    auto input_names = [](const Graph& graph) {
-      std::vector<std::string> names;
-      for (const Node& n : graph.nodes) {
-        if (n.op == Op::kInput) names.push_back(*n.attributes.get_string("name"));
-      }
-      return names;
-    };
-    EXPECT_EQ(input_names(*back), input_names(*g)) << "the inputs keep their order";
-    absl::StatusOr<std::vector<Tensor>> got = evaluate(*back, inputs);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->size(), want->size());
-    for (std::size_t i = 0; i < got->size(); ++i)
-      EXPECT_LE(max_error_ratio((*got)[i], (*want)[i], 1e-3, 1e-4), 1.0) << "output " << i;
-  }
-}
-
-// The BERT fixture spells LayerNorm and GELU in primitives, as an opset-13
-// export does: the rules fuse all of them, the fused graph computes the same,
-// and the export (still opset 13) spells them out again.
-TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
-  const std::string path = fmt::format("{}/bert_base.onnx", SATURN_FIXTURES);
-  absl::StatusOr<Graph> g = load_onnx_model(path);
-  ASSERT_TRUE(g.ok()) << g.status();
-  OptimizeOptions options;
-  options.search.strategy = Strategy::kGreedy;
-  options.search.threads = 1;
-  options.budget.max_nodes = 5000;
-  options.cost_model = std::make_shared<OpCountCostModel>();
-  options.ilp_seconds = 0;
-  absl::StatusOr<OptimizeResult> r = optimize(*g, options);
-  ASSERT_TRUE(r.ok()) << r.status();
-  std::map<Op, int> ops = op_counts(r->graph);
-  EXPECT_EQ(ops[Op::kLayerNorm], 24);
-  EXPECT_EQ(ops[Op::kGelu], 12);
-  EXPECT_EQ(ops[Op::kReduceMean], 0);
-  EXPECT_EQ(ops[Op::kErf], 0);
-  Inputs inputs = random_inputs(*g, 5);
-  absl::StatusOr<std::vector<Tensor>> want = evaluate(*g, inputs);
-  absl::StatusOr<std::vector<Tensor>> got = evaluate(r->graph, inputs);
-  ASSERT_TRUE(want.ok() && got.ok());
-  EXPECT_LE(max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);
-  absl::StatusOr<std::string> bytes = to_onnx_model(r->graph);
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
-  absl::StatusOr<Graph> back = parse_onnx_model(*bytes, path + " (optimized)");
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(op_counts(*back)[Op::kLayerNorm], 0)
-      << "LayerNormalization is an operator from opset 17";
-  got = evaluate(*back, inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_LE(max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);
-}
-
-INSTANTIATE_TEST_SUITE_P(Onnx, Fixtures,
-                         ::testing::Values("resnet50", "inception_v3", "squeezenet1_1",
-                                           "mobilenet_v2", "bert_base"),
-                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace saturn::tensor

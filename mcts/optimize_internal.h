@@ -1,0 +1,33 @@
+// Internal to optimize(): the search of one graph whole, and of a graph cut
+// into regions (each region searched whole).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mcts/optimize.h"
+#include "tensor/regions.h"
+
+namespace saturn {
+
+// optimize.cc
+absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
+                                              const OptimizeOptions& options,
+                                              const std::shared_ptr<const CostModel>& cost_model);
+
+// Takes the candidate (its cost, weight spill and held weight bytes) when it
+// is min_gain cheaper than the input, and otherwise keeps the input: a
+// heuristic extraction can miss the input graph itself, and a result must
+// never be worse than what came in. result.cost_before and
+// weight_bytes_before must be set.
+void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
+                 double weight_bytes, double min_gain, OptimizeResult& result);
+
+// optimize_regions.cc
+absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
+                                                std::vector<tensor::Region> regions,
+                                                const OptimizeOptions& options,
+                                                const std::shared_ptr<const CostModel>& cost_model);
+
+}  // namespace saturn

@@ -1,0 +1,189 @@
+// The search of a graph cut into regions: one search per structure of
+// region, searched in parallel on an arena of search.threads (one thread per
+// search, so that the result does not depend on the thread count), and the
+// regions' graphs stitched back and priced as a whole.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "base/status.h"
+#include "base/stopwatch.h"
+#include "fmt/format.h"
+#include "mcts/optimize_internal.h"
+#include "tbb/parallel_for.h"
+#include "tbb/task_arena.h"
+
+namespace saturn {
+
+namespace {
+
+// A structure's search seed: the run's seed and the structure, so that
+// neither the order nor the threads of the searches change it.
+std::uint64_t region_seed(std::uint64_t seed, const std::string& key) {
+  return (seed * 0x9E3779B97F4A7C15ull) ^ tensor::stable_hash(key);
+}
+
+// How sure the extraction is, surest first: a graph's extraction is as sure
+// as its least sure region's.
+int doubt(ExtractionStatus s) {
+  switch (s) {
+    case ExtractionStatus::kOptimal: return 0;
+    case ExtractionStatus::kFeasible: return 1;
+    case ExtractionStatus::kTimedOut: return 2;
+    case ExtractionStatus::kHeuristic: return 3;
+    case ExtractionStatus::kNoSolution: return 4;
+  }
+  return 4;
+}
+
+// "12 regions (3 structures): node or byte budget 2, saturated 1".
+std::string stop_reasons(std::size_t regions, const std::vector<RegionSummary>& summaries) {
+  std::map<std::string, int> count;
+  for (const RegionSummary& s : summaries) ++count[s.stop_reason];
+  std::string out = fmt::format("{} regions ({} structures):", regions, summaries.size());
+  for (const auto& [reason, n] : count) out += fmt::format(" {} {},", reason, n);
+  out.pop_back();
+  return out;
+}
+
+// Adds a structure's search (found once, used by `copies` regions) to the
+// whole graph's statistics.
+void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
+                std::map<std::string, std::size_t>& applied) {
+  SearchStats& stats = result.stats;
+  const SearchStats& s = found.stats;
+  stats.steps += s.steps;
+  stats.simulations += s.simulations;
+  stats.graphs_explored += s.graphs_explored;
+  stats.extractions += s.extractions;
+  stats.peak_nodes = std::max(stats.peak_nodes, s.peak_nodes);
+  stats.peak_bytes = std::max(stats.peak_bytes, s.peak_bytes);
+  stats.seconds += s.seconds;
+  stats.rule_applications.resize(std::max(stats.rule_applications.size(), s.rule_applications.size()));
+  for (std::size_t r = 0; r < s.rule_applications.size(); ++r)
+    stats.rule_applications[r] += s.rule_applications[r] * copies;
+  for (const RuleApplication& a : found.rules_applied) applied[a.name] += a.count * copies;
+  result.num_rules = found.num_rules;
+  if (doubt(found.extraction) > doubt(result.extraction)) result.extraction = found.extraction;
+  result.times.rules += found.times.rules;
+  result.times.search += found.times.search;
+  result.times.extract += found.times.extract;
+}
+
+}  // namespace
+
+absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
+                                                std::vector<tensor::Region> regions,
+                                                const OptimizeOptions& options,
+                                                const std::shared_ptr<const CostModel>& cost_model) {
+  const Stopwatch total;
+  // The structures, in the order of their first regions.
+  std::vector<int> first, structure_of(regions.size());
+  std::vector<int> copies;
+  absl::flat_hash_map<std::string_view, int> by_key;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    auto [it, added] = by_key.try_emplace(regions[i].key, static_cast<int>(first.size()));
+    if (added) {
+      first.push_back(static_cast<int>(i));
+      copies.push_back(0);
+    }
+    structure_of[i] = it->second;
+    ++copies[it->second];
+  }
+
+  const int threads = std::clamp(options.search.threads, 1, kMaxThreads);
+  OptimizeOptions per_region = options;
+  per_region.search.threads = 1;
+  per_region.min_gain = 0;  // min_gain judges the whole graph's gain
+  if (options.budget.max_bytes != Budget::kUnlimited)
+    per_region.budget.max_bytes = options.budget.max_bytes / static_cast<std::size_t>(threads);
+  // The time limit is the whole search's: the structures are searched in
+  // rounds of `threads`, each round in an equal share of it.
+  const std::size_t rounds = (first.size() + threads - 1) / static_cast<std::size_t>(threads);
+  per_region.budget.time_limit_seconds = options.budget.time_limit_seconds / static_cast<double>(rounds);
+  std::vector<absl::StatusOr<OptimizeResult>> found(first.size(),
+                                                    absl::UnknownError("not searched"));
+  std::vector<double> seconds(first.size(), 0);
+  std::atomic<std::size_t> searched{0};
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, first.size(), [&](std::size_t s) {
+      const Stopwatch clock;
+      OptimizeOptions o = per_region;
+      o.search.seed = region_seed(options.search.seed, regions[first[s]].key);
+      if (options.on_progress) {
+        o.on_progress = [&](const SearchProgress& p) {
+          SearchProgress q = p;
+          q.region_structures = first.size();
+          q.regions_searched = searched.load();
+          options.on_progress(q);
+        };
+      }
+      found[s] = optimize_whole(regions[first[s]].graph, o, cost_model);
+      seconds[s] = clock.seconds();
+      ++searched;
+    });
+  });
+
+  OptimizeResult result;
+  result.cost_model = std::string(cost_model->name());
+  result.regions = regions.size();
+  result.stats.strategy = std::string(to_string(options.search.strategy));
+  result.extraction = ExtractionStatus::kOptimal;
+  std::map<std::string, std::size_t> applied;
+  for (std::size_t s = 0; s < first.size(); ++s) {
+    const tensor::Region& region = regions[first[s]];
+    if (!found[s].ok())
+      return absl::Status(found[s].status().code(),
+                          fmt::format("region {} ({} operators): {}", first[s], region.ops,
+                                      message(found[s].status())));
+    const OptimizeResult& f = *found[s];
+    add_search(f, copies[s], result, applied);
+    result.region_summaries.push_back({.first = first[s],
+                                       .copies = copies[s],
+                                       .ops = region.ops,
+                                       .cost_before = f.cost_before,
+                                       .cost_after = f.cost_after,
+                                       .stop_reason = f.stats.stop_reason,
+                                       .peak_nodes = f.stats.peak_nodes,
+                                       .seconds = seconds[s]});
+  }
+  result.stats.stop_reason = stop_reasons(regions.size(), result.region_summaries);
+  for (const auto& [name, count] : applied) result.rules_applied.push_back({name, count});
+  std::stable_sort(
+      result.rules_applied.begin(), result.rules_applied.end(),
+      [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
+
+  const Stopwatch stitching;
+  std::vector<const tensor::Graph*> results(regions.size());
+  for (std::size_t i = 0; i < regions.size(); ++i) results[i] = &found[structure_of[i]]->graph;
+  absl::StatusOr<tensor::Graph> stitched = tensor::stitch_regions(graph, regions, results);
+  if (!stitched.ok()) return stitched.status();
+
+  // The whole graph priced before and after: the regions' own prices do not
+  // see their neighbours (a layout a convolution across the cut imposes).
+  absl::StatusOr<double> before = graph_cost(*cost_model, graph, options.cost_options);
+  if (!before.ok()) return before.status();
+  absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
+  if (!input_weights.ok()) return input_weights.status();
+  absl::StatusOr<double> after = graph_cost(*cost_model, *stitched, options.cost_options);
+  if (!after.ok()) return after.status();
+  absl::StatusOr<HeldWeights> held =
+      held_weights(*cost_model, *stitched, static_cast<double>(input_weights->bytes));
+  if (!held.ok()) return held.status();
+  result.cost_before = *before;
+  result.weight_bytes_before = input_weights->bytes;
+  result.cost_found = *after + held->spill;
+  keep_better(graph, std::move(*stitched), result.cost_found, held->spill, held->bytes,
+              options.min_gain, result);
+  result.times.extract += stitching.seconds();
+  result.times.total = total.seconds();
+  return result;
+}
+
+}  // namespace saturn

@@ -1,0 +1,347 @@
+// Cutting a graph into regions and stitching the regions' results back.
+// See regions.h.
+#include "tensor/regions.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "base/status.h"
+#include "fmt/format.h"
+
+namespace saturn::tensor {
+
+namespace {
+
+// A node's identity for merging copies: operator, attributes, operands.
+std::string node_key(const Node& n) {
+  return fmt::format("{} {} [{}]", op_name(n.op), n.attributes.to_string(), fmt::join(n.inputs, ","));
+}
+
+// Where the cuts go: the graph's work operators (neither leaves nor
+// weight-only) in order, and what crosses the place after each of them.
+struct CutPlaces {
+  std::vector<int> work;            // node indices
+  std::vector<int> position;        // each node's place in `work`, or -1
+  std::vector<int> values, tuples;  // values (of which tuples) crossing after work[p]
+};
+
+CutPlaces cut_places(const Graph& graph, const std::vector<ValueType>& types) {
+  const std::vector<bool> weight_only = weight_only_nodes(graph);
+  const std::vector<bool> live = live_nodes(graph);
+  CutPlaces c;
+  c.position.assign(graph.nodes.size(), -1);
+  for (int i = 0; i < graph.size(); ++i) {
+    if (live[i] && !weight_only[i] && graph.nodes[i].op != Op::kInput) {
+      c.position[i] = static_cast<int>(c.work.size());
+      c.work.push_back(i);
+    }
+  }
+  std::vector<int> last_use(graph.nodes.size(), -1);
+  for (int p = 0; p < static_cast<int>(c.work.size()); ++p) {
+    for (int in : graph.nodes[c.work[p]].inputs) last_use[in] = std::max(last_use[in], p);
+  }
+  // Each value crosses every place from its own to its last reader's.
+  std::vector<int> values(c.work.size() + 1, 0), tuples(c.work.size() + 1, 0);
+  for (int p = 0; p < static_cast<int>(c.work.size()); ++p) {
+    const int v = c.work[p];
+    if (last_use[v] <= p) continue;
+    ++values[p];
+    --values[last_use[v]];
+    if (types[v].is_tuple) {
+      ++tuples[p];
+      --tuples[last_use[v]];
+    }
+  }
+  c.values.resize(c.work.size());
+  c.tuples.resize(c.work.size());
+  for (std::size_t p = 0, v = 0, t = 0; p < c.work.size(); ++p) {
+    c.values[p] = static_cast<int>(v += values[p]);
+    c.tuples[p] = static_cast<int>(t += tuples[p]);
+  }
+  return c;
+}
+
+// What starts at work position `begin`: the next operators with their
+// attributes, and each operand as a distance back (within the window) or as
+// a value from before it. Two places with the same opening start the same
+// kind of block.
+std::string opening(const Graph& graph, const std::vector<ValueType>& types, const CutPlaces& c,
+                    int begin) {
+  constexpr int kWindow = 16;
+  std::string s;
+  const int end = std::min<int>(static_cast<int>(c.work.size()), begin + kWindow);
+  for (int p = begin; p < end; ++p) {
+    const Node& n = graph.nodes[c.work[p]];
+    s += fmt::format("{}{}(", op_name(n.op), n.attributes.to_string());
+    for (int in : n.inputs) {
+      const int q = c.position[in];
+      if (q >= begin && q < p) {
+        s += fmt::format("-{} ", p - q);
+      } else {
+        const ValueType& t = types[in];
+        s += fmt::format("{}[{}] ", op_name(graph.nodes[in].op),
+                         t.is_tuple ? std::string("tuple") : fmt::format("{}", fmt::join(t.parts[0].dims, ",")));
+      }
+    }
+    s += ")";
+  }
+  return s;
+}
+
+// The end (one past the last work position) of the region that starts at
+// `begin`. A tuple never crosses a cut: a region input is a tensor. Of the
+// places where a single value crosses, one that opens like `begin` comes
+// first, so that regions repeat with the blocks they hold.
+int region_end(const Graph& graph, const std::vector<ValueType>& types, const CutPlaces& c,
+               int begin, const RegionOptions& options) {
+  const int n = static_cast<int>(c.work.size());
+  if (n - begin <= options.max_ops) return n;
+  const std::string start = opening(graph, types, c, begin);
+  int single = -1, narrowest = -1;
+  for (int p = begin + options.target_ops - 1; p < n - 1; ++p) {
+    if (c.tuples[p] > 0) continue;
+    if (c.values[p] <= 1) {
+      if (opening(graph, types, c, p + 1) == start) return p + 1;
+      if (single < 0) single = p;
+    }
+    if (narrowest < 0 || c.values[p] < c.values[narrowest]) narrowest = p;
+    if (p >= begin + options.max_ops - 1) break;
+  }
+  if (single >= 0) return single + 1;
+  return narrowest < 0 ? n : narrowest + 1;
+}
+
+// Builds the region of work positions [begin, end).
+class RegionBuilder {
+ public:
+  RegionBuilder(const Graph& graph, const std::vector<ValueType>& types, const CutPlaces& c)
+      : graph_(graph), types_(types), places_(c) {}
+
+  Region build(int index, int begin, int end) {
+    region_ = Region{};
+    local_.clear();
+    Graph& g = region_.graph;
+    g.name = fmt::format("{}.region{}", graph_.name, index);
+    g.opsets = graph_.opsets;
+    for (int p = begin; p < end; ++p) {
+      const Node& n = graph_.nodes[places_.work[p]];
+      Node copy{n.op, n.attributes, {}, ""};
+      for (int in : n.inputs) copy.inputs.push_back(value(in, begin));
+      local_[places_.work[p]] = add(std::move(copy));
+    }
+    std::vector<bool> graph_output(graph_.nodes.size(), false);
+    for (const GraphOutput& o : graph_.outputs) graph_output[o.node] = true;
+    std::vector<bool> read_later(graph_.nodes.size(), false);
+    for (int p = end; p < static_cast<int>(places_.work.size()); ++p) {
+      for (int in : graph_.nodes[places_.work[p]].inputs) read_later[in] = true;
+    }
+    for (int p = begin; p < end; ++p) {
+      const int v = places_.work[p];
+      if (!graph_output[v] && !read_later[v]) continue;
+      g.outputs.push_back({local_[v], fmt::format("out{}", region_.outputs.size())});
+      region_.outputs.push_back(v);
+    }
+    region_.ops = end - begin;
+    region_.cut_values = end < static_cast<int>(places_.work.size()) ? places_.values[end - 1] : 0;
+    region_.key = structural_key(g);
+    return std::move(region_);
+  }
+
+ private:
+  int add(Node node) {
+    region_.graph.nodes.push_back(std::move(node));
+    return region_.graph.size() - 1;
+  }
+
+  // The region's node for the graph's node `v`, read by an operator of the
+  // region that starts at work position `begin`.
+  int value(int v, int begin) {
+    if (auto it = local_.find(v); it != local_.end()) return it->second;
+    const Node& n = graph_.nodes[v];
+    int id;
+    if (n.op == Op::kInput || places_.position[v] >= 0) {
+      // A value from before the region (the graph's inputs included).
+      const std::string name = fmt::format("in{}", region_.inputs.size());
+      region_.inputs.push_back(v);
+      const TensorType& type = types_[v].tensor();
+      id = add(Node{Op::kInput, leaf_attributes(name, type.dims, type.dtype), {}, name});
+    } else if (n.op == Op::kWeight) {
+      const std::string& original = *n.attributes.get_string("name");
+      const std::string name = fmt::format("w{}", region_.weights.size());
+      region_.weights.push_back(original);
+      auto init = graph_.weights.find(original);
+      // A weight without an entry has values seeded by its name.
+      region_.graph.weights[name] = init != graph_.weights.end()
+                                        ? init->second
+                                        : WeightInit{nullptr, stable_hash(original), -0.1f, 0.1f};
+      Node weight{Op::kWeight, n.attributes, {}, name};
+      weight.attributes.set("name", name);
+      id = add(std::move(weight));
+    } else {
+      // A constant or a weight-only operator: the region computes its own.
+      Node copy{n.op, n.attributes, {}, ""};
+      for (int in : n.inputs) copy.inputs.push_back(value(in, begin));
+      id = add(std::move(copy));
+    }
+    local_[v] = id;
+    return id;
+  }
+
+  static std::string structural_key(const Graph& g) {
+    std::string key;
+    for (const auto& [domain, version] : g.opsets) key += fmt::format("opset {} {}\n", domain, version);
+    for (const Node& n : g.nodes) {
+      key += node_key(n);
+      key += '\n';
+    }
+    for (const GraphOutput& o : g.outputs) key += fmt::format("out {}\n", o.node);
+    return key;
+  }
+
+  const Graph& graph_;
+  const std::vector<ValueType>& types_;
+  const CutPlaces& places_;
+  Region region_;
+  absl::flat_hash_map<int, int> local_;  // graph node -> region node
+};
+
+// The k of a canonical name `prefix<k>` below `count`, or -1.
+int canonical_index(const std::string& name, std::string_view prefix, std::size_t count) {
+  int k = -1;
+  if (!name.starts_with(prefix) ||
+      !absl::SimpleAtoi(absl::string_view(name).substr(prefix.size()), &k))
+    return -1;
+  return k >= 0 && static_cast<std::size_t>(k) < count ? k : -1;
+}
+
+// The stitched graph as it grows: the graph's nodes as they are added, with
+// leaves and weight-only nodes merged by their key.
+class Stitcher {
+ public:
+  explicit Stitcher(const Graph& graph) : graph_(graph), value_(graph.nodes.size(), -1) {
+    out_.name = graph.name;
+    out_.weights = graph.weights;
+    out_.input_defaults = graph.input_defaults;
+    out_.opsets = graph.opsets;
+    for (int i = 0; i < graph.size(); ++i) {
+      if (graph.nodes[i].op == Op::kInput) value_[i] = push(graph.nodes[i]);
+    }
+  }
+
+  absl::Status add_region(int index, const Region& region, const Graph& result) {
+    auto bad = [&](const std::string& what) {
+      return absl::InvalidArgumentError(
+          fmt::format("region {} of '{}': its result {}", index, graph_.name, what));
+    };
+    const std::vector<bool> weight_only = weight_only_nodes(result);
+    std::vector<int> local(result.nodes.size(), -1);
+    for (int i = 0; i < result.size(); ++i) {
+      const Node& n = result.nodes[i];
+      const std::string* name = n.attributes.get_string("name");
+      if (n.op == Op::kInput) {
+        const int k = name ? canonical_index(*name, "in", region.inputs.size()) : -1;
+        if (k < 0) return bad(fmt::format("has an input '{}' the region does not have", name ? *name : ""));
+        local[i] = value_[region.inputs[k]];
+        continue;
+      }
+      Node copy = n;
+      copy.name.clear();
+      for (int& in : copy.inputs) in = local[in];
+      if (n.op == Op::kWeight) {
+        const int k = name ? canonical_index(*name, "w", region.weights.size()) : -1;
+        if (k < 0) return bad(fmt::format("reads a weight '{}' the region does not have", name ? *name : ""));
+        copy.attributes.set("name", region.weights[k]);
+        copy.name = region.weights[k];
+      }
+      local[i] = weight_only[i] ? shared(std::move(copy)) : push(std::move(copy));
+    }
+    std::vector<bool> seen(region.outputs.size(), false);
+    for (const GraphOutput& o : result.outputs) {
+      const int k = canonical_index(o.name, "out", region.outputs.size());
+      if (k < 0 || seen[k]) return bad(fmt::format("has an unknown or repeated output '{}'", o.name));
+      seen[k] = true;
+      value_[region.outputs[k]] = local[o.node];
+    }
+    if (std::find(seen.begin(), seen.end(), false) != seen.end())
+      return bad("lacks one of the region's outputs");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Graph> finish() {
+    for (const GraphOutput& o : graph_.outputs) {
+      // Graph outputs that no region computes: leaves and weight-only values.
+      const int v = value_[o.node] >= 0 ? value_[o.node] : original(o.node);
+      out_.outputs.push_back({v, o.name});
+    }
+    if (absl::StatusOr<std::vector<ValueType>> types = infer_types(out_); !types.ok())
+      return absl::InternalError(fmt::format("the regions of '{}' stitch into a graph that does not type-check: {}",
+                                             graph_.name, message(types.status())));
+    return std::move(out_);
+  }
+
+ private:
+  int push(Node node) {
+    out_.nodes.push_back(std::move(node));
+    return out_.size() - 1;
+  }
+  int shared(Node node) {
+    auto [it, inserted] = shared_.try_emplace(node_key(node), out_.size());
+    if (inserted) push(std::move(node));
+    return it->second;
+  }
+  // A leaf or weight-only node of the graph itself, added with its operands.
+  int original(int v) {
+    if (value_[v] >= 0) return value_[v];
+    Node copy = graph_.nodes[v];
+    for (int& in : copy.inputs) in = original(in);
+    return value_[v] = shared(std::move(copy));
+  }
+
+  const Graph& graph_;
+  Graph out_;
+  std::vector<int> value_;  // graph node -> stitched node, once known
+  absl::flat_hash_map<std::string, int> shared_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<Region>> split_into_regions(const Graph& graph,
+                                                       const RegionOptions& options) {
+  if (options.target_ops < 0 || options.max_ops < options.target_ops)
+    return absl::InvalidArgumentError(fmt::format(
+        "regions need 0 <= target ops <= max ops, got {} and {}", options.target_ops, options.max_ops));
+  absl::StatusOr<std::vector<ValueType>> types = infer_types(graph);
+  if (!types.ok()) return types.status();
+  const CutPlaces places = cut_places(graph, *types);
+  RegionOptions o = options;
+  if (o.target_ops == 0) o.max_ops = static_cast<int>(places.work.size());
+  o.target_ops = std::max(o.target_ops, 1);
+  RegionBuilder builder(graph, *types, places);
+  std::vector<Region> regions;
+  int begin = 0;
+  do {
+    const int end = region_end(graph, *types, places, begin, o);
+    regions.push_back(builder.build(static_cast<int>(regions.size()), begin, end));
+    begin = end;
+  } while (begin < static_cast<int>(places.work.size()));
+  return regions;
+}
+
+absl::StatusOr<Graph> stitch_regions(const Graph& graph, std::span<const Region> regions,
+                                     std::span<const Graph* const> results) {
+  if (regions.size() != results.size())
+    return absl::InvalidArgumentError(fmt::format("{} regions but {} results", regions.size(), results.size()));
+  Stitcher stitcher(graph);
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    if (absl::Status s = stitcher.add_region(static_cast<int>(i), regions[i], *results[i]); !s.ok())
+      return s;
+  }
+  return stitcher.finish();
+}
+
+}  // namespace saturn::tensor

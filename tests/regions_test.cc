@@ -1,0 +1,123 @@
+// Regions: cutting graphs into regions and stitching them back computes
+// what the graph computes, repeated blocks get one key, cuts fall where few
+// values cross, and results that do not fit their region are named errors.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/regions.h"
+#include "tensor/zoo/zoo.h"
+
+namespace saturn::tensor {
+namespace {
+
+std::vector<const Graph*> own_graphs(const std::vector<Region>& regions) {
+  std::vector<const Graph*> graphs;
+  for (const Region& r : regions) graphs.push_back(&r.graph);
+  return graphs;
+}
+
+class RegionsOfZooModel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RegionsOfZooModel, StitchBackToTheSameOutputs) {
+  absl::StatusOr<Graph> g = build_zoo_model(GetParam());
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  absl::StatusOr<std::vector<Region>> regions =
+      split_into_regions(*g, {.target_ops = 12, .max_ops = 30});
+  ASSERT_TRUE(regions.ok()) << message(regions.status());
+  EXPECT_GT(regions->size(), 2u);
+  int ops = 0;
+  for (const Region& r : *regions) {
+    ops += r.ops;
+    EXPECT_LE(r.ops, 30) << r.graph.name;
+    EXPECT_TRUE(infer_types(r.graph).ok()) << r.graph.name;
+  }
+  // Every operator that runs (neither a leaf nor weight-only) is in one region.
+  const std::vector<bool> weight_only = weight_only_nodes(*g), live = live_nodes(*g);
+  int runs = 0;
+  for (int i = 0; i < g->size(); ++i)
+    runs += live[i] && !weight_only[i] && g->nodes[i].op != Op::kInput;
+  EXPECT_EQ(ops, runs);
+  absl::StatusOr<Graph> stitched = stitch_regions(*g, *regions, own_graphs(*regions));
+  ASSERT_TRUE(stitched.ok()) << message(stitched.status());
+  EXPECT_EQ(total_ops(*stitched), total_ops(*g));
+  const Inputs inputs = random_inputs(*g, 5);
+  absl::StatusOr<std::vector<Tensor>> before = evaluate(*g, inputs);
+  absl::StatusOr<std::vector<Tensor>> after = evaluate(*stitched, inputs);
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_EQ(before->size(), after->size());
+  for (std::size_t i = 0; i < before->size(); ++i)
+    EXPECT_EQ(max_error_ratio((*after)[i], (*before)[i], 0, 0), 0.0) << "output " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Small, RegionsOfZooModel,
+                         ::testing::Values("squeezenet", "nasrnn", "mobilenet_v2", "llama:3"));
+
+TEST(Regions, RepeatedLayersShareKeys) {
+  absl::StatusOr<Graph> g = build_zoo_model("llama:12");
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  absl::StatusOr<std::vector<Region>> regions = split_into_regions(*g, {});
+  ASSERT_TRUE(regions.ok()) << message(regions.status());
+  std::set<std::string> keys;
+  for (const Region& r : *regions) {
+    keys.insert(r.key);
+    // Cuts between layers: the residual stream alone crosses them.
+    if (&r != &regions->back()) {
+      EXPECT_EQ(r.cut_values, 1) << r.graph.name;
+    }
+  }
+  EXPECT_GE(regions->size(), 6u);
+  // The first and last regions hold the embedding and the head; the rest
+  // repeat a structure or two (a region that starts mid-layer).
+  EXPECT_LE(keys.size(), 4u);
+  // Copies differ only in their weights.
+  const Region& a = (*regions)[1];
+  for (const Region& b : *regions) {
+    if (b.key != a.key || &a == &b) continue;
+    EXPECT_EQ(a.graph.size(), b.graph.size());
+    EXPECT_NE(a.weights, b.weights);
+  }
+}
+
+TEST(Regions, SmallGraphsAndZeroTargetAreOneRegion) {
+  absl::StatusOr<Graph> g = build_zoo_model("llama:2");
+  ASSERT_TRUE(g.ok());
+  for (RegionOptions o : {RegionOptions{.target_ops = 0, .max_ops = 0}, RegionOptions{}}) {
+    absl::StatusOr<std::vector<Region>> regions = split_into_regions(*g, o);
+    ASSERT_TRUE(regions.ok());
+    EXPECT_EQ(regions->size(), 1u);
+  }
+  EXPECT_FALSE(split_into_regions(*g, {.target_ops = 10, .max_ops = 5}).ok());
+}
+
+TEST(Regions, AResultWithAnotherInterfaceIsANamedError) {
+  absl::StatusOr<Graph> g = build_zoo_model("squeezenet");
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<std::vector<Region>> regions =
+      split_into_regions(*g, {.target_ops = 10, .max_ops = 25});
+  ASSERT_TRUE(regions.ok());
+  std::vector<const Graph*> results = own_graphs(*regions);
+  Graph wrong = (*regions)[1].graph;
+  wrong.outputs.pop_back();
+  results[1] = &wrong;
+  absl::StatusOr<Graph> stitched = stitch_regions(*g, *regions, results);
+  ASSERT_FALSE(stitched.ok());
+  EXPECT_NE(message(stitched.status()).find("region 1 of 'squeezenet'"), std::string::npos)
+      << message(stitched.status());
+  Graph renamed = (*regions)[1].graph;
+  for (Node& n : renamed.nodes) {
+    if (n.op == Op::kInput) n.attributes.set("name", std::string("x"));
+  }
+  results[1] = &renamed;
+  stitched = stitch_regions(*g, *regions, results);
+  ASSERT_FALSE(stitched.ok());
+  EXPECT_NE(message(stitched.status()).find("input 'x'"), std::string::npos)
+      << message(stitched.status());
+}
+
+}  // namespace
+}  // namespace saturn::tensor
