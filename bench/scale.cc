@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "base/cli.h"
 #include "base/file.h"
 #include "base/status.h"
@@ -85,7 +86,12 @@ int run_single(const Args& a) {
     end = std::min(a.single.find(',', begin), a.single.size());
     parts.push_back(a.single.substr(begin, end - begin));
   }
-  if (parts.size() != 4) return 2;
+  std::optional<Strategy> strategy = parts.size() == 4 ? parse_strategy(parts[1]) : std::nullopt;
+  std::size_t budget = 0;
+  if (!strategy || !absl::SimpleAtoi(absl::string_view(parts[3]), &budget)) {
+    fmt::print(stderr, "scale: --single wants MODEL,STRATEGY,COST,BUDGET, not '{}'\n", a.single);
+    return 2;
+  }
   absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(parts[0]);
   absl::StatusOr<std::shared_ptr<const CostModel>> cost = cost_model_by_name(parts[2]);
   if (!graph.ok() || !cost.ok()) {
@@ -95,12 +101,11 @@ int run_single(const Args& a) {
     return 0;
   }
   OptimizeOptions o;
-  o.search.strategy = *parse_strategy(parts[1]);
+  o.search.strategy = *strategy;
   o.search.threads = a.threads;
   o.cost_model = *cost;
   o.ilp_seconds = a.ilp_seconds;
   o.budget.time_limit_seconds = a.time_limit;
-  const std::size_t budget = std::stoul(parts[3]);
   if (budget > 0) {
     o.regions.target_ops = 0;
     o.budget.max_nodes = budget;
