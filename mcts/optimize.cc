@@ -59,11 +59,28 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     if (!fallback.ok()) return fallback.status();
     cost_model = *fallback;
   }
+  const Stopwatch checking;
+  RuleFileCheck rule_check;
+  if (!options.rule_files.empty() && !options.unverified_rules) {
+    tensor::TensorLanguage language;
+    ConditionRegistry conditions = tensor_conditions();
+    absl::StatusOr<RuleFileCheck> check =
+        check_rule_files(options.rule_files, language, conditions, options.rule_cache_dir);
+    if (!check.ok()) return check.status();
+    rule_check = std::move(*check);
+  }
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
-  if (regions->size() > 1) return optimize_regions(graph, std::move(*regions), options, cost_model);
-  return optimize_whole(graph, options, cost_model);
+  absl::StatusOr<OptimizeResult> result =
+      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
+                          : optimize_whole(graph, options, cost_model);
+  if (result.ok()) {
+    result->rule_check = std::move(rule_check);
+    result->times.rules += checking.seconds() - result->times.total;
+    result->times.total = checking.seconds();
+  }
+  return result;
 }
 
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,

@@ -18,6 +18,7 @@
 #include "costmodel/cost_model.h"
 #include "extract/extractor.h"
 #include "mcts/search.h"
+#include "rules/tensor/rule_check.h"
 #include "tensor/graph.h"
 #include "tensor/regions.h"
 
@@ -38,8 +39,13 @@ struct OptimizeOptions {
   // "cpu-2core" device profile.
   std::shared_ptr<const CostModel> cost_model;
   EGraphCostOptions cost_options;
-  // Rule files; empty means the shipped tensor rules.
+  // Rule files; empty means the shipped tensor rules. Every rule of these
+  // files is verified first (rules/tensor/rule_check.h): a file with an
+  // unsound rule is refused. Verdicts are cached by file content in
+  // rule_cache_dir ("" caches nothing).
   std::vector<std::string> rule_files;
+  bool unverified_rules = false;  // true: use rule_files without verifying them
+  std::string rule_cache_dir = default_rule_cache_dir();
   // Seconds for the exact ILP extraction; 0 uses the greedy DAG extraction only.
   double ilp_seconds = 10;
   // The result replaces the input only when it is predicted at least this
@@ -92,6 +98,9 @@ struct OptimizeResult {
   ExtractionStatus extraction = ExtractionStatus::kHeuristic;
   std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied
   std::size_t num_rules = 0;                   // rules the search could use
+  // What the check of OptimizeOptions::rule_files found (all zero when the
+  // shipped rules were used, or when unverified_rules skipped the check).
+  RuleFileCheck rule_check;
   SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;
   // The regions the graph was cut into (1: searched whole), and one summary

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "mcts/optimize.h"
 #include "mcts/protocol.h"
@@ -296,6 +297,25 @@ TEST(Search, UnknownRuleFileIsAnError) {
   absl::StatusOr<OptimizeResult> r = optimize(g, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("/nonexistent/x.rules"), std::string::npos);
+}
+
+TEST(Search, UnsoundRuleFileIsRefusedUnlessAllowed) {
+  // A user's rules are verified before the search; wrong.rules' first rule
+  // (line 5) is unsound.
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+  o.rule_files = {SATURN_TEST_DATA "/wrong.rules"};
+  o.rule_cache_dir = "";
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(message(r.status()).find("wrong.rules:5: rule 'wrong-transpose-perm' is unsound"),
+            std::string::npos)
+      << message(r.status());
+  o.unverified_rules = true;
+  r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << message(r.status());
+  EXPECT_EQ(r->rule_check.verified, 0);
 }
 
 // ---- The environment ------------------------------------------------------

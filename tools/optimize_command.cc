@@ -105,6 +105,10 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  ops {} -> {}; peak {} e-nodes of {}{}; stop: {}; extraction {}\n",
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
              o.optimize.budget.max_nodes, per_region, r.stats.stop_reason, to_string(r.extraction));
+  if (!o.optimize.rule_files.empty() && !o.optimize.unverified_rules)
+    fmt::print("  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",
+               r.rule_check.verified, r.rule_check.unverified.size(),
+               r.rule_check.files_from_cache, o.optimize.rule_files.size());
   if (r.regions > 1)
     fmt::print("  regions: {}, {} structures searched, {} reused a search\n", r.regions,
                r.region_summaries.size(), r.region_cache_hits());
@@ -165,6 +169,12 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"region_structures", regions},
           {"region_cache_hits", r.region_cache_hits()},
           {"rules_applied", rules},
+          {"rule_files",
+           {{"files", o.optimize.rule_files},
+            {"checked", !o.optimize.rule_files.empty() && !o.optimize.unverified_rules},
+            {"verified", r.rule_check.verified},
+            {"unverified", r.rule_check.unverified},
+            {"files_from_cache", r.rule_check.files_from_cache}}},
           {"seconds",
            {{"rules", r.times.rules},
             {"search", r.times.search},
@@ -209,6 +219,10 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
   progress.finish();
   if (!r.ok()) return fail(with_context(r.status(), o.model));
+  if (o.optimize.unverified_rules && !o.optimize.rule_files.empty())
+    fmt::print(stderr, "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
+  for (const std::string& rule : r->rule_check.unverified)
+    fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
   if (!o.out.empty()) {
     if (absl::Status s = save_model(r->graph, o.out); !s.ok()) return fail(s);
   }
@@ -242,8 +256,11 @@ void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
   app.add_option("--cost", o.cost, "opcount | roofline | roofline:PROFILE | measured:FILE")
       ->capture_default_str();
   app.add_option("--rules", o.optimize.rule_files,
-                 "a rule file (repeatable; default: the shipped tensor rules)")
+                 "a rule file (repeatable; default: the shipped tensor rules); its rules are "
+                 "verified first and a file with an unsound rule is refused")
       ->allow_extra_args(false);
+  app.add_flag("--unverified-rules", o.optimize.unverified_rules,
+               "use the --rules files without verifying their rules");
   app.add_option("--threads", o.optimize.search.threads, "search threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

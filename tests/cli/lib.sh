@@ -16,6 +16,8 @@ out=''
 # A fresh scratch folder, removed on exit.
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+# Verdicts on rule files are cached here, not in the user's cache.
+export SATURN_CACHE_DIR=$OUT/cache
 
 # fail MESSAGE [TEXT]: stops the scenario, saying why and showing TEXT.
 fail() {
