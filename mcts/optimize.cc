@@ -61,13 +61,23 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   }
   const Stopwatch checking;
   RuleFileCheck rule_check;
-  if (!options.rule_files.empty() && !options.unverified_rules) {
+  if (!options.rule_files.empty()) {
     tensor::TensorLanguage language;
     ConditionRegistry conditions = tensor_conditions();
-    absl::StatusOr<RuleFileCheck> check =
-        check_rule_files(options.rule_files, language, conditions, options.rule_cache_dir);
-    if (!check.ok()) return check.status();
-    rule_check = std::move(*check);
+    if (options.unverified_rules) {
+      absl::StatusOr<RuleSet> rules =
+          load_tensor_rule_files(options.rule_files, language, conditions);
+      if (!rules.ok()) return rules.status();
+      for (const Rule& rule : rules->rules())
+        rule_check.unverified.push_back(
+            fmt::format("{}:{}: {}: not checked (unverified rules allowed)", rule.file,
+                        rule.loc.line, rule.name));
+    } else {
+      absl::StatusOr<RuleFileCheck> check =
+          check_rule_files(options.rule_files, language, conditions, options.rule_cache_dir);
+      if (!check.ok()) return check.status();
+      rule_check = std::move(*check);
+    }
   }
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);

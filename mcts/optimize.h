@@ -98,8 +98,9 @@ struct OptimizeResult {
   ExtractionStatus extraction = ExtractionStatus::kHeuristic;
   std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied
   std::size_t num_rules = 0;                   // rules the search could use
-  // What the check of OptimizeOptions::rule_files found (all zero when the
-  // shipped rules were used, or when unverified_rules skipped the check).
+  // What the check of OptimizeOptions::rule_files found (empty for the
+  // shipped rules). With unverified_rules, every rule of the files is
+  // listed as unverified.
   RuleFileCheck rule_check;
   SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "mcts/environment.h"
 #include "nlohmann/json.hpp"
+#include "rules/tensor/rule_check.h"
 #include "rules/tensor/tensor_rules.h"
 
 namespace saturn {
@@ -48,6 +49,11 @@ absl::StatusOr<std::unique_ptr<Session>> reset(const json& request, const ModelL
   session->graph = std::move(*graph);
 
   std::vector<std::string> files = request.value("rules", std::vector<std::string>{});
+  if (!files.empty() && !request.value("unverified_rules", false)) {
+    absl::StatusOr<RuleFileCheck> check = check_rule_files(
+        files, session->language, session->conditions, default_rule_cache_dir());
+    if (!check.ok()) return check.status();
+  }
   absl::StatusOr<RuleSet> rules =
       files.empty() ? load_tensor_rules(session->language, session->conditions)
                     : load_tensor_rule_files(files, session->language, session->conditions);

@@ -316,6 +316,7 @@ TEST(Search, UnsoundRuleFileIsRefusedUnlessAllowed) {
   r = optimize(g, o);
   ASSERT_TRUE(r.ok()) << message(r.status());
   EXPECT_EQ(r->rule_check.verified, 0);
+  EXPECT_EQ(r->rule_check.unverified.size(), 8u);  // every rule of the file
 }
 
 // ---- The environment ------------------------------------------------------

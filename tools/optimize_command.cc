@@ -169,11 +169,11 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"region_structures", regions},
           {"region_cache_hits", r.region_cache_hits()},
           {"rules_applied", rules},
+          {"unverified_rules", r.rule_check.unverified},
           {"rule_files",
            {{"files", o.optimize.rule_files},
             {"checked", !o.optimize.rule_files.empty() && !o.optimize.unverified_rules},
             {"verified", r.rule_check.verified},
-            {"unverified", r.rule_check.unverified},
             {"files_from_cache", r.rule_check.files_from_cache}}},
           {"seconds",
            {{"rules", r.times.rules},
@@ -219,10 +219,12 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
   progress.finish();
   if (!r.ok()) return fail(with_context(r.status(), o.model));
-  if (o.optimize.unverified_rules && !o.optimize.rule_files.empty())
+  if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
     fmt::print(stderr, "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
-  for (const std::string& rule : r->rule_check.unverified)
-    fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
+  } else {
+    for (const std::string& rule : r->rule_check.unverified)
+      fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
+  }
   if (!o.out.empty()) {
     if (absl::Status s = save_model(r->graph, o.out); !s.ok()) return fail(s);
   }
