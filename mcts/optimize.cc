@@ -13,7 +13,7 @@ namespace {
 
 // An extraction, the graph it picks and what that graph costs: its
 // operators (under the search's cost options) and the weights it holds.
-struct Candidate {
+struct PricedExtraction {
   ExtractionResult extraction;
   tensor::Graph graph;
   double ops_cost = 0;
@@ -24,10 +24,11 @@ struct Candidate {
 
 // Prices `extraction`, made on `extracted` (a problem of the same e-graph),
 // under `problem`'s costs.
-absl::StatusOr<Candidate> price(const Environment& env, const ExtractionProblem& problem,
-                                const ExtractionProblem& extracted, ExtractionResult extraction,
-                                const CostModel& model, std::int64_t input_weight_bytes) {
-  Candidate c;
+absl::StatusOr<PricedExtraction> price(const Environment& env, const ExtractionProblem& problem,
+                                       const ExtractionProblem& extracted,
+                                       ExtractionResult extraction, const CostModel& model,
+                                       std::int64_t input_weight_bytes) {
+  PricedExtraction c;
   absl::StatusOr<tensor::Graph> g = env.graph_of(extracted, extraction);
   if (!g.ok()) return g.status();
   absl::StatusOr<double> ops = check_selection(problem, extraction.selection);
@@ -149,8 +150,8 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   const Extractor& extractor =
       options.ilp_seconds > 0 ? static_cast<const Extractor&>(ilp) : greedy;
   const ExtractionProblem problem = env.problem();
-  absl::StatusOr<Candidate> best = price(env, problem, problem, extractor.extract(problem),
-                                         *cost_model, result.weight_bytes_before);
+  absl::StatusOr<PricedExtraction> best = price(env, problem, problem, extractor.extract(problem),
+                                                *cost_model, result.weight_bytes_before);
   if (!best.ok()) return best.status();
   // The extraction above takes weight-only values as free, so it may merge
   // weights into new tensors while the originals stay in use elsewhere.
@@ -161,8 +162,8 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
     EGraphCostOptions frugal = options.cost_options;
     frugal.weight_us_per_byte = weight_us_per_byte(*cost_model);
     const ExtractionProblem priced = env.problem(frugal);
-    absl::StatusOr<Candidate> other = price(env, problem, priced, extractor.extract(priced),
-                                            *cost_model, result.weight_bytes_before);
+    absl::StatusOr<PricedExtraction> other = price(env, problem, priced, extractor.extract(priced),
+                                                   *cost_model, result.weight_bytes_before);
     if (!other.ok()) return other.status();
     if (other->total() < best->total()) best = std::move(other);
   }

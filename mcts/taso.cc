@@ -20,7 +20,7 @@ namespace saturn {
 
 namespace {
 
-struct Candidate {
+struct TasoGraph {
   double cost = 0;
   std::shared_ptr<const tensor::Graph> graph;
   std::vector<std::size_t> rules;  // rewrites applied since the input graph
@@ -28,7 +28,7 @@ struct Candidate {
 };
 
 struct CheaperFirst {
-  bool operator()(const Candidate& a, const Candidate& b) const {
+  bool operator()(const TasoGraph& a, const TasoGraph& b) const {
     return a.cost != b.cost ? a.cost > b.cost : a.order > b.order;
   }
 };
@@ -119,9 +119,9 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
   stats.strategy = "taso";
   stats.stop_reason = "queue empty";
   std::size_t order = 0;
-  Candidate best{
+  TasoGraph best{
       (*first)->initial_cost(), std::make_shared<tensor::Graph>(*config.graph), {}, order++};
-  std::priority_queue<Candidate, std::vector<Candidate>, CheaperFirst> queue;
+  std::priority_queue<TasoGraph, std::vector<TasoGraph>, CheaperFirst> queue;
   absl::flat_hash_set<std::size_t> seen{graph_hash(*best.graph)};
   queue.push(best);
 
@@ -134,7 +134,7 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
       stats.stop_reason = "time limit";
       break;
     }
-    Candidate current = queue.top();
+    TasoGraph current = queue.top();
     queue.pop();
     ++stats.graphs_explored;
     EnvironmentConfig local = config;
@@ -162,7 +162,7 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
           if (next && next->second < options.taso.alpha * best.cost) {
             auto graph = std::make_shared<const tensor::Graph>(std::move(next->first));
             if (seen.insert(graph_hash(*graph)).second) {
-              Candidate c{next->second, graph, current.rules, order++};
+              TasoGraph c{next->second, graph, current.rules, order++};
               c.rules.push_back(r);
               if (c.cost < best.cost) best = c;
               queue.push(std::move(c));

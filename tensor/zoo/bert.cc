@@ -10,17 +10,17 @@ namespace saturn::tensor {
 
 namespace {
 
-constexpr std::int64_t kLayers = 8;
-constexpr std::int64_t kSeq = 64;
-constexpr std::int64_t kHidden = 1024;
-constexpr std::int64_t kHeads = 16;
-constexpr std::int64_t kHeadDim = kHidden / kHeads;  // 64
-constexpr std::int64_t kFfn = 4096;
+constexpr std::int64_t kBertLayers = 8;
+constexpr std::int64_t kBertSeq = 64;
+constexpr std::int64_t kBertHidden = 1024;
+constexpr std::int64_t kBertHeads = 16;
+constexpr std::int64_t kBertHeadDim = kBertHidden / kBertHeads;  // 64
+constexpr std::int64_t kBertFfn = 4096;
 
 // Projects x and splits it into heads: [64,1024] -> [64,16,64] -> permuted.
 Value project_heads(GraphBuilder& b, const std::string& name, Value x, Dims perm) {
-  Value y = b.linear(name, x, kHidden);
-  return b.transpose(b.reshape(y, {kSeq, kHeads, kHeadDim}), std::move(perm));
+  Value y = b.linear(name, x, kBertHidden);
+  return b.transpose(b.reshape(y, {kBertSeq, kBertHeads, kBertHeadDim}), std::move(perm));
 }
 
 Value self_attention(GraphBuilder& b, const std::string& prefix, Value x) {
@@ -30,15 +30,15 @@ Value self_attention(GraphBuilder& b, const std::string& prefix, Value x) {
   Value scores = b.matmul(q, kt);
   scores = b.mul(scores, b.constant(0.125f));          // 1/sqrt(64)
   Value context = b.matmul(b.softmax(scores, -1), v);  // [16,64,64]
-  context = b.reshape(b.transpose(context, {1, 0, 2}), {kSeq, kHidden});
-  return b.linear(prefix + ".output", context, kHidden);
+  context = b.reshape(b.transpose(context, {1, 0, 2}), {kBertSeq, kBertHidden});
+  return b.linear(prefix + ".output", context, kBertHidden);
 }
 
 Value encoder_layer(GraphBuilder& b, const std::string& prefix, Value x) {
   x = b.layer_norm(prefix + ".attention_norm",
                    b.add(x, self_attention(b, prefix + ".attention", x)));
-  Value h = b.gelu(b.linear(prefix + ".ffn.intermediate", x, kFfn));
-  h = b.linear(prefix + ".ffn.output", h, kHidden);
+  Value h = b.gelu(b.linear(prefix + ".ffn.intermediate", x, kBertFfn));
+  h = b.linear(prefix + ".ffn.output", h, kBertHidden);
   return b.layer_norm(prefix + ".ffn_norm", b.add(x, h));
 }
 
@@ -46,8 +46,8 @@ Value encoder_layer(GraphBuilder& b, const std::string& prefix, Value x) {
 
 absl::StatusOr<Graph> build_bert() {
   GraphBuilder b("bert");
-  Value x = b.input("x", {kSeq, kHidden});
-  for (std::int64_t i = 0; i < kLayers; ++i) x = encoder_layer(b, fmt::format("layer{}", i), x);
+  Value x = b.input("x", {kBertSeq, kBertHidden});
+  for (std::int64_t i = 0; i < kBertLayers; ++i) x = encoder_layer(b, fmt::format("layer{}", i), x);
   b.output(x, "output");
   return b.build();
 }

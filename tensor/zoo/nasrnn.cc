@@ -11,21 +11,21 @@ namespace saturn::tensor {
 
 namespace {
 
-constexpr std::int64_t kHidden = 512;
-constexpr int kSteps = 5;
-constexpr int kBranches = 8;
+constexpr std::int64_t kNasrnnHidden = 512;
+constexpr int kNasrnnSteps = 5;
+constexpr int kNasrnnBranches = 8;
 
 // The cell's weights, created once and reused at every step.
 struct CellWeights {
-  std::array<Value, kBranches> wx, wh, bias;
+  std::array<Value, kNasrnnBranches> wx, wh, bias;
 };
 
 CellWeights make_cell_weights(GraphBuilder& b) {
   CellWeights w;
-  for (int i = 0; i < kBranches; ++i) {
-    w.wx[i] = b.weight(fmt::format("cell.branch{}.wx", i), {kHidden, kHidden});
-    w.wh[i] = b.weight(fmt::format("cell.branch{}.wh", i), {kHidden, kHidden});
-    w.bias[i] = b.weight(fmt::format("cell.branch{}.bias", i), {kHidden});
+  for (int i = 0; i < kNasrnnBranches; ++i) {
+    w.wx[i] = b.weight(fmt::format("cell.branch{}.wx", i), {kNasrnnHidden, kNasrnnHidden});
+    w.wh[i] = b.weight(fmt::format("cell.branch{}.wh", i), {kNasrnnHidden, kNasrnnHidden});
+    w.bias[i] = b.weight(fmt::format("cell.branch{}.bias", i), {kNasrnnHidden});
   }
   return w;
 }
@@ -42,8 +42,8 @@ Value combine(GraphBuilder& b, Op op, Op f, Value x, Op g, Value y) {
 // One step: eight branches x @ Wx + h @ Wh + bias, merged pairwise into a tree
 // with mixed activations; the root is the new hidden state.
 Value nas_cell(GraphBuilder& b, const CellWeights& w, Value x, Value h) {
-  std::array<Value, kBranches> t;
-  for (int i = 0; i < kBranches; ++i) {
+  std::array<Value, kNasrnnBranches> t;
+  for (int i = 0; i < kNasrnnBranches; ++i) {
     Value from_x = b.matmul(x, w.wx[i]);
     Value from_h = b.matmul(h, w.wh[i]);
     t[i] = b.add(b.add(from_x, from_h), w.bias[i]);
@@ -61,12 +61,12 @@ Value nas_cell(GraphBuilder& b, const CellWeights& w, Value x, Value h) {
 
 absl::StatusOr<Graph> build_nasrnn() {
   GraphBuilder b("nasrnn");
-  std::array<Value, kSteps> xs;
-  for (int i = 0; i < kSteps; ++i) xs[i] = b.input(fmt::format("x{}", i), {1, kHidden});
-  Value h = b.input("h0", {1, kHidden});
+  std::array<Value, kNasrnnSteps> xs;
+  for (int i = 0; i < kNasrnnSteps; ++i) xs[i] = b.input(fmt::format("x{}", i), {1, kNasrnnHidden});
+  Value h = b.input("h0", {1, kNasrnnHidden});
   CellWeights w = make_cell_weights(b);
-  for (int i = 0; i < kSteps; ++i) h = nas_cell(b, w, xs[i], h);
-  b.output(h, fmt::format("h{}", kSteps));
+  for (int i = 0; i < kNasrnnSteps; ++i) h = nas_cell(b, w, xs[i], h);
+  b.output(h, fmt::format("h{}", kNasrnnSteps));
   return b.build();
 }
 
