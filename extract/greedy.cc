@@ -115,13 +115,21 @@ void merge_into(const std::vector<std::pair<std::uint32_t, double>>& a,
 // `cost` is per node (the problem's costs, or those with some nodes prepaid).
 Selection dag_selection(const ExtractionProblem& p, const Parents& parents,
                         std::span<const double> cost) {
-  std::vector<CostSet> sets(p.num_classes());
+  // The sets keep their buffers from one call to the next on a thread: a
+  // search prices thousands of states, and allocating every class's set
+  // anew cost as much as the merging.
+  thread_local std::vector<CostSet> sets;
+  if (sets.size() < p.num_classes()) sets.resize(p.num_classes());
+  for (std::size_t c = 0; c < p.num_classes(); ++c) {
+    sets[c].items.clear();
+    sets[c].total = kInfinity;
+  }
   Selection s{std::vector<std::int32_t>(p.num_classes(), -1)};
   NodeQueue queue(p.num_nodes());
   for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
     if (p.children(n).empty()) queue.push(n);
   }
-  std::vector<std::pair<std::uint32_t, double>> acc, scratch;
+  thread_local std::vector<std::pair<std::uint32_t, double>> acc, scratch;
   while (!queue.empty()) {
     std::uint32_t n = queue.pop();
     std::uint32_t c = p.node_class[n];

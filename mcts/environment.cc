@@ -332,18 +332,26 @@ StepResult Environment::finish_step(StepRecord record, StepResult result) {
   egraph_->rebuild();
   peak_nodes_ = std::max(peak_nodes_, egraph_->num_nodes());
   peak_bytes_ = std::max(peak_bytes_, egraph_->memory_bytes());
-  const double before = cost();
-  // An application that changed nothing keeps the cost it had.
-  record.cost = record.applied == 0 ? before : kUnknownCost;
+  const double before = config_.price_steps ? cost() : kUnknownCost;
+  // An application that changed nothing keeps the cost it had (still
+  // unknown when the state before was not priced).
+  if (record.applied == 0) record.cost = history_.empty() ? initial_cost_ : history_.back().cost;
   history_.push_back(std::move(record));
-  result.reward = initial_cost_ > 0 ? (before - cost()) / initial_cost_ : 0.0;
+  if (config_.price_steps)
+    result.reward = initial_cost_ > 0 ? (before - cost()) / initial_cost_ : 0.0;
   result.done = !has_budget();
   if (config_.on_progress) {
     config_.on_progress(SearchProgress{history_.size(), egraph_->num_nodes(),
-                                       config_.budget.max_nodes, cost(), initial_cost_,
-                                       clock_.seconds()});
+                                       config_.budget.max_nodes, latest_known_cost(),
+                                       initial_cost_, clock_.seconds()});
   }
   return result;
+}
+
+double Environment::latest_known_cost() const {
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it)
+    if (!std::isnan(it->cost)) return it->cost;
+  return initial_cost_;
 }
 
 StepResult Environment::step(std::size_t action, std::span<const std::size_t> subset) {
@@ -351,7 +359,7 @@ StepResult Environment::step(std::size_t action, std::span<const std::size_t> su
   StepResult result;
   if (action >= num_rules()) {
     // Stop: the state does not change.
-    record.cost = cost();
+    record.cost = history_.empty() ? initial_cost_ : history_.back().cost;
     history_.push_back(std::move(record));
     result.done = true;
     return result;

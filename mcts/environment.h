@@ -75,6 +75,12 @@ struct EnvironmentConfig {
   // without this cap); the budget stops their application long before the last one.
   std::size_t match_limit = 0;
   EGraphCostOptions cost_options;
+  // Price the state after every step, for StepResult::reward and the
+  // progress reports. A search that values only some states (MCTS prices
+  // the last state of a simulation, not the eight before it) turns it off:
+  // steps then report a reward of 0, progress reports the latest cost known,
+  // and a state is priced when cost() is first asked for.
+  bool price_steps = true;
   std::function<void(const SearchProgress&)> on_progress;  // optional; must be thread-safe
 };
 
@@ -91,7 +97,7 @@ struct Observation {
 };
 
 struct StepResult {
-  double reward = 0;         // (cost before - cost after) / initial cost
+  double reward = 0;         // (cost before - cost after) / initial cost; 0 without price_steps
   bool done = false;         // stop chosen, or the budget (nodes, bytes, time) is spent
   std::size_t applied = 0;   // matches that changed the e-graph
   std::size_t filtered = 0;  // matches skipped by cycle filtering
@@ -194,6 +200,8 @@ class Environment {
   // The classes reachable from `start` through children (memoized per step).
   const std::vector<bool>& reachable_from(Id start);
   double evaluate_cost() const;
+  // The cost of the latest state priced so far (the input's if none was).
+  double latest_known_cost() const;
   // The cost of `extraction` (of problem()): its DAG cost and weight spill.
   double price(const ExtractionProblem& p, const ExtractionResult& extraction) const;
 

@@ -3,12 +3,13 @@
 // A state is the e-graph after a sequence of actions (apply rule r to all its
 // matches; sweep: one saturation iteration of every single-pattern rule, the
 // step greedy saturation repeats; or stop); its value is the cost reduction of the greedy DAG
-// extraction, normalized by the input graph's cost. Each real step runs a
-// number of simulations from the current state (selection by UCT, one
-// expansion, a short epsilon-greedy rollout, backpropagation), then takes the
-// most visited action. Simulations never copy the e-graph: each one starts
-// from a checkpoint and rolls back. The subtree below the chosen action is
-// kept for the next real step.
+// extraction, normalized by the input graph's cost; only a simulation's last
+// state is priced. Each real step simulates from the current state
+// (selection by UCT, one expansion, a short epsilon-greedy rollout,
+// backpropagation) a fixed number of times, then takes the action whose
+// simulations reached the best value. Simulations never copy the e-graph:
+// each one starts from a checkpoint and rolls back. The subtree below the
+// chosen action is kept for the next real step.
 //
 // Threads run independent trees (root parallelism), each on its own
 // environment with its own seed; the root statistics are summed to choose the
@@ -245,9 +246,12 @@ std::optional<std::size_t> choose_action(const std::vector<std::unique_ptr<Tree>
 absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
                                        const SearchOptions& options) {
   const std::size_t num_trees = static_cast<std::size_t>(options.threads);
+  // A simulation values its last state only.
+  EnvironmentConfig unpriced = config;
+  unpriced.price_steps = false;
   std::vector<std::unique_ptr<Tree>> trees;
   for (std::size_t t = 0; t < num_trees; ++t) {
-    absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(config);
+    absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(unpriced);
     if (!env.ok()) return env.status();
     // Seeds far apart per tree (splitmix-style constant).
     trees.push_back(std::make_unique<Tree>(

@@ -329,12 +329,14 @@ struct EnvFixture {
   Graph graph = *tensor::build_zoo_model("squeezenet");
   std::unique_ptr<Environment> env;
 
-  explicit EnvFixture(std::size_t nodes = 3000, std::size_t match_limit = 0) {
+  explicit EnvFixture(std::size_t nodes = 3000, std::size_t match_limit = 0,
+                      bool price_steps = true) {
     EnvironmentConfig config{.graph = &graph,
                              .rules = &rules,
                              .cost_model = &cost,
                              .budget = {.max_nodes = nodes},
-                             .match_limit = match_limit};
+                             .match_limit = match_limit,
+                             .price_steps = price_steps};
     env = *Environment::create(config);
   }
   std::size_t rule(std::string_view name) const {
@@ -373,6 +375,25 @@ TEST(Environment, StepRewardsAndRestoreReturnsToTheExactState) {
   EXPECT_TRUE(env.step(env.stop_action()).done);
   env.reset();
   EXPECT_EQ(env.egraph().dump(), start);
+}
+
+TEST(Environment, UnpricedStepsArePricedWhenAsked) {
+  EnvFixture priced, unpriced(3000, 0, false);
+  const std::size_t fuse = priced.rule("fuse-conv-bias-relu");
+  const double initial = unpriced.env->cost();
+  const std::size_t before = unpriced.env->extractions();
+  for (std::size_t action : {fuse, fuse}) {  // the second changes nothing
+    StepResult p = priced.env->step(action), u = unpriced.env->step(action);
+    EXPECT_EQ(u.applied, p.applied);
+    EXPECT_EQ(u.reward, 0.0);
+  }
+  EXPECT_EQ(unpriced.env->extractions(), before);  // nothing priced yet
+  EXPECT_EQ(unpriced.env->cost(), priced.env->cost());
+  EXPECT_EQ(unpriced.env->cost(), initial - 26);
+  EXPECT_EQ(unpriced.env->extractions(), before + 1);
+  unpriced.env->step(unpriced.env->stop_action());
+  EXPECT_EQ(unpriced.env->cost(), initial - 26);  // stop keeps the state's price
+  EXPECT_EQ(unpriced.env->extractions(), before + 1);
 }
 
 TEST(Environment, BudgetEndsTheEpisode) {
