@@ -51,5 +51,30 @@ TEST(Zoo, UnknownModelNamesTheKnownOnes) {
   EXPECT_NE(message(g.status()).find("resnet50"), std::string_view::npos);
 }
 
+// "NAME:N" sets the depth of the models that have one: each two layers
+// (a Swin stage alternates plain and shifted windows) add the same
+// operators, and the other models refuse a depth.
+TEST(Zoo, DepthParameterAddsWholeLayers) {
+  auto ops = [](std::string_view name) {
+    absl::StatusOr<Graph> g = build_zoo_model(name);
+    EXPECT_TRUE(g.ok()) << name << ": " << message(g.status());
+    return g.ok() ? total_ops(*g) : 0;
+  };
+  for (std::string_view model : {"bert", "llama", "swin"}) {
+    const std::string name(model);
+    const int per_two = ops(name + ":3") - ops(name + ":1");
+    EXPECT_GT(per_two, 20) << model;
+    EXPECT_EQ(ops(name + ":24") - ops(name + ":8"), 8 * per_two) << model;
+  }
+  EXPECT_EQ(ops("bert:8"), ops("bert"));
+  EXPECT_EQ(ops("swin:6"), ops("swin"));
+  EXPECT_EQ(build_zoo_model("bert:24")->name, "bert24");
+  for (std::string_view bad : {"resnet50:3", "bert:x", "swin:0", "llama:81", "bert:"}) {
+    absl::StatusOr<Graph> g = build_zoo_model(bad);
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace saturn::tensor

@@ -1,5 +1,6 @@
 // BERT encoder (Devlin et al., 2019) at TENSAT's size: 8 layers, sequence 64,
 // hidden 1024, 16 heads of 64, FFN 4096; a 2-D [64, 1024] input as in TASO.
+// The layer count is a parameter: 24 layers are BERT-large.
 #include <string>
 
 #include "fmt/format.h"
@@ -10,7 +11,6 @@ namespace saturn::tensor {
 
 namespace {
 
-constexpr std::int64_t kBertLayers = 8;
 constexpr std::int64_t kBertSeq = 64;
 constexpr std::int64_t kBertHidden = 1024;
 constexpr std::int64_t kBertHeads = 16;
@@ -44,12 +44,17 @@ Value encoder_layer(GraphBuilder& b, const std::string& prefix, Value x) {
 
 }  // namespace
 
-absl::StatusOr<Graph> build_bert() {
-  GraphBuilder b("bert");
+absl::StatusOr<Graph> build_bert(int layers) {
+  if (layers < 1 || layers > kMaxBertLayers)
+    return absl::InvalidArgumentError(
+        fmt::format("a bert model has 1 to {} layers, not {}", kMaxBertLayers, layers));
+  GraphBuilder b(layers == kDefaultBertLayers ? "bert" : fmt::format("bert{}", layers));
   Value x = b.input("x", {kBertSeq, kBertHidden});
-  for (std::int64_t i = 0; i < kBertLayers; ++i) x = encoder_layer(b, fmt::format("layer{}", i), x);
+  for (int i = 0; i < layers; ++i) x = encoder_layer(b, fmt::format("layer{}", i), x);
   b.output(x, "output");
   return b.build();
 }
+
+absl::StatusOr<Graph> build_bert() { return build_bert(kDefaultBertLayers); }
 
 }  // namespace saturn::tensor

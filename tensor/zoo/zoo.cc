@@ -9,8 +9,10 @@
 namespace saturn::tensor {
 
 std::span<const ZooModel> zoo_models() {
-  static const std::array<ZooModel, 11> models = {{
-      {"bert", "BERT encoder: 8 layers, sequence 64, hidden 1024, 16 heads", build_bert},
+  static const std::array<ZooModel, 12> models = {{
+      {"bert", "BERT encoder: 8 layers (bert:L for L; bert:24 is BERT-large), sequence 64, "
+               "hidden 1024, 16 heads",
+       build_bert, build_bert},
       {"nasrnn", "NasRNN: 5 recurrent steps of a NAS cell, hidden 512", build_nasrnn},
       {"resnext50", "ResNeXt-50 (32x4d) at 224x224", build_resnext50},
       {"nasnet_a", "NasNet-A: 3 x (5 normal + 1 reduction) cells", build_nasnet_a},
@@ -24,24 +26,32 @@ std::span<const ZooModel> zoo_models() {
       {"llama",
        "LLaMA-style decoder: 8 layers (llama:L for L), hidden 256, RMSNorm, rotary, "
        "grouped-query attention, SwiGLU, sequence 64",
-       build_llama},
+       build_llama, build_llama},
+      {"swin",
+       "Swin-T at 224x224: stages of 2, 2, 6 and 2 blocks (swin:D for D in the third; "
+       "swin:18 is Swin-S), shifted 7x7 windows",
+       build_swin, build_swin},
   }};
   return models;
 }
 
 absl::StatusOr<Graph> build_zoo_model(std::string_view name) {
-  if (name.starts_with("llama:")) {
-    int layers = 0;
-    if (!absl::SimpleAtoi(absl::string_view(name.data() + 6, name.size() - 6), &layers))
-      return absl::InvalidArgumentError(
-          fmt::format("zoo model '{}': the layer count after 'llama:' is not a number", name));
-    return build_llama(layers);
-  }
+  const std::size_t colon = name.find(':');
+  const std::string_view base = name.substr(0, colon);
   std::string known;
   for (const ZooModel& m : zoo_models()) {
-    if (m.name == name) return m.build();
     if (!known.empty()) known += ", ";
     known += m.name;
+    if (m.name != base) continue;
+    if (colon == std::string_view::npos) return m.build();
+    if (m.build_sized == nullptr)
+      return absl::InvalidArgumentError(
+          fmt::format("zoo model '{}': '{}' has no depth to set after ':'", name, base));
+    int depth = 0;
+    if (!absl::SimpleAtoi(std::string(name.substr(colon + 1)), &depth))
+      return absl::InvalidArgumentError(
+          fmt::format("zoo model '{}': the depth after '{}:' is not a number", name, base));
+    return m.build_sized(depth);
   }
   return absl::NotFoundError(fmt::format("no zoo model '{}' (known: {})", name, known));
 }
