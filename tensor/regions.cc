@@ -27,8 +27,21 @@ std::string node_key(const Node& n) {
 struct CutPlaces {
   std::vector<int> work;            // node indices
   std::vector<int> position;        // each node's place in `work`, or -1
-  std::vector<int> values, tuples;  // values (of which tuples) crossing after work[p]
+  // Values crossing after work[p], and of those the ones that cannot be a
+  // region's input (see can_be_input).
+  std::vector<int> values, blocked;
 };
+
+// A region input is a tensor of a known element type and shape: a tuple, or
+// what an opaque operator left unknown (ONNX shape arithmetic whose sizes
+// depend on the data), never crosses a cut.
+bool can_be_input(const ValueType& t) {
+  if (t.is_tuple) return false;
+  const TensorType& tensor = t.tensor();
+  return tensor.dtype != DType::kOther &&
+         std::none_of(tensor.dims.begin(), tensor.dims.end(),
+                      [](std::int64_t d) { return d < 0; });
+}
 
 CutPlaces cut_places(const Graph& graph, const std::vector<ValueType>& types) {
   const std::vector<bool> weight_only = weight_only_nodes(graph);
@@ -46,22 +59,22 @@ CutPlaces cut_places(const Graph& graph, const std::vector<ValueType>& types) {
     for (int in : graph.nodes[c.work[p]].inputs) last_use[in] = std::max(last_use[in], p);
   }
   // Each value crosses every place from its own to its last reader's.
-  std::vector<int> values(c.work.size() + 1, 0), tuples(c.work.size() + 1, 0);
+  std::vector<int> values(c.work.size() + 1, 0), blocked(c.work.size() + 1, 0);
   for (int p = 0; p < static_cast<int>(c.work.size()); ++p) {
     const int v = c.work[p];
     if (last_use[v] <= p) continue;
     ++values[p];
     --values[last_use[v]];
-    if (types[v].is_tuple) {
-      ++tuples[p];
-      --tuples[last_use[v]];
+    if (!can_be_input(types[v])) {
+      ++blocked[p];
+      --blocked[last_use[v]];
     }
   }
   c.values.resize(c.work.size());
-  c.tuples.resize(c.work.size());
+  c.blocked.resize(c.work.size());
   for (std::size_t p = 0, v = 0, t = 0; p < c.work.size(); ++p) {
     c.values[p] = static_cast<int>(v += values[p]);
-    c.tuples[p] = static_cast<int>(t += tuples[p]);
+    c.blocked[p] = static_cast<int>(t += blocked[p]);
   }
   return c;
 }
@@ -94,7 +107,7 @@ std::string opening(const Graph& graph, const std::vector<ValueType>& types, con
 }
 
 // The end (one past the last work position) of the region that starts at
-// `begin`. A tuple never crosses a cut: a region input is a tensor. Of the
+// `begin`. Only values that can be a region's input cross a cut. Of the
 // places where a single value crosses, one that opens like `begin` comes
 // first, so that regions repeat with the blocks they hold.
 int region_end(const Graph& graph, const std::vector<ValueType>& types, const CutPlaces& c,
@@ -104,7 +117,7 @@ int region_end(const Graph& graph, const std::vector<ValueType>& types, const Cu
   const std::string start = opening(graph, types, c, begin);
   int single = -1, narrowest = -1;
   for (int p = begin + options.target_ops - 1; p < n - 1; ++p) {
-    if (c.tuples[p] > 0) continue;
+    if (c.blocked[p] > 0) continue;
     if (c.values[p] <= 1) {
       if (opening(graph, types, c, p + 1) == start) return p + 1;
       if (single < 0) single = p;

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "tensor/builder.h"
+#include "tensor/infer.h"
 #include "tensor/interpreter/interpreter.h"
 #include "tensor/regions.h"
 #include "tensor/zoo/zoo.h"
@@ -92,6 +94,32 @@ TEST(Regions, SmallGraphsAndZeroTargetAreOneRegion) {
     EXPECT_EQ(regions->size(), 1u);
   }
   EXPECT_FALSE(split_into_regions(*g, {.target_ops = 10, .max_ops = 5}).ok());
+}
+
+// An opaque operator whose output shape depends on its data (ONNX shape
+// arithmetic an exporter left in) makes values of unknown dimensions: no
+// region can take one as an input, so no cut falls where one crosses.
+TEST(Regions, ValuesOfUnknownShapeNeverCrossACut) {
+  GraphBuilder b("opaque_chain");
+  Value x = b.relu(b.input("x", {4, 4}));
+  for (int i = 0; i < 30; ++i) x = b.relu(x);
+  Attributes attributes{{"op_type", std::string("NonZeroLike")}};
+  const TensorType unknown{DType::kFloat32, {kUnknownDim, 4}};
+  set_opaque_outputs(attributes, std::span(&unknown, 1));
+  x = b.node(Op::kOpaque, {x}, std::move(attributes));
+  for (int i = 0; i < 30; ++i) x = b.relu(x);
+  b.output(x, "y");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  absl::StatusOr<std::vector<Region>> regions =
+      split_into_regions(*g, {.target_ops = 10, .max_ops = 25});
+  ASSERT_TRUE(regions.ok()) << message(regions.status());
+  EXPECT_GE(regions->size(), 2u);  // cuts before the opaque operator
+  EXPECT_GE(regions->back().ops, 31);  // none after it: the opaque operator and what follows
+  for (const Region& r : *regions) {
+    absl::StatusOr<std::vector<ValueType>> types = infer_types(r.graph);
+    EXPECT_TRUE(types.ok()) << r.graph.name << ": " << message(types.status());
+  }
 }
 
 TEST(Regions, AResultWithAnotherInterfaceIsANamedError) {
