@@ -166,7 +166,8 @@ TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
 
 INSTANTIATE_TEST_SUITE_P(Onnx, Fixtures,
                          ::testing::Values("resnet50", "inception_v3", "squeezenet1_1",
-                                           "mobilenet_v2", "bert_base"),
+                                           "mobilenet_v2", "bert_base", "llama_decoder",
+                                           "swin_like"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Regions: cutting graphs into regions and stitching them back computes
-// what the graph computes, repeated blocks get one key, cuts fall where few
+// Regions: cutting graphs into regions (of zoo models and of every ONNX
+// fixture) and stitching them back computes what the graph computes, repeated blocks get one key, cuts fall where few
 // values cross, and results that do not fit their region are named errors.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,9 @@
 #include "base/status.h"
 #include "tensor/builder.h"
 #include "tensor/infer.h"
+#include "fmt/format.h"
 #include "tensor/interpreter/interpreter.h"
+#include "tensor/onnx/onnx.h"
 #include "tensor/regions.h"
 #include "tensor/zoo/zoo.h"
 
@@ -23,10 +25,18 @@ std::vector<const Graph*> own_graphs(const std::vector<Region>& regions) {
   return graphs;
 }
 
-class RegionsOfZooModel : public ::testing::TestWithParam<const char*> {};
+// A zoo model by name, or an ONNX fixture ("fixture:NAME").
+absl::StatusOr<Graph> load_model(std::string_view name) {
+  constexpr std::string_view kFixture = "fixture:";
+  if (!name.starts_with(kFixture)) return build_zoo_model(name);
+  return load_onnx_model(
+      fmt::format("{}/{}.onnx", SATURN_FIXTURES, name.substr(kFixture.size())));
+}
 
-TEST_P(RegionsOfZooModel, StitchBackToTheSameOutputs) {
-  absl::StatusOr<Graph> g = build_zoo_model(GetParam());
+class RegionsOfModel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RegionsOfModel, StitchBackToTheSameOutputs) {
+  absl::StatusOr<Graph> g = load_model(GetParam());
   ASSERT_TRUE(g.ok()) << message(g.status());
   absl::StatusOr<std::vector<Region>> regions =
       split_into_regions(*g, {.target_ops = 12, .max_ops = 30});
@@ -56,8 +66,13 @@ TEST_P(RegionsOfZooModel, StitchBackToTheSameOutputs) {
     EXPECT_EQ(max_error_ratio((*after)[i], (*before)[i], 0, 0), 0.0) << "output " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Small, RegionsOfZooModel,
+INSTANTIATE_TEST_SUITE_P(Zoo, RegionsOfModel,
                          ::testing::Values("squeezenet", "nasrnn", "mobilenet_v2", "llama:3"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, RegionsOfModel,
+                         ::testing::Values("fixture:resnet50", "fixture:inception_v3",
+                                           "fixture:squeezenet1_1", "fixture:mobilenet_v2",
+                                           "fixture:bert_base", "fixture:llama_decoder",
+                                           "fixture:swin_like"));
 
 TEST(Regions, RepeatedLayersShareKeys) {
   absl::StatusOr<Graph> g = build_zoo_model("llama:12");

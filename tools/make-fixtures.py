@@ -6,11 +6,11 @@ and python3-onnx; nothing is downloaded, all weights are seeded random):
 
     /usr/bin/python3 tools/make-fixtures.py [--out tensor/fixtures] [--keep-weights]
 
-Writes resnet50, inception_v3, squeezenet1_1, mobilenet_v2 and bert_base .onnx and
-a README.md into --out (default: tensor/fixtures/ of this repository): eval mode,
+Writes resnet50, inception_v3, squeezenet1_1, mobilenet_v2, bert_base,
+llama_decoder and swin_like .onnx and a README.md into --out (default: tensor/fixtures/ of this repository): eval mode,
 batch 1, static shapes, opset 13, constant folding, input `input`, output `output`.
-By default each float32 initializer with more than 64 elements is replaced by a
-graph input of the same name, type and shape, and the metadata entry
+By default each float32 initializer with more than 64 elements (computed tables
+named *_table aside) is replaced by a graph input of the same name, type and shape, and the metadata entry
 `saturn.seeded_weights` maps its name to {"low": L, "high": H}, its value range; a
 loader fills it with seeded uniform random values in [L, H).  --keep-weights
 skips that (tens of MB per file, not for committing).
@@ -32,9 +32,10 @@ from torch.onnx import symbolic_helper
 OPSET = 13
 STRIP_MIN_ELEMENTS = 64  # float32 initializers larger than this are stripped
 METADATA_KEY = "saturn.seeded_weights"
-ALLOWED_OPS = set("""MatMul Gemm Add Sub Mul Div Pow Sqrt Erf Relu Softmax ReduceMean
-    Transpose Reshape Constant Conv BatchNormalization MaxPool AveragePool
-    GlobalAveragePool Flatten Concat Clip Identity Dropout""".split())
+ALLOWED_OPS = set("""MatMul Gemm Add Sub Mul Div Pow Sqrt Erf Relu Sigmoid Softmax
+    ReduceMean Transpose Reshape Constant Conv BatchNormalization MaxPool AveragePool
+    GlobalAveragePool Flatten Concat Slice Clip Identity Dropout""".split())
+KEEP_SUFFIX = "_table"  # computed tables (masks, rotary angles) keep their values
 
 
 # torch 1.13 exports avg_pool2d(count_include_pad=True) with padding (Inception's
@@ -115,6 +116,197 @@ class BertBase(torch.nn.Module):
         return x
 
 
+# ------------------------------------------------------ LLaMA-style decoder --
+# Batch 1, sequence 64, hidden 128, 4 query heads of 32 sharing 2 key/value
+# heads, SwiGLU FFN 344, 24 layers, on embedded input.  RMSNorm divides by a
+# Sqrt and rotate_half negates by a Mul: the allowed ops have no Reciprocal or
+# Neg.
+L_SEQ, L_HIDDEN, L_HEADS, L_KV_HEADS, L_HEAD_DIM, L_FFN, L_LAYERS = 64, 128, 4, 2, 32, 344, 24
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(dim) + 0.1 * torch.rand(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary_tables():
+    """cos and sin of position * frequency, [L_SEQ, L_HEAD_DIM]."""
+    freq = 10000.0 ** (-torch.arange(0, L_HEAD_DIM, 2).float() / L_HEAD_DIM)
+    angles = torch.arange(L_SEQ).float()[:, None] * freq[None, :]
+    angles = torch.cat((angles, angles), dim=-1)
+    return torch.cos(angles), torch.sin(angles)
+
+
+class DecoderLayer(torch.nn.Module):
+    """Pre-RMSNorm decoder layer: rotary grouped-query causal attention, SwiGLU."""
+
+    def __init__(self):
+        super().__init__()
+        linear = torch.nn.Linear
+        self.q = linear(L_HIDDEN, L_HEADS * L_HEAD_DIM, bias=False)
+        self.k = linear(L_HIDDEN, L_KV_HEADS * L_HEAD_DIM, bias=False)
+        self.v = linear(L_HIDDEN, L_KV_HEADS * L_HEAD_DIM, bias=False)
+        self.o = linear(L_HEADS * L_HEAD_DIM, L_HIDDEN, bias=False)
+        self.gate = linear(L_HIDDEN, L_FFN, bias=False)
+        self.up = linear(L_HIDDEN, L_FFN, bias=False)
+        self.down = linear(L_FFN, L_HIDDEN, bias=False)
+        self.norm1, self.norm2 = RMSNorm(L_HIDDEN), RMSNorm(L_HIDDEN)
+
+    @staticmethod
+    def heads(x, n):  # [1, SEQ, n * HEAD_DIM] -> [1, n, SEQ, HEAD_DIM]
+        return x.reshape(1, L_SEQ, n, L_HEAD_DIM).permute(0, 2, 1, 3)
+
+    @staticmethod
+    def rotate(x, cos, sin):
+        half = L_HEAD_DIM // 2
+        rotated = torch.cat((x[..., half:] * -1.0, x[..., :half]), dim=-1)
+        return x * cos + rotated * sin
+
+    def forward(self, x, mask, cos, sin):
+        h = self.norm1(x)
+        q = self.rotate(self.heads(self.q(h), L_HEADS), cos, sin)
+        k = self.rotate(self.heads(self.k(h), L_KV_HEADS), cos, sin)
+        v = self.heads(self.v(h), L_KV_HEADS)
+        group = L_HEADS // L_KV_HEADS
+        k, v = torch.cat([k] * group, dim=1), torch.cat([v] * group, dim=1)
+        scores = q @ k.transpose(-1, -2) / float(L_HEAD_DIM) ** 0.5 + mask
+        context = torch.softmax(scores, dim=-1) @ v
+        context = context.permute(0, 2, 1, 3).reshape(1, L_SEQ, L_HEADS * L_HEAD_DIM)
+        x = x + self.o(context)
+        h = self.norm2(x)
+        gate = self.gate(h)
+        return x + self.down(gate * torch.sigmoid(gate) * self.up(h))
+
+
+class LlamaDecoder(torch.nn.Module):
+    """A LLaMA-style decoder stack on already-embedded input [1, SEQ, HIDDEN].
+    The causal mask and the rotary tables are buffers named *_table, which keep
+    their values (they are computed, not learned)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(DecoderLayer() for _ in range(L_LAYERS))
+        self.norm = RMSNorm(L_HIDDEN)
+        self.register_buffer("mask_table", torch.triu(torch.full((L_SEQ, L_SEQ), -1e4), 1))
+        cos, sin = rotary_tables()
+        self.register_buffer("cos_table", cos)
+        self.register_buffer("sin_table", sin)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x, self.mask_table, self.cos_table, self.sin_table)
+        return self.norm(x)
+
+
+# ------------------------------------------------------------ Swin-like ViT --
+# Swin Transformer (shifted windows) at a small width: 224x224 image, 4x4
+# patches, embedding 64, stages of 2, 2, 6 and 2 blocks with 2, 4, 8 and 16
+# heads of 32, 7x7 windows shifted by 3 in every second block (torch.roll, which
+# exports as Slice + Concat), learned relative position biases as one
+# [heads, 49, 49] parameter per block, patch merging, mean pooling, a
+# 1000-class head.
+S_IMAGE, S_PATCH, S_EMBED, S_WINDOW, S_HEAD_DIM, S_DEPTHS = 224, 4, 64, 7, 32, (2, 2, 6, 2)
+S_TOKENS, S_SHIFT = S_WINDOW * S_WINDOW, S_WINDOW // 2
+
+
+def gelu(x):  # exact GELU in primitives (Erf), as in BertLayer
+    return x * 0.5 * (1.0 + torch.erf(x / 1.4142135623730951))
+
+
+def shift_mask(side):
+    """[windows, 1, 49, 49]: -100 between tokens the roll brought together."""
+    part = torch.zeros(side, dtype=torch.long)
+    part[side - S_WINDOW:side - S_SHIFT], part[side - S_SHIFT:] = 1, 2
+    label = (part[:, None] * 3 + part[None, :])  # [side, side]
+    n = side // S_WINDOW
+    label = label.reshape(n, S_WINDOW, n, S_WINDOW).permute(0, 2, 1, 3).reshape(n * n, S_TOKENS)
+    same = label[:, :, None] == label[:, None, :]
+    return torch.where(same, 0.0, -100.0).unsqueeze(1)
+
+
+class SwinBlock(torch.nn.Module):
+    def __init__(self, side, channels, shifted):
+        super().__init__()
+        self.side, self.channels, self.heads = side, channels, channels // S_HEAD_DIM
+        self.shifted = shifted
+        linear = torch.nn.Linear
+        self.q, self.k, self.v = (linear(channels, channels) for _ in range(3))
+        self.proj = linear(channels, channels)
+        self.bias = torch.nn.Parameter(0.02 * torch.randn(self.heads, S_TOKENS, S_TOKENS))
+        self.fc1, self.fc2 = linear(channels, 4 * channels), linear(4 * channels, channels)
+        self.norm1, self.norm2 = LayerNorm(channels, 1e-5), LayerNorm(channels, 1e-5)
+        if shifted:
+            self.register_buffer("mask_table", shift_mask(side))
+
+    def attention(self, x):  # x: [windows, 49, C]
+        windows, c = x.shape[0], self.channels
+
+        def heads(y):
+            return y.reshape(windows, S_TOKENS, self.heads, S_HEAD_DIM).permute(0, 2, 1, 3)
+
+        scores = heads(self.q(x)) @ heads(self.k(x)).transpose(-1, -2) / float(S_HEAD_DIM) ** 0.5
+        scores = scores + self.bias
+        if self.shifted:
+            scores = scores + self.mask_table
+        context = torch.softmax(scores, dim=-1) @ heads(self.v(x))
+        return self.proj(context.permute(0, 2, 1, 3).reshape(windows, S_TOKENS, c))
+
+    def forward(self, x):  # [1, side * side, C]
+        side, c, n = self.side, self.channels, self.side // S_WINDOW
+        h = self.norm1(x).reshape(1, side, side, c)
+        if self.shifted:
+            h = torch.roll(h, shifts=(-S_SHIFT, -S_SHIFT), dims=(1, 2))
+        h = h.reshape(1, n, S_WINDOW, n, S_WINDOW, c).permute(0, 1, 3, 2, 4, 5)
+        h = self.attention(h.reshape(n * n, S_TOKENS, c))
+        h = h.reshape(1, n, n, S_WINDOW, S_WINDOW, c).permute(0, 1, 3, 2, 4, 5)
+        h = h.reshape(1, side, side, c)
+        if self.shifted:
+            h = torch.roll(h, shifts=(S_SHIFT, S_SHIFT), dims=(1, 2))
+        x = x + h.reshape(1, side * side, c)
+        return x + self.fc2(gelu(self.fc1(self.norm2(x))))
+
+
+class PatchMerging(torch.nn.Module):
+    def __init__(self, side, channels):
+        super().__init__()
+        self.side, self.channels = side, channels
+        self.norm = LayerNorm(4 * channels, 1e-5)
+        self.reduction = torch.nn.Linear(4 * channels, 2 * channels, bias=False)
+
+    def forward(self, x):  # [1, side * side, C] -> [1, side * side / 4, 2C]
+        half, c = self.side // 2, self.channels
+        x = x.reshape(1, half, 2, half, 2, c).permute(0, 1, 3, 4, 2, 5)
+        return self.reduction(self.norm(x.reshape(1, half * half, 4 * c)))
+
+
+class SwinLike(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, S_EMBED, S_PATCH, S_PATCH)
+        self.embed_norm = LayerNorm(S_EMBED, 1e-5)
+        side, channels, layers = S_IMAGE // S_PATCH, S_EMBED, []
+        for stage, depth in enumerate(S_DEPTHS):
+            if stage > 0:
+                layers.append(PatchMerging(side, channels))
+                side, channels = side // 2, channels * 2
+            for block in range(depth):
+                layers.append(SwinBlock(side, channels, side > S_WINDOW and block % 2 == 1))
+        self.layers = torch.nn.Sequential(*layers)
+        self.norm = LayerNorm(channels, 1e-5)
+        self.head = torch.nn.Linear(channels, 1000)
+
+    def forward(self, image):
+        x = self.embed(image)  # [1, C, 56, 56]
+        x = x.reshape(1, S_EMBED, -1).permute(0, 2, 1)
+        x = self.layers(self.embed_norm(x))
+        return self.head(self.norm(x).mean(1))
+
+
 tv = torchvision.models
 MODELS = {  # name -> (constructor, input shape, description for the README)
     "resnet50": (lambda: tv.resnet50(weights=None), (1, 3, 224, 224),
@@ -128,6 +320,11 @@ MODELS = {  # name -> (constructor, input shape, description for the README)
                      "torchvision MobileNet-v2 (ReLU6 is Clip)"),
     "bert_base": (BertBase, (1, SEQ, HIDDEN), "12-layer BERT-base encoder "
                   "(hidden 768, 12 heads, FFN 3072) on embedded input"),
+    "llama_decoder": (LlamaDecoder, (1, L_SEQ, L_HIDDEN), "24-layer LLaMA-style decoder "
+                      "(hidden 128, RMSNorm, rotary, grouped-query causal attention, "
+                      "SwiGLU) on embedded input"),
+    "swin_like": (SwinLike, (1, 3, S_IMAGE, S_IMAGE), "Swin-like transformer: stages of "
+                  "2, 2, 6, 2 blocks, embedding 64, shifted 7x7 windows"),
 }
 
 
@@ -169,7 +366,8 @@ def strip_weights(model):
     graph = model.graph
     keep, ranges = [], {}
     for init in graph.initializer:
-        if init.data_type != onnx.TensorProto.FLOAT or np.prod(init.dims) <= STRIP_MIN_ELEMENTS:
+        if (init.data_type != onnx.TensorProto.FLOAT or np.prod(init.dims) <= STRIP_MIN_ELEMENTS
+                or init.name.endswith(KEEP_SUFFIX)):
             keep.append(init)
             continue
         values = numpy_helper.to_array(init)
@@ -219,7 +417,8 @@ result is `output`. Ops are limited to: {", ".join(sorted(ALLOWED_OPS))}.
 
 ## Seeded weights (`{METADATA_KEY}`)
 
-Every float32 initializer with more than {STRIP_MIN_ELEMENTS} elements was removed and
+Every float32 initializer with more than {STRIP_MIN_ELEMENTS} elements, except the computed
+tables whose names end in `{KEEP_SUFFIX}` (attention masks, rotary angles), was removed and
 replaced by a graph input of the same name, element type and shape, so each
 file is still a valid ONNX model. The model metadata entry `{METADATA_KEY}`
 is a JSON object mapping each such input name to `{{"low": L, "high": H}}`, the
