@@ -114,11 +114,18 @@ AttrTable::AttrTable() { intern(Attributes{}); }
 
 AttrId AttrTable::intern(const Attributes& attributes) {
   auto [it, inserted] = index_.try_emplace(attributes, AttrId(sets_.size()));
-  if (inserted) {
-    sets_.push_back(attributes);
-    bytes_ += sizeof(Attributes) + attributes.heap_bytes();
+  if (!inserted) return it->second;
+  const AttrId id = it->second;
+  sets_.push_back(attributes);
+  bytes_ += sizeof(Attributes) + attributes.heap_bytes();
+  // The handles of its values ({"" = value}, EGraph::intern_value) come with
+  // a new set, so that e-matching, which binds them, finds them and never
+  // grows the table (whose bytes count in the e-graph's budget) on its own.
+  const bool is_handle = attributes.entries().size() == 1 && attributes.entries()[0].key.empty();
+  if (!is_handle) {
+    for (const Attribute& a : attributes.entries()) intern(Attributes{{std::string(), a.value}});
   }
-  return it->second;
+  return id;
 }
 
 std::optional<AttrId> AttrTable::find(const Attributes& attributes) const {

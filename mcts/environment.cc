@@ -60,6 +60,12 @@ absl::Status Environment::load() {
   egraph_ = std::make_unique<EGraph>(language_, analysis_.get());
   egraph_->set_budget({config_.budget.max_nodes, config_.budget.max_bytes});
   absl::StatusOr<std::vector<Id>> ids = tensor::add_graph(*egraph_, *config_.graph);
+  if (ids.ok() && egraph_->memory_bytes() > config_.budget.max_bytes) {
+    // Attribute sets are interned before a node's budget check.
+    ids = absl::ResourceExhaustedError(
+        fmt::format("graph '{}' takes {} bytes in the e-graph", config_.graph->name,
+                    egraph_->memory_bytes()));
+  }
   if (!ids.ok()) {
     return absl::InvalidArgumentError(fmt::format(
         "model '{}' does not fit the search budget ({} e-nodes, {} bytes): {}", config_.graph->name,
@@ -328,8 +334,44 @@ void Environment::apply(std::size_t rule_index, const RuleMatches& m,
   }
 }
 
+// Every add checks the budget, but some growth is checked by none: an
+// attribute set a rewrite interns, analysis data that a merge joins during
+// the rebuild. Under a byte budget a step is applied from a mark, and one
+// that ends above the budget is undone and applied again under a budget
+// lowered by its overshoot (then, if need be, not at all), so that
+// memory_bytes() never exceeds the budget.
+void Environment::apply_capped(const std::function<void()>& apply_matches, StepRecord& record,
+                               StepResult& result) {
+  const std::size_t cap = config_.budget.max_bytes;
+  if (cap == Budget::kUnlimited) {
+    apply_matches();
+    egraph_->rebuild();
+    return;
+  }
+  const StepRecord empty_record = record;
+  const StepResult empty_result = result;
+  std::size_t lowered = cap;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    egraph_->mark();
+    if (attempt < 2) apply_matches();  // the third applies nothing
+    egraph_->rebuild();
+    const std::size_t bytes = egraph_->memory_bytes();
+    if (bytes <= cap) {
+      egraph_->release();
+      break;
+    }
+    egraph_->rollback();
+    for (auto [r, n] : record.per_rule) applications_[r] -= n;
+    record = empty_record;
+    result = empty_result;
+    budget_hit_ = true;
+    lowered = lowered > bytes - cap ? lowered - (bytes - cap) : 0;
+    egraph_->set_budget({config_.budget.max_nodes, lowered});
+  }
+  egraph_->set_budget({config_.budget.max_nodes, cap});
+}
+
 StepResult Environment::finish_step(StepRecord record, StepResult result) {
-  egraph_->rebuild();
   peak_nodes_ = std::max(peak_nodes_, egraph_->num_nodes());
   peak_bytes_ = std::max(peak_bytes_, egraph_->memory_bytes());
   const double before = config_.price_steps ? cost() : kUnknownCost;
@@ -367,7 +409,7 @@ StepResult Environment::step(std::size_t action, std::span<const std::size_t> su
   if (has_budget()) {
     RuleMatches m = matches(action);  // a copy: applying changes the e-graph
     if (config_.filter_cycles && rule(action).is_multi()) rank_classes();
-    apply(action, m, subset, record, result);
+    apply_capped([&] { apply(action, m, subset, record, result); }, record, result);
   }
   return finish_step(std::move(record), result);
 }
@@ -385,8 +427,12 @@ StepResult Environment::step_all(std::span<const std::size_t> rule_indices) {
     }
     // Ranks of the state the matches were found in.
     if (config_.filter_cycles && multi) rank_classes();
-    for (std::size_t k = 0; k < rule_indices.size() && !budget_hit_; ++k)
-      apply(rule_indices[k], all[k], {}, record, result);
+    apply_capped(
+        [&] {
+          for (std::size_t k = 0; k < rule_indices.size() && !budget_hit_; ++k)
+            apply(rule_indices[k], all[k], {}, record, result);
+        },
+        record, result);
   }
   return finish_step(std::move(record), result);
 }

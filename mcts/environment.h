@@ -153,6 +153,8 @@ class Environment {
   // Matches applied per rule since reset (rolled back with restore()).
   const std::vector<std::size_t>& rule_applications() const { return applications_; }
   std::size_t steps() const { return history_.size(); }
+  // Matches that step `i` (< steps()) applied.
+  std::size_t step_applied(std::size_t i) const { return history_[i].applied; }
   std::size_t peak_nodes() const { return peak_nodes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
   std::size_t extractions() const { return extractions_; }
@@ -194,6 +196,9 @@ class Environment {
   // Applies matches `which` (all if empty) of `rule`, cycle-filtered.
   void apply(std::size_t rule, const RuleMatches& matches, std::span<const std::size_t> which,
              StepRecord& record, StepResult& result);
+  // Runs `apply_matches` (calls of apply) and rebuilds, within the byte budget.
+  void apply_capped(const std::function<void()>& apply_matches, StepRecord& record,
+                    StepResult& result);
   StepResult finish_step(StepRecord record, StepResult result);
   void rank_classes();
   bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i);

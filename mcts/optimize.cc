@@ -94,6 +94,33 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   return result;
 }
 
+namespace {
+
+// The cheapest graph `extractor` finds in the environment's final state,
+// spill included. The extraction takes weight-only values as free, so it
+// may merge weights into new tensors while the originals stay in use
+// elsewhere. When the weights then outgrow the cache, a second extraction
+// that pays for every weight it keeps may do better; the cheaper one wins.
+absl::StatusOr<PricedExtraction> extract_final(const Environment& env, const Extractor& extractor,
+                                               const OptimizeOptions& options,
+                                               const CostModel& cost_model,
+                                               std::int64_t input_weight_bytes) {
+  const ExtractionProblem problem = env.problem();
+  absl::StatusOr<PricedExtraction> best =
+      price(env, problem, problem, extractor.extract(problem), cost_model, input_weight_bytes);
+  if (!best.ok() || best->spill <= 0) return best;
+  EGraphCostOptions frugal = options.cost_options;
+  frugal.weight_us_per_byte = weight_us_per_byte(cost_model);
+  const ExtractionProblem priced = env.problem(frugal);
+  absl::StatusOr<PricedExtraction> other =
+      price(env, problem, priced, extractor.extract(priced), cost_model, input_weight_bytes);
+  if (!other.ok()) return other.status();
+  if (other->total() < best->total()) best = std::move(other);
+  return best;
+}
+
+}  // namespace
+
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result) {
   if (cost < result.cost_before * (1 - std::max(min_gain, 1e-9))) {
@@ -149,23 +176,21 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   const DagGreedyExtractor greedy;
   const Extractor& extractor =
       options.ilp_seconds > 0 ? static_cast<const Extractor&>(ilp) : greedy;
-  const ExtractionProblem problem = env.problem();
-  absl::StatusOr<PricedExtraction> best = price(env, problem, problem, extractor.extract(problem),
-                                                *cost_model, result.weight_bytes_before);
+  absl::StatusOr<PricedExtraction> best =
+      extract_final(env, extractor, options, *cost_model, result.weight_bytes_before);
   if (!best.ok()) return best.status();
-  // The extraction above takes weight-only values as free, so it may merge
-  // weights into new tensors while the originals stay in use elsewhere.
-  // When the weights then outgrow the cache, a second extraction that pays
-  // for every weight it keeps may do better; the cheaper one, spill
-  // included, wins.
-  if (best->spill > 0) {
-    EGraphCostOptions frugal = options.cost_options;
-    frugal.weight_us_per_byte = weight_us_per_byte(*cost_model);
-    const ExtractionProblem priced = env.problem(frugal);
-    absl::StatusOr<PricedExtraction> other = price(env, problem, priced, extractor.extract(priced),
-                                                   *cost_model, result.weight_bytes_before);
+  // MCTS's saturation action seen by the final extraction: it may price the
+  // saturated state below the search's, which the reward's greedy
+  // extraction did not.
+  if (outcome->saturated) {
+    absl::StatusOr<PricedExtraction> other = extract_final(
+        *outcome->saturated, extractor, options, *cost_model, result.weight_bytes_before);
     if (!other.ok()) return other.status();
-    if (other->total() < best->total()) best = std::move(other);
+    if (other->total() < best->total()) {
+      best = std::move(other);
+      record_final_state(*outcome->saturated, result.stats);
+      result.stats.stop_reason += ", saturation extracted cheaper";
+    }
   }
   result.times.extract = phase.seconds();
   result.extraction = best->extraction.status;

@@ -85,10 +85,9 @@ const char* stop_reason(const Environment& env, const StepResult& last) {
   return "iteration limit";
 }
 
-// Steps `rules` together until nothing changes, the budget is spent or
-// `iterations` have run; `multi_iterations` limits the iterations that
-// include multi-pattern rules.
-StepResult saturate(Environment& env, const std::vector<std::size_t>& rules, std::size_t iterations,
+}  // namespace
+
+StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
                     std::size_t multi_iterations) {
   std::vector<std::size_t> single;
   for (std::size_t r : rules)
@@ -100,8 +99,6 @@ StepResult saturate(Environment& env, const std::vector<std::size_t>& rules, std
   }
   return last;
 }
-
-}  // namespace
 
 absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
                                          const SearchOptions& options) {

@@ -5,7 +5,8 @@
 //            PACT 2024; MCTS-GEB): simulations explore from checkpoints and
 //            roll back, rewards come from the sharing-aware greedy extractor;
 //            besides one rule or stop, an action may be a sweep (one
-//            saturation iteration of every single-pattern rule)
+//            saturation iteration of every single-pattern rule) or a whole
+//            greedy saturation, so that MCTS weighs greedy's result too
 //   greedy   TENSAT-style saturation: every rule on every match, iteration
 //            after iteration, until the budget is full
 //   default  a fixed pass order: the rule groups in one canonical sequence,
@@ -96,6 +97,11 @@ struct SearchOutcome {
   // best graph found (`graph` owns it).
   std::unique_ptr<Environment> env;
   std::shared_ptr<const tensor::Graph> graph;
+  // MCTS: the state greedy saturation reaches from the input (the search's
+  // saturate action). The final extraction compares it with env's: the
+  // reward's greedy extraction can rank it below a state that an exact
+  // extraction prices higher.
+  std::unique_ptr<Environment> saturated;
   double input_cost = 0;  // the DAG cost of the config's graph
   SearchStats stats;
 };
@@ -114,6 +120,13 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
                                                 const SearchOptions& options);
 absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
                                        const SearchOptions& options);
+
+// Steps `rules` together (Environment::step_all) until nothing changes, the
+// budget is spent or `iterations` have run; `multi_iterations` limits the
+// iterations that include multi-pattern rules. Greedy saturation is this
+// over every rule; MCTS has it as one action.
+StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
+                    std::size_t multi_iterations);
 
 // Adds an environment's extractions and peak sizes to `stats`.
 void count_usage(const Environment& env, SearchStats& stats);
