@@ -1,7 +1,5 @@
 #include "rules/tensor/rule_check.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -78,7 +76,7 @@ std::optional<FileVerdicts> read_cached(const std::string& path) {
   return verdicts;
 }
 
-// Written under a temporary name and renamed, so that a concurrent run
+// write_text_file replaces the file atomically, so that a concurrent run
 // never reads half a file; failures are ignored (the cache is optional).
 void write_cached(const std::string& path, const FileVerdicts& verdicts) {
   std::string text = fmt::format("{}\nverified {}\n", kVerifierVersion, verdicts.verified);
@@ -86,10 +84,7 @@ void write_cached(const std::string& path, const FileVerdicts& verdicts) {
     text += fmt::format("unverified {} {} {}\n", u.line, u.name, u.why);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string temporary = fmt::format("{}.{}.tmp", path, static_cast<long>(getpid()));
-  if (!write_text_file(temporary, text).ok()) return;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) std::filesystem::remove(temporary, ec);
+  (void)write_text_file(path, text);
 }
 
 absl::StatusOr<FileVerdicts> verify_file(const std::string& file,
