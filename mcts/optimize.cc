@@ -5,6 +5,7 @@
 #include "base/stopwatch.h"
 #include "fmt/format.h"
 #include "mcts/optimize_internal.h"
+#include "mcts/self_check.h"
 #include "rules/tensor/tensor_rules.h"
 
 namespace saturn {
@@ -210,8 +211,25 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   std::stable_sort(
       result.rules_applied.begin(), result.rules_applied.end(),
       [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
+  if (absl::Status s = check_result(graph, options, result); !s.ok()) return s;
   result.times.total = total.seconds();
   return result;
+}
+
+absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& options,
+                          OptimizeResult& result) {
+  if (!options.self_check) {
+    result.self_check = "off";
+    return absl::OkStatus();
+  }
+  if (result.kept_input) {
+    result.self_check = "the input was kept: nothing to check";
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SelfCheck> check = self_check(input, result.graph, result.rules_applied);
+  if (!check.ok()) return check.status();
+  result.self_check = check->note;
+  return absl::OkStatus();
 }
 
 }  // namespace saturn

@@ -54,6 +54,12 @@ struct OptimizeOptions {
   // so a predicted gain below that is noise that a runtime may well turn
   // into a loss.
   double min_gain = 0;
+  // Before a changed graph is returned, it runs beside its input in saturn's
+  // interpreter on seeded random inputs (mcts/self_check.h): an output that
+  // differs is an error naming the rules applied. A graph cut into regions
+  // is checked region by region (each structure's result against the
+  // region). false: no check.
+  bool self_check = true;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -102,6 +108,8 @@ struct OptimizeResult {
   // shipped rules). With unverified_rules, every rule of the files is
   // listed as unverified.
   RuleFileCheck rule_check;
+  // What the self-check checked, or why it did not (OptimizeOptions::self_check).
+  std::string self_check;
   SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;
   // The regions the graph was cut into (1: searched whole), and one summary

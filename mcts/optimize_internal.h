@@ -24,6 +24,12 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result);
 
+// Runs the self-check (OptimizeOptions::self_check) of a result whose
+// rules_applied are set, and records what it checked; an output that
+// differs is the error.
+absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& options,
+                          OptimizeResult& result);
+
 // optimize_regions.cc
 absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
                                                 std::vector<tensor::Region> regions,

@@ -75,6 +75,28 @@ void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
   result.times.extract += found.times.extract;
 }
 
+// What the self-checks of the structures' searches (optimize_whole) found.
+std::string self_check_summary(const OptimizeOptions& options, const OptimizeResult& result,
+                               const std::vector<absl::StatusOr<OptimizeResult>>& found,
+                               const std::vector<int>& first) {
+  if (!options.self_check) return "off";
+  if (result.kept_input) return "the input was kept: nothing to check";
+  std::size_t matched = 0, unchanged = 0;
+  std::string unchecked;
+  for (std::size_t s = 0; s < found.size(); ++s) {
+    if (found[s]->kept_input) {
+      ++unchanged;
+    } else if (found[s]->self_check.starts_with("not checked")) {
+      unchecked += fmt::format("; region {} {}", first[s], found[s]->self_check);
+    } else {
+      ++matched;
+    }
+  }
+  return fmt::format("{} of {} searched regions matched their region in the interpreter, {} "
+                     "unchanged{}",
+                     matched, found.size(), unchanged, unchecked);
+}
+
 }  // namespace
 
 absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
@@ -181,6 +203,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
   result.cost_found = *after + held->spill;
   keep_better(graph, std::move(*stitched), result.cost_found, held->spill, held->bytes,
               options.min_gain, result);
+  result.self_check = self_check_summary(options, result, found, first);
   result.times.extract += stitching.seconds();
   result.times.total = total.seconds();
   return result;

@@ -116,6 +116,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
              r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
   fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
              r.times.rules, r.times.search, r.times.extract, r.times.total);
+  fmt::print("  self-check: {}\n", r.self_check);
   if (r.kept_input && r.found_cheaper())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
@@ -170,6 +171,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"region_cache_hits", r.region_cache_hits()},
           {"rules_applied", rules},
           {"unverified_rules", r.rule_check.unverified},
+          {"self_check", r.self_check},
           {"rule_files",
            {{"files", o.optimize.rule_files},
             {"checked", !o.optimize.rule_files.empty() && !o.optimize.unverified_rules},
@@ -298,6 +300,9 @@ Command add_optimize_command(CLI::App& program) {
   app->add_option("--dot", o->dot_dir,
                   "write before.dot and after.dot (and .svg when graphviz is installed) to DIR");
   app->add_flag("--quiet", o->quiet, "no progress line and no summary (errors still go to stderr)");
+  app->add_flag(
+      "--no-check", [o](std::int64_t) { o->optimize.self_check = false; },
+      "do not run the result beside the input in the interpreter before writing it");
   app->add_flag("--verify", o->verify,
                 "run the output and the input in onnxruntime: outputs must match (-o .onnx)");
   app->add_option("--verify-runs", o->verify_options.runs, "timed runs for --verify")

@@ -1,0 +1,76 @@
+#include "mcts/self_check.h"
+
+#include <vector>
+
+#include "base/status.h"
+#include "costmodel/cost_model.h"
+#include "fmt/format.h"
+#include "tensor/interpreter/interpreter.h"
+
+namespace saturn {
+
+namespace {
+
+constexpr std::uint64_t kSeed = 0x5e1fc4ec;
+constexpr double kRtol = 1e-3, kAtol = 1e-4;
+
+// The floating-point operations of one evaluation, or an error when the
+// graph does not type-check.
+absl::StatusOr<double> flops(const tensor::Graph& graph) {
+  absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(graph);
+  if (!types.ok()) return types.status();
+  double total = 0;
+  std::vector<tensor::ValueType> inputs;
+  for (int i = 0; i < graph.size(); ++i) {
+    const tensor::Node& n = graph.nodes[i];
+    inputs.clear();
+    for (int in : n.inputs) inputs.push_back((*types)[in]);
+    total += op_work(n.op, n.attributes, inputs, (*types)[i]).flops;
+  }
+  return total;
+}
+
+std::string rules_list(std::span<const RuleApplication> rules) {
+  std::string list;
+  for (const RuleApplication& r : rules)
+    list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", r.name, r.count);
+  return list.empty() ? "none" : list;
+}
+
+}  // namespace
+
+absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::Graph& output,
+                                     std::span<const RuleApplication> rules_applied) {
+  absl::StatusOr<double> work = flops(input);
+  if (!work.ok()) return SelfCheck{false, fmt::format("not checked: {}", message(work.status()))};
+  if (*work > kSelfCheckMaxFlops)
+    return SelfCheck{false, fmt::format("not checked: {:.1f} GFLOP to interpret (at most {:.0f})",
+                                        *work / 1e9, kSelfCheckMaxFlops / 1e9)};
+  const tensor::Inputs inputs = tensor::random_inputs(input, kSeed);
+  absl::StatusOr<std::vector<tensor::Tensor>> want = tensor::evaluate(input, inputs);
+  if (!want.ok())
+    return SelfCheck{false, fmt::format("not checked: the interpreter cannot run '{}': {}",
+                                        input.name, message(want.status()))};
+  absl::StatusOr<std::vector<tensor::Tensor>> got = tensor::evaluate(output, inputs);
+  if (!got.ok() || got->size() != want->size())
+    return absl::InternalError(fmt::format(
+        "the optimized '{}' does not run in the interpreter ({}); rules applied: {}", input.name,
+        got.ok() ? "another number of outputs" : std::string(message(got.status())),
+        rules_list(rules_applied)));
+  for (std::size_t i = 0; i < got->size(); ++i) {
+    const double ratio = (*got)[i].type() == (*want)[i].type()
+                             ? tensor::max_error_ratio((*got)[i], (*want)[i], kRtol, kAtol)
+                             : -1;
+    if (ratio < 0 || ratio > 1)
+      return absl::InternalError(fmt::format(
+          "the optimized '{}' does not compute what its input computes: output {} ('{}') "
+          "differs ({}) on seeded inputs in the interpreter; rules applied: {}",
+          input.name, i, input.outputs[i].name,
+          ratio < 0 ? "another type" : fmt::format("error ratio {:.3g}", ratio),
+          rules_list(rules_applied)));
+  }
+  return SelfCheck{true, fmt::format("{} output{} of '{}' matched in the interpreter", got->size(),
+                                     got->size() == 1 ? "" : "s", input.name)};
+}
+
+}  // namespace saturn

@@ -1,0 +1,36 @@
+// The self-check before optimize() returns a result: the optimized graph and
+// its input run in saturn's interpreter on seeded random inputs, and every
+// output must match (within onnxruntime verify's tolerances, rtol 1e-3 and
+// atol 1e-4). It catches a rewrite that is wrong for the shapes at hand,
+// whatever the rule verifier said of its rule.
+//
+//   absl::StatusOr<SelfCheck> c = self_check(input, result.graph, result.rules_applied);
+//   if (!c.ok()) ...        // an output differs: the error names it and the rules
+//   else if (!c->ran) ...   // not checked: c->note says why
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "mcts/optimize.h"
+#include "tensor/graph.h"
+
+namespace saturn {
+
+// Graphs whose evaluation takes more floating-point operations than this
+// are not interpreted (seconds on a 2-core machine); regions keep most
+// checks below it.
+inline constexpr double kSelfCheckMaxFlops = 8e9;
+
+struct SelfCheck {
+  bool ran = false;  // false: the interpreter cannot run a graph, or it is too large
+  std::string note;  // what was checked, or why not
+};
+
+// An InternalError when an output differs (its name, the error and the
+// rules applied); otherwise what was checked.
+absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::Graph& output,
+                                     std::span<const RuleApplication> rules_applied);
+
+}  // namespace saturn
