@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "mcts/optimize.h"
@@ -40,6 +41,7 @@ OptimizeOptions quick_options(Strategy strategy, std::size_t nodes) {
   o.budget.time_limit_seconds = 60;
   o.ilp_seconds = 2;
   o.cost_model = std::make_shared<OpCountCostModel>();
+  o.self_check = false;  // the tests that keep outputs check them themselves
   return o;
 }
 
@@ -345,6 +347,36 @@ TEST(Search, UnsoundRuleFileIsRefusedUnlessAllowed) {
   ASSERT_TRUE(r.ok()) << message(r.status());
   EXPECT_EQ(r->rule_check.verified, 0);
   EXPECT_EQ(r->rule_check.unverified.size(), 8u);  // every rule of the file
+}
+
+// A wrong rule let in unverified changes the outputs: the self-check
+// refuses the result and names the rule; without the check it is returned.
+TEST(Search, SelfCheckRefusesAResultThatComputesSomethingElse) {
+  const std::string file = ::testing::TempDir() + "/drop_relu.rules";
+  ASSERT_TRUE(write_text_file(file, "rule drop-relu: (Relu ?x) => ?x\n").ok());
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+  o.rule_files = {file};
+  o.unverified_rules = true;
+  o.self_check = true;
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(message(r.status()).find("does not compute what its input computes"), std::string::npos)
+      << message(r.status());
+  EXPECT_NE(message(r.status()).find("drop-relu (26)"), std::string::npos) << message(r.status());
+  o.self_check = false;
+  r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << message(r.status());
+  EXPECT_EQ(r->self_check, "off");
+  EXPECT_EQ(tensor::op_counts(r->graph).count(tensor::Op::kRelu), 0u);
+
+  // The shipped rules pass it, and the result says what was checked.
+  o.rule_files.clear();
+  o.self_check = true;
+  r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << message(r.status());
+  EXPECT_EQ(r->self_check, "1 output of 'squeezenet' matched in the interpreter");
 }
 
 // ---- The environment ------------------------------------------------------

@@ -5,7 +5,7 @@
 # one) or the whole new one, never part of one; a later run still writes it.
 source "$(dirname "$0")/lib.sh"
 cd "$OUT"
-args=(optimize "$FIXTURES/resnet50.onnx" --search greedy --budget-nodes 400 --ilp-seconds 0
+args=(optimize "$FIXTURES/mobilenet_v2.onnx" --search greedy --budget-nodes 400 --ilp-seconds 0
       --quiet)
 
 # The whole output, and how long a run takes to write it.
