@@ -361,7 +361,20 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
   const auto f = g->weights.at("b").data->floats();
   EXPECT_EQ(std::vector<float>(f.begin(), f.end()), values);
 
+  // A copy elsewhere (what a run that keeps its input writes) takes the
+  // data file along, byte for byte; in the same folder it reuses it.
+  const fs::path elsewhere = dir / "copy";
+  fs::create_directories(elsewhere);
+  ASSERT_TRUE(copy_onnx_model(path, (elsewhere / "kept.onnx").string()).ok());
+  EXPECT_EQ(*read_text_file((elsewhere / "kept.onnx").string()), bytes_of(m));
+  EXPECT_EQ(*read_text_file((elsewhere / "b.bin").string()), data);
+  absl::StatusOr<Graph> copied = load_onnx_model((elsewhere / "kept.onnx").string());
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(copy_onnx_model(path, (dir / "same.onnx").string()).ok());
+  EXPECT_EQ(*read_text_file((dir / "same.onnx").string()), bytes_of(m));
+
   fs::remove(dir / "b.bin");
+  EXPECT_FALSE(copy_onnx_model(path, (elsewhere / "again.onnx").string()).ok());
   absl::StatusOr<Graph> missing = load_onnx_model(path);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(message(missing.status()).find("initializer 'b': cannot open external data file"),

@@ -96,6 +96,12 @@ absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
   return absl::OkStatus();
 }
 
+// Whether the result is an ONNX input kept as it was, to be copied to an
+// ONNX output byte for byte.
+bool kept_onnx_input(const OptimizeCommandOptions& o, const OptimizeResult& r) {
+  return r.kept_input && o.model.ends_with(".onnx") && o.out.ends_with(".onnx");
+}
+
 void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o) {
   fmt::print(
       "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
@@ -125,7 +131,8 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
         100 * o.optimize.min_gain);
   for (std::size_t i = 0; i < r.rules_applied.size() && i < 8; ++i)
     fmt::print("  {:>6}  {}\n", r.rules_applied[i].count, r.rules_applied[i].name);
-  if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
+  if (!o.out.empty())
+    fmt::print("wrote {}{}\n", o.out, kept_onnx_input(o, r) ? " (a copy of the input file)" : "");
   if (!o.dot_dir.empty())
     fmt::print("wrote {}/before.dot and {}/after.dot\n", o.dot_dir, o.dot_dir);
 }
@@ -228,7 +235,10 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
       fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
   }
   if (!o.out.empty()) {
-    if (absl::Status s = save_model(r->graph, o.out); !s.ok()) return fail(s);
+    // A kept ONNX input is written as it came, not as saturn would export it.
+    absl::Status s = kept_onnx_input(o, *r) ? tensor::copy_onnx_model(o.model, o.out)
+                                            : save_model(r->graph, o.out);
+    if (!s.ok()) return fail(s);
   }
   if (!o.dot_dir.empty()) {
     for (const auto& [g, stem] : {std::pair{&*graph, "before"}, std::pair{&r->graph, "after"}}) {

@@ -26,15 +26,33 @@ namespace saturn::tensor::onnx_io {
 
 namespace {
 
-absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::path& dir) {
+absl::Status bad_external_data(const onnx::TensorProto& t, std::string_view what) {
+  return absl::InvalidArgumentError(
+      fmt::format("initializer '{}': external data {}", t.name(), what));
+}
+
+// The file an external initializer reads, relative to the model's folder.
+absl::StatusOr<std::filesystem::path> external_location(const onnx::TensorProto& t) {
   std::string location;
-  std::int64_t offset = 0, length = -1;
-  auto bad = [&](std::string_view what) {
-    return absl::InvalidArgumentError(
-        fmt::format("initializer '{}': external data {}", t.name(), what));
-  };
-  for (const auto& e : t.external_data()) {
+  for (const auto& e : t.external_data())
     if (e.key() == "location") location = e.value();
+  std::filesystem::path rel(location);
+  if (location.empty() || rel.is_absolute() ||
+      std::any_of(rel.begin(), rel.end(), [](const auto& part) { return part == ".."; })) {
+    return bad_external_data(
+        t, fmt::format("location '{}' must be a relative path inside the model's directory",
+                       location));
+  }
+  return rel;
+}
+
+absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::path& dir) {
+  std::int64_t offset = 0, length = -1;
+  auto bad = [&](std::string_view what) { return bad_external_data(t, what); };
+  absl::StatusOr<std::filesystem::path> rel = external_location(t);
+  if (!rel.ok()) return rel.status();
+  const std::string location = rel->string();
+  for (const auto& e : t.external_data()) {
     if (e.key() == "offset" || e.key() == "length") {
       std::int64_t v = 0;
       const char* end = e.value().data() + e.value().size();
@@ -44,13 +62,7 @@ absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::pat
       (e.key() == "offset" ? offset : length) = v;
     }
   }
-  std::filesystem::path rel(location);
-  if (location.empty() || rel.is_absolute() ||
-      std::any_of(rel.begin(), rel.end(), [](const auto& part) { return part == ".."; })) {
-    return bad(fmt::format("location '{}' must be a relative path inside the model's directory",
-                           location));
-  }
-  const std::filesystem::path file = dir / rel;
+  const std::filesystem::path file = dir / *rel;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     return absl::NotFoundError(fmt::format("initializer '{}': cannot open external data file {}",
@@ -80,6 +92,18 @@ absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem
     if (absl::Status s = load_external_data(t, dir); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
+    const onnx::ModelProto& model) {
+  std::vector<std::filesystem::path> files;
+  for (const onnx::TensorProto& t : model.graph().initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    absl::StatusOr<std::filesystem::path> rel = external_location(t);
+    if (!rel.ok()) return rel.status();
+    if (std::find(files.begin(), files.end(), *rel) == files.end()) files.push_back(*rel);
+  }
+  return files;
 }
 
 absl::StatusOr<SeededWeights> seeded_weights(const onnx::ModelProto& model) {

@@ -37,6 +37,10 @@ using Ints = std::vector<std::int64_t>;
 
 // Reads every external initializer of `model` (relative to `dir`) into it.
 absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir);
+// The external data files `model`'s initializers read, relative to the
+// model's folder, each once.
+absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
+    const onnx::ModelProto& model);
 
 // The weights a model names under `saturn.seeded_weights`: name -> [low, high).
 using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;

@@ -51,6 +51,10 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path,
 // The serialized ONNX model (checked with the ONNX checker).
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph);
 absl::Status save_onnx_model(const Graph& graph, const std::string& path);
+// Copies the model file `from` to `to` byte for byte, and the external data
+// files it reads beside `to` (where `to` is in another folder): what a run
+// that keeps its input writes.
+absl::Status copy_onnx_model(const std::string& from, const std::string& to);
 
 // The model as another runtime should run it from anywhere: the file's
 // model with external data inline, symbolic input dimensions sized as

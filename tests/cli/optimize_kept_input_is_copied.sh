@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Nothing to gain, nothing changed: when optimize keeps an ONNX input
+# (below --min-gain, or --keep-faster), -o gets the input file byte for byte,
+# not saturn's export of it.
+source "$(dirname "$0")/lib.sh"
+input=$FIXTURES/squeezenet1_1.onnx
+
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
+  --min-gain 90 -o "$OUT/kept.onnx"
+expect 'kept the input' "$out"
+expect 'wrote .*kept\.onnx \(a copy of the input file\)' "$out"
+cmp "$input" "$OUT/kept.onnx" || fail "the kept model is not a copy of the input"
+
+# A model that changes is saturn's export.
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
+  -o "$OUT/changed.onnx"
+expect_not 'a copy of the input' "$out"
+if cmp -s "$input" "$OUT/changed.onnx"; then fail "a changed model was written as the input"; fi
+
+# --keep-faster: an output slower than 100x the input's speed is replaced by the input.
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
+  -o "$OUT/faster.onnx" --min-speedup 100 --verify-runs 3
+expect 'kept the input model' "$out"
+cmp "$input" "$OUT/faster.onnx" || fail "--min-speedup did not write the input file as it was"
