@@ -153,8 +153,6 @@ class Environment {
   // Matches applied per rule since reset (rolled back with restore()).
   const std::vector<std::size_t>& rule_applications() const { return applications_; }
   std::size_t steps() const { return history_.size(); }
-  // Matches that step `i` (< steps()) applied.
-  std::size_t step_applied(std::size_t i) const { return history_[i].applied; }
   std::size_t peak_nodes() const { return peak_nodes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
   std::size_t extractions() const { return extractions_; }

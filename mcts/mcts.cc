@@ -2,8 +2,7 @@
 //
 // A state is the e-graph after a sequence of actions (apply rule r to all its
 // matches; sweep: one saturation iteration of every single-pattern rule, the
-// step greedy saturation repeats; saturate: greedy saturation itself, so that
-// its result is among those the search compares; or stop); its value is the cost reduction of the greedy DAG
+// step greedy saturation repeats; or stop); its value is the cost reduction of the greedy DAG
 // extraction, normalized by the input graph's cost; only a simulation's last
 // state is priced. Each real step simulates from the current state
 // (selection by UCT, one expansion, a short epsilon-greedy rollout,
@@ -45,24 +44,20 @@ struct TreeNode {
 // One thread's tree and environment.
 class Tree {
  public:
-  Tree(std::unique_ptr<Environment> env, std::uint64_t seed, const SearchOptions& options)
+  Tree(std::unique_ptr<Environment> env, std::uint64_t seed, const MctsOptions& options)
       : env_(std::move(env)),
         rng_(seed),
-        options_(options.mcts),
-        greedy_(options.greedy),
+        options_(options),
         root_(std::make_unique<TreeNode>()),
         rule_value_(num_actions(*env_), 0.0),
         rule_tries_(num_actions(*env_), 0) {
-    for (std::size_t r = 0; r < env_->num_rules(); ++r) {
-      all_rules_.push_back(r);
+    for (std::size_t r = 0; r < env_->num_rules(); ++r)
       if (!env_->rule(r).is_multi()) single_rules_.push_back(r);
-    }
   }
 
-  // Rules, stop, the sweep and the saturation.
-  static std::size_t num_actions(const Environment& env) { return env.num_rules() + 3; }
+  // Rules, stop, and the sweep.
+  static std::size_t num_actions(const Environment& env) { return env.num_rules() + 2; }
   static std::size_t sweep_action(const Environment& env) { return env.num_rules() + 1; }
-  static std::size_t saturate_action(const Environment& env) { return env.num_rules() + 2; }
 
   Environment& env() { return *env_; }
   std::unique_ptr<Environment> release_env() { return std::move(env_); }
@@ -99,7 +94,6 @@ class Tree {
         node.untried.begin(), node.untried.end(),
         [&](std::size_t a) { return a < env_->num_rules() && !env_->rule(a).is_multi(); });
     if (any_single) node.untried.push_back(sweep_action(*env_));
-    if (node.untried.size() > 1) node.untried.push_back(saturate_action(*env_));
     std::shuffle(node.untried.begin(), node.untried.end(), rng_);
   }
 
@@ -205,14 +199,7 @@ class Tree {
   }
 
   StepResult act(std::size_t action) {
-    if (action == sweep_action(*env_)) return env_->step_all(single_rules_);
-    if (action != saturate_action(*env_)) return env_->step(action);
-    // Greedy saturation from here: what it applied over all its iterations.
-    const std::size_t before = env_->steps();
-    std::size_t applied = 0;
-    saturate(*env_, all_rules_, greedy_.iteration_limit, greedy_.multi_iterations);
-    for (std::size_t i = before; i < env_->steps(); ++i) applied += env_->step_applied(i);
-    return StepResult{.done = !env_->has_budget(), .applied = applied};
+    return action == sweep_action(*env_) ? env_->step_all(single_rules_) : env_->step(action);
   }
 
   void credit(std::size_t action, double value) {
@@ -223,14 +210,12 @@ class Tree {
   std::unique_ptr<Environment> env_;
   std::mt19937_64 rng_;
   MctsOptions options_;
-  GreedyOptions greedy_;  // what the saturation action runs
   std::unique_ptr<TreeNode> root_;
   std::vector<double> rule_value_;  // summed values of simulations using each rule
   std::vector<std::uint32_t> rule_tries_;
   double best_value_ = 0;
   std::size_t simulations_ = 0;
   std::vector<std::size_t> single_rules_;  // what a sweep applies
-  std::vector<std::size_t> all_rules_;     // what the saturation applies
 };
 
 // The action whose simulations reached the best value over all trees' roots
@@ -270,7 +255,7 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
     if (!env.ok()) return env.status();
     // Seeds far apart per tree (splitmix-style constant).
     trees.push_back(std::make_unique<Tree>(
-        std::move(*env), options.seed + 0x9e3779b97f4a7c15ULL * (t + 1), options));
+        std::move(*env), options.seed + 0x9e3779b97f4a7c15ULL * (t + 1), options.mcts));
   }
   Environment& lead = trees.front()->env();
   const std::size_t per_tree =
@@ -301,13 +286,18 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
     for (std::unique_ptr<Tree>& tree : trees) tree->advance(*action);
   }
   SearchOutcome out;
+  // Greedy saturation's state, for the final extraction to weigh beside the
+  // search's: the search's reward (a greedy extraction) can tie the two, or
+  // rank saturation's lower, where an exact extraction finds it cheaper.
   absl::StatusOr<std::unique_ptr<Environment>> saturated = Environment::create(config);
   if (!saturated.ok()) return saturated.status();
   std::vector<std::size_t> all_rules(lead.num_rules());
   for (std::size_t r = 0; r < all_rules.size(); ++r) all_rules[r] = r;
   saturate(**saturated, all_rules, options.greedy.iteration_limit, options.greedy.multi_iterations);
   count_usage(**saturated, stats);
-  out.saturated = std::move(*saturated);
+  // Worth a final extraction only where the reward does not already rank
+  // the search's state above it.
+  if ((*saturated)->cost() <= lead.cost()) out.saturated = std::move(*saturated);
   for (const std::unique_ptr<Tree>& tree : trees) {
     stats.simulations += tree->simulations();
     count_usage(tree->env(), stats);

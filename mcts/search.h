@@ -5,8 +5,9 @@
 //            PACT 2024; MCTS-GEB): simulations explore from checkpoints and
 //            roll back, rewards come from the sharing-aware greedy extractor;
 //            besides one rule or stop, an action may be a sweep (one
-//            saturation iteration of every single-pattern rule) or a whole
-//            greedy saturation, so that MCTS weighs greedy's result too
+//            saturation iteration of every single-pattern rule); greedy
+//            saturation's state is extracted beside the search's, so that
+//            MCTS never ends worse than greedy
 //   greedy   TENSAT-style saturation: every rule on every match, iteration
 //            after iteration, until the budget is full
 //   default  a fixed pass order: the rule groups in one canonical sequence,
@@ -97,10 +98,11 @@ struct SearchOutcome {
   // best graph found (`graph` owns it).
   std::unique_ptr<Environment> env;
   std::shared_ptr<const tensor::Graph> graph;
-  // MCTS: the state greedy saturation reaches from the input (the search's
-  // saturate action). The final extraction compares it with env's: the
-  // reward's greedy extraction can rank it below a state that an exact
-  // extraction prices higher.
+  // MCTS: the state greedy saturation reaches from the input, when the
+  // reward prices it no higher than env's. The
+  // final extraction compares the two (sharing the exact extraction's time):
+  // the reward's greedy extraction can tie it with, or rank it below, a
+  // state that an exact extraction prices higher.
   std::unique_ptr<Environment> saturated;
   double input_cost = 0;  // the DAG cost of the config's graph
   SearchStats stats;
@@ -124,7 +126,7 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
 // Steps `rules` together (Environment::step_all) until nothing changes, the
 // budget is spent or `iterations` have run; `multi_iterations` limits the
 // iterations that include multi-pattern rules. Greedy saturation is this
-// over every rule; MCTS has it as one action.
+// over every rule; MCTS runs it too, for the final extraction to compare.
 StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
                     std::size_t multi_iterations);
 
