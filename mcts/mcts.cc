@@ -295,9 +295,7 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   for (std::size_t r = 0; r < all_rules.size(); ++r) all_rules[r] = r;
   saturate(**saturated, all_rules, options.greedy.iteration_limit, options.greedy.multi_iterations);
   count_usage(**saturated, stats);
-  // Worth a final extraction only where the reward does not already rank
-  // the search's state above it.
-  if ((*saturated)->cost() <= lead.cost()) out.saturated = std::move(*saturated);
+  out.saturated = std::move(*saturated);
   for (const std::unique_ptr<Tree>& tree : trees) {
     stats.simulations += tree->simulations();
     count_usage(tree->env(), stats);

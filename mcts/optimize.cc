@@ -173,9 +173,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();
   result.weight_bytes_before = input_weights->bytes;
-  // With a second state to extract, the two share the exact extraction's time.
-  const double ilp_seconds = options.ilp_seconds / (outcome->saturated ? 2.0 : 1.0);
-  const IlpExtractor ilp(IlpOptions{.time_limit_seconds = ilp_seconds});
+  const IlpExtractor ilp(IlpOptions{.time_limit_seconds = options.ilp_seconds});
   const DagGreedyExtractor greedy;
   const Extractor& extractor =
       options.ilp_seconds > 0 ? static_cast<const Extractor&>(ilp) : greedy;

@@ -98,11 +98,9 @@ struct SearchOutcome {
   // best graph found (`graph` owns it).
   std::unique_ptr<Environment> env;
   std::shared_ptr<const tensor::Graph> graph;
-  // MCTS: the state greedy saturation reaches from the input, when the
-  // reward prices it no higher than env's. The
-  // final extraction compares the two (sharing the exact extraction's time):
-  // the reward's greedy extraction can tie it with, or rank it below, a
-  // state that an exact extraction prices higher.
+  // MCTS: the state greedy saturation reaches from the input. The final
+  // extraction compares it with env's: the reward's greedy extraction can
+  // rank it below a state that an exact extraction prices higher.
   std::unique_ptr<Environment> saturated;
   double input_cost = 0;  // the DAG cost of the config's graph
   SearchStats stats;
