@@ -6,8 +6,8 @@
 //            roll back, rewards come from the sharing-aware greedy extractor;
 //            besides one rule or stop, an action may be a sweep (one
 //            saturation iteration of every single-pattern rule); greedy
-//            saturation's state is extracted beside the search's, so that
-//            MCTS never ends worse than greedy
+//            saturation's state is extracted beside the search's and the
+//            cheaper taken
 //   greedy   TENSAT-style saturation: every rule on every match, iteration
 //            after iteration, until the budget is full
 //   default  a fixed pass order: the rule groups in one canonical sequence,
