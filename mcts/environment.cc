@@ -350,6 +350,8 @@ void Environment::apply_capped(const std::function<void()>& apply_matches, StepR
   }
   const StepRecord empty_record = record;
   const StepResult empty_result = result;
+  const bool hit_before = budget_hit_;
+  bool overshot = false;
   std::size_t lowered = cap;
   for (int attempt = 0; attempt < 3; ++attempt) {
     egraph_->mark();
@@ -364,11 +366,13 @@ void Environment::apply_capped(const std::function<void()>& apply_matches, StepR
     for (auto [r, n] : record.per_rule) applications_[r] -= n;
     record = empty_record;
     result = empty_result;
-    budget_hit_ = true;
+    budget_hit_ = hit_before;  // the retry applies the matches again
+    overshot = true;
     lowered = lowered > bytes - cap ? lowered - (bytes - cap) : 0;
     egraph_->set_budget({config_.budget.max_nodes, lowered});
   }
   egraph_->set_budget({config_.budget.max_nodes, cap});
+  budget_hit_ = budget_hit_ || overshot;
 }
 
 StepResult Environment::finish_step(StepRecord record, StepResult result) {
@@ -377,7 +381,7 @@ StepResult Environment::finish_step(StepRecord record, StepResult result) {
   const double before = config_.price_steps ? cost() : kUnknownCost;
   // An application that changed nothing keeps the cost it had (still
   // unknown when the state before was not priced).
-  if (record.applied == 0) record.cost = history_.empty() ? initial_cost_ : history_.back().cost;
+  if (record.applied == 0) record.cost = current_cost_if_known();
   history_.push_back(std::move(record));
   if (config_.price_steps)
     result.reward = initial_cost_ > 0 ? (before - cost()) / initial_cost_ : 0.0;
@@ -388,6 +392,10 @@ StepResult Environment::finish_step(StepRecord record, StepResult result) {
                                        initial_cost_, clock_.seconds()});
   }
   return result;
+}
+
+double Environment::current_cost_if_known() const {
+  return history_.empty() ? initial_cost_ : history_.back().cost;
 }
 
 double Environment::latest_known_cost() const {
@@ -401,7 +409,7 @@ StepResult Environment::step(std::size_t action, std::span<const std::size_t> su
   StepResult result;
   if (action >= num_rules()) {
     // Stop: the state does not change.
-    record.cost = history_.empty() ? initial_cost_ : history_.back().cost;
+    record.cost = current_cost_if_known();
     history_.push_back(std::move(record));
     result.done = true;
     return result;

@@ -203,6 +203,8 @@ class Environment {
   // The classes reachable from `start` through children (memoized per step).
   const std::vector<bool>& reachable_from(Id start);
   double evaluate_cost() const;
+  // The current state's cost, NaN while it is not priced.
+  double current_cost_if_known() const;
   // The cost of the latest state priced so far (the input's if none was).
   double latest_known_cost() const;
   // The cost of `extraction` (of problem()): its DAG cost and weight spill.
