@@ -180,9 +180,9 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   absl::StatusOr<PricedExtraction> best =
       extract_final(env, extractor, options, *cost_model, result.weight_bytes_before);
   if (!best.ok()) return best.status();
-  // MCTS's saturation action seen by the final extraction: it may price the
-  // saturated state below the search's, which the reward's greedy
-  // extraction did not.
+  // MCTS: greedy saturation's state, seen by the final extraction, which may
+  // price it below the search's state where the reward's greedy extraction
+  // did not.
   if (outcome->saturated) {
     absl::StatusOr<PricedExtraction> other = extract_final(
         *outcome->saturated, extractor, options, *cost_model, result.weight_bytes_before);
