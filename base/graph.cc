@@ -16,38 +16,52 @@ namespace {
 // already reached), successors in list order, on an explicit stack. With
 // `stop_at_cycle`, stops at the first edge back to an open vertex and
 // records the cycle; otherwise passes such edges over.
-DepthFirst search(const Successors& succ, std::span<const std::uint32_t> starts,
-                  bool stop_at_cycle) {
+DepthFirst search(std::size_t num_vertices, SuccessorsOf successors,
+                  std::span<const std::uint32_t> starts, bool stop_at_cycle) {
   enum : std::uint8_t { kNew, kOpen, kDone };
-  std::vector<std::uint8_t> state(succ.size(), kNew);
-  std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // vertex, next successor
+  std::vector<std::uint8_t> state(num_vertices, kNew);
+  struct Frame {
+    std::uint32_t vertex;
+    std::span<const std::uint32_t> rest;  // successors not yet followed
+  };
+  std::vector<Frame> stack;
   DepthFirst walk;
+  auto open = [&](std::uint32_t v) {
+    state[v] = kOpen;
+    stack.push_back({v, successors(v)});
+  };
   for (std::uint32_t start : starts) {
     if (state[start] != kNew) continue;
-    state[start] = kOpen;
-    stack.push_back({start, 0});
+    open(start);
     while (!stack.empty()) {
-      auto& [v, next] = stack.back();
-      if (next == succ[v].size()) {
-        state[v] = kDone;
-        walk.postorder.push_back(v);
+      Frame& top = stack.back();
+      if (top.rest.empty()) {
+        state[top.vertex] = kDone;
+        walk.postorder.push_back(top.vertex);
         stack.pop_back();
         continue;
       }
-      const std::uint32_t w = succ[v][next++];
+      const std::uint32_t w = top.rest.front();
+      top.rest = top.rest.subspan(1);
       if (state[w] == kNew) {
-        state[w] = kOpen;
-        stack.push_back({w, 0});
+        open(w);
       } else if (state[w] == kOpen && stop_at_cycle) {
-        // The open vertices are those on the stack, w among them, v on top.
+        // The open vertices are those on the stack, w among them.
         auto from = std::find_if(stack.begin(), stack.end(),
-                                 [w](const auto& frame) { return frame.first == w; });
-        for (; from != stack.end(); ++from) walk.cycle.push_back(from->first);
+                                 [w](const Frame& frame) { return frame.vertex == w; });
+        for (; from != stack.end(); ++from) walk.cycle.push_back(from->vertex);
         return walk;
       }
     }
   }
   return walk;
+}
+
+DepthFirst search(const Successors& succ, std::span<const std::uint32_t> starts,
+                  bool stop_at_cycle) {
+  return search(
+      succ.size(), [&](std::uint32_t v) { return std::span<const std::uint32_t>(succ[v]); },
+      starts, stop_at_cycle);
 }
 
 std::vector<std::uint32_t> all_vertices(const Successors& succ) {
@@ -75,6 +89,11 @@ Components strong_components(const Successors& succ) {
 
 DepthFirst depth_first(const Successors& succ, std::span<const std::uint32_t> starts) {
   return search(succ, starts, /*stop_at_cycle=*/true);
+}
+
+DepthFirst depth_first(std::size_t num_vertices, SuccessorsOf successors,
+                       std::span<const std::uint32_t> starts) {
+  return search(num_vertices, successors, starts, /*stop_at_cycle=*/true);
 }
 
 std::vector<std::uint32_t> postorder(const Successors& succ,

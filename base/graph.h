@@ -26,6 +26,8 @@
 #include <span>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+
 namespace saturn::graph {
 
 // succ[v] lists the vertices v points to, in the order searches follow
@@ -56,6 +58,11 @@ struct DepthFirst {
 // Stops at the first edge back to a vertex still open: `cycle` then holds
 // the cycle it closes and `postorder` the vertices finished before.
 DepthFirst depth_first(const Successors& succ, std::span<const std::uint32_t> starts);
+// The same over a graph held in another form (an e-graph's chosen nodes, say):
+// vertices 0 .. num_vertices-1, `successors(v)` listing v's.
+using SuccessorsOf = absl::FunctionRef<std::span<const std::uint32_t>(std::uint32_t)>;
+DepthFirst depth_first(std::size_t num_vertices, SuccessorsOf successors,
+                       std::span<const std::uint32_t> starts);
 // Every vertex reached from `starts`, in the order finished; edges back to
 // open vertices are passed over.
 std::vector<std::uint32_t> postorder(const Successors& succ, std::span<const std::uint32_t> starts);

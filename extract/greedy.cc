@@ -1,7 +1,10 @@
 // The tree and sharing-aware DAG greedy extractors.
 #include <algorithm>
+#include <bit>
+#include <iterator>
 #include <deque>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "base/stopwatch.h"
@@ -54,12 +57,12 @@ class NodeQueue {
 };
 
 ExtractionResult finish(const ExtractionProblem& p, Selection selection, const Stopwatch& clock) {
+  SelectionSummary summary = summarize_selection(p, selection);
   ExtractionResult r;
-  r.selection = prune_to_roots(p, selection);
-  absl::StatusOr<double> cost = check_selection(p, r.selection);
-  r.status = cost.ok() ? ExtractionStatus::kHeuristic : ExtractionStatus::kNoSolution;
-  r.dag_cost = cost.ok() ? *cost : kInfinity;
-  r.tree_cost = tree_cost(p, r.selection);
+  r.selection = std::move(summary.pruned);
+  r.status = summary.status.ok() ? ExtractionStatus::kHeuristic : ExtractionStatus::kNoSolution;
+  r.dag_cost = summary.dag_cost;
+  r.tree_cost = summary.tree_cost;
   r.seconds = clock.seconds();
   return r;
 }
@@ -84,79 +87,149 @@ Selection tree_selection(const ExtractionProblem& p, const Parents& parents) {
   return s;
 }
 
-// A sub-DAG: the classes it contains, sorted, each with the cost of the node
-// chosen for it.
-struct CostSet {
-  std::vector<std::pair<std::uint32_t, double>> items;
-  double total = kInfinity;
+// The sub-DAG of each class's choice: the classes it holds, each with the
+// cost of the node chosen for it when that class's own sub-DAG was formed
+// (later choices below do not change a set formed earlier, so a set's cost is
+// always that of a real sub-DAG). Two forms with one interface: bitsets and
+// a dense cost row per class for small problems, such as the states a search
+// prices (a union is a few word ORs and a copy of the costs it adds), and
+// sorted (class, cost) lists for larger ones. Either keeps its buffers from
+// one call to the next on a thread: a search prices thousands of states, and
+// allocating every class's set anew cost as much as the unions.
+class DenseSets {
+ public:
+  // Up to this many classes: 8 MB of cost rows at most.
+  static constexpr std::size_t kMaxClasses = 1024;
+
+  void reset(std::size_t classes) {
+    classes_ = classes;
+    words_ = (classes + 63) / 64;
+    // One row per class and one for the union being formed; keep_acc swaps
+    // rows instead of copying them.
+    bits_.assign((classes + 1) * words_, 0);
+    costs_.resize((classes + 1) * classes);
+    row_.resize(classes);
+    std::iota(row_.begin(), row_.end(), 0u);
+    acc_ = static_cast<std::uint32_t>(classes);
+  }
+  // acc = the union of the classes' sets; a cost from an earlier one wins.
+  void unite(std::span<const std::uint32_t> classes) {
+    std::uint64_t* acc_bits = bits(acc_);
+    double* acc_costs = costs(acc_);
+    std::fill(acc_bits, acc_bits + words_, 0);
+    double total = 0;  // a local: the member would go through memory on every add
+    for (std::uint32_t k : classes) {
+      const std::uint64_t* set_bits = bits(row_[k]);
+      const double* set_costs = costs(row_[k]);
+      for (std::size_t w = 0; w < words_; ++w) {
+        for (std::uint64_t added = set_bits[w] & ~acc_bits[w]; added != 0; added &= added - 1) {
+          const std::size_t i = w * 64 + static_cast<std::size_t>(std::countr_zero(added));
+          acc_costs[i] = set_costs[i];
+          total += set_costs[i];
+        }
+        acc_bits[w] |= set_bits[w];
+      }
+    }
+    acc_total_ = total;
+  }
+  bool acc_contains(std::uint32_t c) const { return (bits(acc_)[c / 64] >> (c % 64)) & 1; }
+  // Adds class c at `cost`; returns the union's total.
+  double acc_add(std::uint32_t c, double cost) {
+    bits(acc_)[c / 64] |= std::uint64_t{1} << (c % 64);
+    costs(acc_)[c] = cost;
+    return acc_total_ += cost;
+  }
+  // Class c's set becomes acc (its old row takes acc's place).
+  void keep_acc(std::uint32_t c) { std::swap(row_[c], acc_); }
+
+ private:
+  std::uint64_t* bits(std::uint32_t row) { return &bits_[row * words_]; }
+  const std::uint64_t* bits(std::uint32_t row) const { return &bits_[row * words_]; }
+  double* costs(std::uint32_t row) { return &costs_[row * classes_]; }
+
+  std::size_t classes_ = 0, words_ = 0;
+  std::vector<std::uint64_t> bits_;  // row r's members: words [r * words_, (r + 1) * words_)
+  std::vector<double> costs_;        // and their costs (set members only): [r * classes_, ...)
+  std::vector<std::uint32_t> row_;   // per class: its set's row
+  std::uint32_t acc_ = 0;            // the row of the union being formed
+  double acc_total_ = 0;
 };
 
-// out = a ∪ b (by class; a's cost wins on a tie).
-void merge_into(const std::vector<std::pair<std::uint32_t, double>>& a,
-                const std::vector<std::pair<std::uint32_t, double>>& b,
-                std::vector<std::pair<std::uint32_t, double>>& out) {
-  out.clear();
-  out.reserve(a.size() + b.size());
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i].first < b[j].first)
-      out.push_back(a[i++]);
-    else if (b[j].first < a[i].first)
-      out.push_back(b[j++]);
-    else {
-      out.push_back(a[i++]);
-      ++j;
+class SparseSets {
+ public:
+  using Item = std::pair<std::uint32_t, double>;  // class, cost
+
+  void reset(std::size_t classes) {
+    sets_.resize(std::max(sets_.size(), classes));
+    for (std::size_t c = 0; c < classes; ++c) sets_[c].clear();
+  }
+  void unite(std::span<const std::uint32_t> classes) {
+    acc_.clear();
+    for (std::uint32_t k : classes) {
+      scratch_.clear();
+      std::set_union(acc_.begin(), acc_.end(), sets_[k].begin(), sets_[k].end(),
+                     std::back_inserter(scratch_),
+                     [](const Item& a, const Item& b) { return a.first < b.first; });
+      std::swap(acc_, scratch_);
     }
   }
-  out.insert(out.end(), a.begin() + i, a.end());
-  out.insert(out.end(), b.begin() + j, b.end());
-}
-
-// `cost` is per node (the problem's costs, or those with some nodes prepaid).
-Selection dag_selection(const ExtractionProblem& p, const Parents& parents,
-                        std::span<const double> cost) {
-  // The sets keep their buffers from one call to the next on a thread: a
-  // search prices thousands of states, and allocating every class's set
-  // anew cost as much as the merging.
-  thread_local std::vector<CostSet> sets;
-  if (sets.size() < p.num_classes()) sets.resize(p.num_classes());
-  for (std::size_t c = 0; c < p.num_classes(); ++c) {
-    sets[c].items.clear();
-    sets[c].total = kInfinity;
+  bool acc_contains(std::uint32_t c) const { return std::binary_search(acc_.begin(), acc_.end(), Item{c, 0}, by_class); }
+  double acc_add(std::uint32_t c, double cost) {
+    acc_.insert(std::lower_bound(acc_.begin(), acc_.end(), Item{c, 0}, by_class), Item{c, cost});
+    double total = 0;
+    for (const Item& item : acc_) total += item.second;
+    return total;
   }
+  void keep_acc(std::uint32_t c) { sets_[c].swap(acc_); }  // acc_ is cleared before its next use
+
+ private:
+  static bool by_class(const Item& a, const Item& b) { return a.first < b.first; }
+  std::vector<std::vector<Item>> sets_;
+  std::vector<Item> acc_, scratch_;
+};
+
+// Each class takes the node whose sub-DAG (the node and the union of its
+// children's sub-DAGs) costs least, until nothing improves; a node whose
+// sub-DAG would contain its own class is passed over. `cost` is per node
+// (the problem's costs, or those with some nodes prepaid).
+template <typename Sets>
+Selection dag_selection_with(const ExtractionProblem& p, const Parents& parents,
+                             std::span<const double> cost, Sets& sets) {
+  sets.reset(p.num_classes());
+  std::vector<double> total(p.num_classes(), kInfinity);  // of each class's set
   Selection s{std::vector<std::int32_t>(p.num_classes(), -1)};
   NodeQueue queue(p.num_nodes());
   for (std::uint32_t n = 0; n < p.num_nodes(); ++n) {
     if (p.children(n).empty()) queue.push(n);
   }
-  thread_local std::vector<std::pair<std::uint32_t, double>> acc, scratch;
   while (!queue.empty()) {
-    std::uint32_t n = queue.pop();
-    std::uint32_t c = p.node_class[n];
+    const std::uint32_t n = queue.pop();
+    const std::uint32_t c = p.node_class[n];
     std::span<const std::uint32_t> kids = p.children(n);
     // A union costs at least its largest part: skip hopeless candidates.
-    double bound = cost[n];
     double largest = 0;
-    for (std::uint32_t k : kids) largest = std::max(largest, sets[k].total);
-    if (!(bound + largest < sets[c].total)) continue;
-    acc.clear();
-    for (std::uint32_t k : kids) {
-      merge_into(acc, sets[k].items, scratch);
-      std::swap(acc, scratch);
-    }
-    auto at =
-        std::lower_bound(acc.begin(), acc.end(), std::pair<std::uint32_t, double>{c, -kInfinity});
-    if (at != acc.end() && at->first == c) continue;  // would make a cycle
-    acc.insert(at, {c, cost[n]});
-    double total = 0;
-    for (const auto& item : acc) total += item.second;
-    if (!(total < sets[c].total)) continue;
-    sets[c].items.swap(acc);  // acc is cleared before its next use
-    sets[c].total = total;
+    for (std::uint32_t k : kids) largest = std::max(largest, total[k]);
+    if (!(cost[n] + largest < total[c])) continue;
+    sets.unite(kids);
+    if (sets.acc_contains(c)) continue;  // would make a cycle
+    const double t = sets.acc_add(c, cost[n]);
+    if (!(t < total[c])) continue;
+    sets.keep_acc(c);
+    total[c] = t;
     s.choice[c] = static_cast<std::int32_t>(n);
     for (std::uint32_t parent : parents.of(c)) queue.push(parent);
   }
   return s;
+}
+
+Selection dag_selection(const ExtractionProblem& p, const Parents& parents,
+                        std::span<const double> cost) {
+  if (p.num_classes() <= DenseSets::kMaxClasses) {
+    thread_local DenseSets dense;
+    return dag_selection_with(p, parents, cost, dense);
+  }
+  thread_local SparseSets sparse;
+  return dag_selection_with(p, parents, cost, sparse);
 }
 
 // The chosen nodes under `root` in a selection (root included), not

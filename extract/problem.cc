@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <numeric>
 
 #include "base/graph.h"
 #include "fmt/format.h"
@@ -85,16 +86,16 @@ absl::Status walk_chosen(const ExtractionProblem& p, const Selection& s, Visit&&
   // Each class points to its chosen node's children. A class without a
   // valid choice points to itself instead, so that the walk stops on
   // reaching it (as on a cycle) before it visits anything more.
-  graph::Successors succ(p.num_classes());
-  for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
-    if (!valid(c)) {
-      succ[c].push_back(c);
-      continue;
+  std::vector<std::uint32_t> itself;  // filled when first needed
+  auto successors = [&](std::uint32_t c) -> std::span<const std::uint32_t> {
+    if (valid(c)) return p.children(static_cast<std::uint32_t>(chosen(c)));
+    if (itself.empty()) {
+      itself.resize(p.num_classes());
+      std::iota(itself.begin(), itself.end(), 0u);
     }
-    std::span<const std::uint32_t> kids = p.children(static_cast<std::uint32_t>(chosen(c)));
-    succ[c].assign(kids.begin(), kids.end());
-  }
-  const graph::DepthFirst walk = graph::depth_first(succ, p.roots);
+    return {&itself[c], 1};
+  };
+  const graph::DepthFirst walk = graph::depth_first(p.num_classes(), successors, p.roots);
   for (std::uint32_t c : walk.postorder) visit(c);
   if (walk.cycle.empty()) return absl::OkStatus();
   const std::uint32_t c = walk.cycle.front();
@@ -108,30 +109,38 @@ absl::Status walk_chosen(const ExtractionProblem& p, const Selection& s, Visit&&
 
 }  // namespace
 
-absl::StatusOr<double> check_selection(const ExtractionProblem& p, const Selection& s) {
-  if (s.choice.size() != p.num_classes()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the selection covers {} classes, the problem has {}", s.choice.size(), p.num_classes()));
-  }
-  double cost = 0;
-  absl::Status status =
-      walk_chosen(p, s, [&](std::uint32_t c) { cost += p.node_cost[s.choice[c]]; });
-  if (!status.ok()) return status;
-  return cost;
-}
-
-double tree_cost(const ExtractionProblem& p, const Selection& s) {
-  std::vector<double> tree(p.num_classes(), 0);
-  absl::Status status = walk_chosen(p, s, [&](std::uint32_t c) {
-    std::uint32_t n = static_cast<std::uint32_t>(s.choice[c]);
+SelectionSummary summarize_selection(const ExtractionProblem& p, const Selection& s) {
+  SelectionSummary out;
+  out.pruned.choice.assign(p.num_classes(), -1);
+  std::vector<double> tree(p.num_classes(), 0);  // per class: its tree cost
+  out.status = walk_chosen(p, s, [&](std::uint32_t c) {
+    const auto n = static_cast<std::uint32_t>(s.choice[c]);
+    out.pruned.choice[c] = s.choice[c];
+    out.dag_cost += p.node_cost[n];
     double t = p.node_cost[n];
     for (std::uint32_t k : p.children(n)) t += tree[k];
     tree[c] = t;
   });
-  if (!status.ok()) return std::numeric_limits<double>::infinity();
-  double total = 0;
-  for (std::uint32_t r : p.roots) total += tree[r];
-  return total;
+  if (s.choice.size() != p.num_classes()) {
+    out.status = absl::InvalidArgumentError(fmt::format(
+        "the selection covers {} classes, the problem has {}", s.choice.size(), p.num_classes()));
+  }
+  if (!out.status.ok()) {
+    out.dag_cost = out.tree_cost = std::numeric_limits<double>::infinity();
+    return out;
+  }
+  for (std::uint32_t r : p.roots) out.tree_cost += tree[r];
+  return out;
+}
+
+absl::StatusOr<double> check_selection(const ExtractionProblem& p, const Selection& s) {
+  SelectionSummary summary = summarize_selection(p, s);
+  if (!summary.status.ok()) return summary.status;
+  return summary.dag_cost;
+}
+
+double tree_cost(const ExtractionProblem& p, const Selection& s) {
+  return summarize_selection(p, s).tree_cost;
 }
 
 std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint32_t n,
@@ -146,9 +155,7 @@ std::vector<std::uint32_t> needed_children(const ExtractionProblem& p, std::uint
 }
 
 Selection prune_to_roots(const ExtractionProblem& p, const Selection& s) {
-  Selection out{std::vector<std::int32_t>(p.num_classes(), -1)};
-  (void)walk_chosen(p, s, [&](std::uint32_t c) { out.choice[c] = s.choice[c]; });
-  return out;
+  return std::move(summarize_selection(p, s).pruned);
 }
 
 std::function<const ENode*(Id)> chosen_enodes(const EGraph& egraph,

@@ -60,6 +60,16 @@ absl::StatusOr<double> check_selection(const ExtractionProblem& problem,
 double tree_cost(const ExtractionProblem& problem, const Selection& selection);
 // Keeps only the choices reachable from the roots (others become -1).
 Selection prune_to_roots(const ExtractionProblem& problem, const Selection& selection);
+// The three above in one walk over the chosen graph: the pruned selection
+// (as far as the walk got), check_selection's status and cost, and the tree
+// cost (both infinite when the status is an error).
+struct SelectionSummary {
+  Selection pruned;
+  absl::Status status;
+  double dag_cost = 0;
+  double tree_cost = 0;
+};
+SelectionSummary summarize_selection(const ExtractionProblem& problem, const Selection& selection);
 // Node n's child classes that are not decided up front (free[c] < 0 for
 // those), sorted and distinct.
 std::vector<std::uint32_t> needed_children(const ExtractionProblem& problem, std::uint32_t n,

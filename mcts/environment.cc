@@ -263,7 +263,8 @@ void Environment::rank_classes() {
 // class reachable from one of the variables' classes: the result, placed in
 // the matched class, would then depend on that class itself. A variable
 // ranked below every matched class cannot reach one; for the others the
-// classes they reach are computed once per step and kept.
+// classes they reach (leaving out those ranked below the matched classes)
+// are computed once per step and kept.
 bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i) {
   if (!r.is_multi()) return false;
   auto rank = [&](Id c) {
@@ -277,7 +278,7 @@ bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i
     if (r.attr_vars[v]) continue;
     const Id var = egraph_->find(subst[v]);
     if (rank(var) < lowest) continue;
-    const std::vector<bool>& reach = reachable_from(var);
+    const std::vector<bool>& reach = reachable_from(var, lowest);
     for (Id root : roots) {
       Id c = egraph_->find(root);
       if (c.index() < reach.size() && reach[c.index()]) return true;
@@ -286,21 +287,27 @@ bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i
   return false;
 }
 
-const std::vector<bool>& Environment::reachable_from(Id start) {
-  auto [it, inserted] = reachable_.try_emplace(start);
-  if (!inserted) return it->second;
-  std::vector<bool>& seen = it->second;
-  seen.assign(egraph_->num_ids(), false);
-  std::vector<Id> stack{start};
+const std::vector<bool>& Environment::reachable_from(Id start, std::uint32_t lowest) {
+  Reach& r = reachable_[start];
+  // Kept from an earlier search that entered every class this one would.
+  if (r.lowest <= lowest) return r.seen;
+  r.lowest = lowest;
+  r.seen.assign(egraph_->num_ids(), false);
+  std::vector<Id>& stack = reach_stack_;
+  stack.assign(1, start);
   while (!stack.empty()) {
     Id c = stack.back();
     stack.pop_back();
-    if (seen[c.index()]) continue;
-    seen[c.index()] = true;
-    for (const ENode& node : egraph_->nodes(c))
-      for (Id child : node.children) stack.push_back(egraph_->find(child));
+    if (r.seen[c.index()]) continue;
+    r.seen[c.index()] = true;
+    for (const ENode& node : egraph_->nodes(c)) {
+      for (Id child : node.children) {
+        const Id k = egraph_->find(child);
+        if (class_rank_[k.index()] >= lowest) stack.push_back(k);
+      }
+    }
   }
-  return seen;
+  return r.seen;
 }
 
 // ---- Steps ----------------------------------------------------------------

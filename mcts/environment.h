@@ -200,8 +200,9 @@ class Environment {
   StepResult finish_step(StepRecord record, StepResult result);
   void rank_classes();
   bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i);
-  // The classes reachable from `start` through children (memoized per step).
-  const std::vector<bool>& reachable_from(Id start);
+  // The classes reachable from `start` through children ranked `lowest` or
+  // above (memoized per step).
+  const std::vector<bool>& reachable_from(Id start, std::uint32_t lowest);
   double evaluate_cost() const;
   // The current state's cost, NaN while it is not priced.
   double current_cost_if_known() const;
@@ -231,7 +232,12 @@ class Environment {
   std::vector<RuleMatches> matches_;
   std::vector<bool> matches_ready_;
   std::vector<std::uint32_t> class_rank_;                 // see rank_classes()
-  absl::flat_hash_map<Id, std::vector<bool>> reachable_;  // see reachable_from()
+  struct Reach {
+    std::uint32_t lowest = ~std::uint32_t{0};  // the rank the search was limited to
+    std::vector<bool> seen;
+  };
+  absl::flat_hash_map<Id, Reach> reachable_;  // see reachable_from()
+  std::vector<Id> reach_stack_;
 };
 
 }  // namespace saturn
