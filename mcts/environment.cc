@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "base/graph.h"
+#include "absl/container/inlined_vector.h"
 #include "base/status.h"
 #include "fmt/format.h"
 
@@ -62,9 +62,8 @@ absl::Status Environment::load() {
   absl::StatusOr<std::vector<Id>> ids = tensor::add_graph(*egraph_, *config_.graph);
   if (ids.ok() && egraph_->memory_bytes() > config_.budget.max_bytes) {
     // Attribute sets are interned before a node's budget check.
-    ids = absl::ResourceExhaustedError(
-        fmt::format("graph '{}' takes {} bytes in the e-graph", config_.graph->name,
-                    egraph_->memory_bytes()));
+    ids = absl::ResourceExhaustedError(fmt::format("graph '{}' takes {} bytes in the e-graph",
+                                                   config_.graph->name, egraph_->memory_bytes()));
   }
   if (!ids.ok()) {
     return absl::InvalidArgumentError(fmt::format(
@@ -236,78 +235,23 @@ std::vector<std::size_t> Environment::legal_actions() {
   return actions;
 }
 
-// Orders the classes so that a class reaches (through children) only
-// classes of lower or equal rank: the strongly connected components in
-// reverse topological order (graph::strong_components, Tarjan's algorithm on
-// a non-recursive search), numbered as found from the classes in
-// class_ids() order.
-void Environment::rank_classes() {
-  reachable_.clear();
-  constexpr std::uint32_t kUnvisited = ~std::uint32_t{0};
-  // The class graph, its vertices the classes in class_ids() order.
-  const std::vector<Id> classes = egraph_->class_ids();
-  std::vector<std::uint32_t> vertex(egraph_->num_ids(), kUnvisited);
-  for (std::uint32_t v = 0; v < classes.size(); ++v) vertex[classes[v].index()] = v;
-  graph::Successors succ(classes.size());
-  for (std::uint32_t v = 0; v < classes.size(); ++v) {
-    for (const ENode& node : egraph_->nodes(classes[v]))
-      for (Id child : node.children) succ[v].push_back(vertex[egraph_->find(child).index()]);
-  }
-  const graph::Components ranks = graph::strong_components(succ);
-  class_rank_.assign(egraph_->num_ids(), kUnvisited);
-  for (std::uint32_t v = 0; v < classes.size(); ++v)
-    class_rank_[classes[v].index()] = ranks.component[v];
-}
-
 // Whether applying match `i` of a multi-pattern rule would make a matched
 // class reachable from one of the variables' classes: the result, placed in
-// the matched class, would then depend on that class itself. A variable
-// ranked below every matched class cannot reach one; for the others the
-// classes they reach (leaving out those ranked below the matched classes)
-// are computed once per step and kept.
+// the matched class, would then depend on that class itself (`reach_` holds
+// the state the matches were found in).
 bool Environment::would_cycle(const Rule& r, const RuleMatches& m, std::size_t i) {
   if (!r.is_multi()) return false;
-  auto rank = [&](Id c) {
-    return c.index() < class_rank_.size() ? class_rank_[c.index()] : ~std::uint32_t{0};
-  };
-  std::span<const Id> roots = m.roots_of(i);
+  absl::InlinedVector<Id, 4> roots;
+  for (Id root : m.roots_of(i)) roots.push_back(egraph_->find(root));
   std::span<const Id> subst = m.subst(i);
-  std::uint32_t lowest = ~std::uint32_t{0};
-  for (Id root : roots) lowest = std::min(lowest, rank(egraph_->find(root)));
   for (std::size_t v = 0; v < subst.size(); ++v) {
     if (r.attr_vars[v]) continue;
     const Id var = egraph_->find(subst[v]);
-    if (rank(var) < lowest) continue;
-    const std::vector<bool>& reach = reachable_from(var, lowest);
     for (Id root : roots) {
-      Id c = egraph_->find(root);
-      if (c.index() < reach.size() && reach[c.index()]) return true;
+      if (reach_.reaches(var, root)) return true;
     }
   }
   return false;
-}
-
-const std::vector<bool>& Environment::reachable_from(Id start, std::uint32_t lowest) {
-  Reach& r = reachable_[start];
-  // Kept from an earlier search that entered every class this one would.
-  if (r.lowest <= lowest) return r.seen;
-  r.lowest = lowest;
-  r.seen.assign(egraph_->num_ids(), false);
-  std::vector<Id>& stack = reach_stack_;
-  stack.assign(1, start);
-  while (!stack.empty()) {
-    Id c = stack.back();
-    stack.pop_back();
-    if (r.seen[c.index()]) continue;
-    r.seen[c.index()] = true;
-    for (const ENode& node : egraph_->nodes(c)) {
-      for (Id child : node.children) {
-        const Id k = egraph_->find(child);
-        if (class_rank_[k.index()] >= lowest) stack.push_back(k);
-      }
-    }
-  }
-  return r.seen;
 }
 
 // ---- Steps ----------------------------------------------------------------
@@ -395,8 +339,8 @@ StepResult Environment::finish_step(StepRecord record, StepResult result) {
   result.done = !has_budget();
   if (config_.on_progress) {
     config_.on_progress(SearchProgress{history_.size(), egraph_->num_nodes(),
-                                       config_.budget.max_nodes, latest_known_cost(),
-                                       initial_cost_, clock_.seconds()});
+                                       config_.budget.max_nodes, latest_known_cost(), initial_cost_,
+                                       clock_.seconds()});
   }
   return result;
 }
@@ -423,7 +367,7 @@ StepResult Environment::step(std::size_t action, std::span<const std::size_t> su
   }
   if (has_budget()) {
     RuleMatches m = matches(action);  // a copy: applying changes the e-graph
-    if (config_.filter_cycles && rule(action).is_multi()) rank_classes();
+    if (config_.filter_cycles && rule(action).is_multi()) reach_.rank(*egraph_);
     apply_capped([&] { apply(action, m, subset, record, result); }, record, result);
   }
   return finish_step(std::move(record), result);
@@ -441,7 +385,7 @@ StepResult Environment::step_all(std::span<const std::size_t> rule_indices) {
       multi = multi || rule(r).is_multi();
     }
     // Ranks of the state the matches were found in.
-    if (config_.filter_cycles && multi) rank_classes();
+    if (config_.filter_cycles && multi) reach_.rank(*egraph_);
     apply_capped(
         [&] {
           for (std::size_t k = 0; k < rule_indices.size() && !budget_hit_; ++k)

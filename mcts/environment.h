@@ -33,6 +33,7 @@
 #include "egraph/egraph.h"
 #include "base/stopwatch.h"
 #include "extract/extractor.h"
+#include "mcts/class_reach.h"
 #include "rules/rewrite.h"
 #include "rules/rule.h"
 #include "tensor/analysis.h"
@@ -198,11 +199,7 @@ class Environment {
   void apply_capped(const std::function<void()>& apply_matches, StepRecord& record,
                     StepResult& result);
   StepResult finish_step(StepRecord record, StepResult result);
-  void rank_classes();
   bool would_cycle(const Rule& rule, const RuleMatches& matches, std::size_t i);
-  // The classes reachable from `start` through children ranked `lowest` or
-  // above (memoized per step).
-  const std::vector<bool>& reachable_from(Id start, std::uint32_t lowest);
   double evaluate_cost() const;
   // The current state's cost, NaN while it is not priced.
   double current_cost_if_known() const;
@@ -231,13 +228,7 @@ class Environment {
   std::uint64_t matches_version_ = ~std::uint64_t{0};
   std::vector<RuleMatches> matches_;
   std::vector<bool> matches_ready_;
-  std::vector<std::uint32_t> class_rank_;                 // see rank_classes()
-  struct Reach {
-    std::uint32_t lowest = ~std::uint32_t{0};  // the rank the search was limited to
-    std::vector<bool> seen;
-  };
-  absl::flat_hash_map<Id, Reach> reachable_;  // see reachable_from()
-  std::vector<Id> reach_stack_;
+  ClassReach reach_;  // for cycle filtering, ranked before a step applies a multi-pattern rule
 };
 
 }  // namespace saturn

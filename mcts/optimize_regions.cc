@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,7 +16,9 @@
 #include "base/stopwatch.h"
 #include "fmt/format.h"
 #include "mcts/optimize_internal.h"
+#include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
+#include "tbb/partitioner.h"
 #include "tbb/task_arena.h"
 
 namespace saturn {
@@ -32,11 +35,16 @@ std::uint64_t region_seed(std::uint64_t seed, const std::string& key) {
 // as its least sure region's.
 int doubt(ExtractionStatus s) {
   switch (s) {
-    case ExtractionStatus::kOptimal: return 0;
-    case ExtractionStatus::kFeasible: return 1;
-    case ExtractionStatus::kTimedOut: return 2;
-    case ExtractionStatus::kHeuristic: return 3;
-    case ExtractionStatus::kNoSolution: return 4;
+    case ExtractionStatus::kOptimal:
+      return 0;
+    case ExtractionStatus::kFeasible:
+      return 1;
+    case ExtractionStatus::kTimedOut:
+      return 2;
+    case ExtractionStatus::kHeuristic:
+      return 3;
+    case ExtractionStatus::kNoSolution:
+      return 4;
   }
   return 4;
 }
@@ -64,7 +72,8 @@ void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
   stats.peak_nodes = std::max(stats.peak_nodes, s.peak_nodes);
   stats.peak_bytes = std::max(stats.peak_bytes, s.peak_bytes);
   stats.seconds += s.seconds;
-  stats.rule_applications.resize(std::max(stats.rule_applications.size(), s.rule_applications.size()));
+  stats.rule_applications.resize(
+      std::max(stats.rule_applications.size(), s.rule_applications.size()));
   for (std::size_t r = 0; r < s.rule_applications.size(); ++r)
     stats.rule_applications[r] += s.rule_applications[r] * copies;
   for (const RuleApplication& a : found.rules_applied) applied[a.name] += a.count * copies;
@@ -92,17 +101,17 @@ std::string self_check_summary(const OptimizeOptions& options, const OptimizeRes
       ++matched;
     }
   }
-  return fmt::format("{} of {} searched regions matched their region in the interpreter, {} "
-                     "unchanged{}",
-                     matched, found.size(), unchanged, unchecked);
+  return fmt::format(
+      "{} of {} searched regions matched their region in the interpreter, {} "
+      "unchanged{}",
+      matched, found.size(), unchanged, unchecked);
 }
 
 }  // namespace
 
-absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
-                                                std::vector<tensor::Region> regions,
-                                                const OptimizeOptions& options,
-                                                const std::shared_ptr<const CostModel>& cost_model) {
+absl::StatusOr<OptimizeResult> optimize_regions(
+    const tensor::Graph& graph, std::vector<tensor::Region> regions, const OptimizeOptions& options,
+    const std::shared_ptr<const CostModel>& cost_model) {
   const Stopwatch total;
   // The structures, in the order of their first regions.
   std::vector<int> first, structure_of(regions.size());
@@ -127,29 +136,43 @@ absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
   // The time limit is the whole search's: the structures are searched in
   // rounds of `threads`, each round in an equal share of it.
   const std::size_t rounds = (first.size() + threads - 1) / static_cast<std::size_t>(threads);
-  per_region.budget.time_limit_seconds = options.budget.time_limit_seconds / static_cast<double>(rounds);
+  per_region.budget.time_limit_seconds =
+      options.budget.time_limit_seconds / static_cast<double>(rounds);
   std::vector<absl::StatusOr<OptimizeResult>> found(first.size(),
                                                     absl::UnknownError("not searched"));
   std::vector<double> seconds(first.size(), 0);
   std::atomic<std::size_t> searched{0};
+  auto search = [&](std::size_t s) {
+    const Stopwatch clock;
+    OptimizeOptions o = per_region;
+    o.search.seed = region_seed(options.search.seed, regions[first[s]].key);
+    if (options.on_progress) {
+      o.on_progress = [&](const SearchProgress& p) {
+        SearchProgress q = p;
+        q.region_structures = first.size();
+        q.regions_searched = searched.load();
+        options.on_progress(q);
+      };
+    }
+    found[s] = optimize_whole(regions[first[s]].graph, o, cost_model);
+    seconds[s] = clock.seconds();
+    ++searched;
+  };
+  // Largest first, one structure per task: a large search started last
+  // would leave the other threads idle while it ends.
+  std::vector<std::size_t> order(first.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return regions[first[a]].ops > regions[first[b]].ops;
+  });
   tbb::task_arena arena(threads);
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, first.size(), [&](std::size_t s) {
-      const Stopwatch clock;
-      OptimizeOptions o = per_region;
-      o.search.seed = region_seed(options.search.seed, regions[first[s]].key);
-      if (options.on_progress) {
-        o.on_progress = [&](const SearchProgress& p) {
-          SearchProgress q = p;
-          q.region_structures = first.size();
-          q.regions_searched = searched.load();
-          options.on_progress(q);
-        };
-      }
-      found[s] = optimize_whole(regions[first[s]].graph, o, cost_model);
-      seconds[s] = clock.seconds();
-      ++searched;
-    });
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, order.size(), 1),
+        [&](const auto& range) {
+          for (std::size_t i = range.begin(); i < range.end(); ++i) search(order[i]);
+        },
+        tbb::simple_partitioner());
   });
 
   OptimizeResult result;
