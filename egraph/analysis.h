@@ -14,6 +14,7 @@
 
 #include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,14 @@ class EGraph;
 struct JoinResult {
   bool into_changed = false;  // `into` is not what it was
   bool from_changed = false;  // the result differs from `from`
+};
+
+// What joining a new member's data into its class did.
+enum class NodeJoin : std::uint8_t {
+  kUnchanged,  // joined; the class's data is as it was
+  kChanged,    // joined; the class's data changed
+  kRefused,    // the node does not fit (its data cannot be made)
+  kConflict,   // the node's data contradicts the class's: they cannot be equal
 };
 
 // The engine's view of an analysis. Data lives in the analysis, indexed by
@@ -45,13 +54,28 @@ class Analysis {
   // which side's data changed (its parents must then be revisited).
   virtual JoinResult merge(Id into, Id from) = 0;
   // `node`, a new member of the existing class `id` (EGraph::add_into),
-  // joins its data into `id`'s. Returns nullopt to refuse the node (nothing
-  // changes then), otherwise whether `id`'s data changed.
-  virtual std::optional<bool> join_node(const EGraph& egraph, const ENode& node, Id id) = 0;
+  // joins its data into `id`'s. Nothing changes when the node is refused or
+  // its data conflicts with the class's.
+  virtual NodeJoin join_node(const EGraph& egraph, const ENode& node, Id id) = 0;
   // `node`, a member of class `id`, may now derive better data because a
   // child's data changed: joins it in. Returns true if `id`'s data changed.
   bool refine(const EGraph& egraph, const ENode& node, Id id) {
-    return join_node(egraph, node, id).value_or(false);
+    return join_node(egraph, node, id) == NodeJoin::kChanged;
+  }
+  // Whether the data of classes `a` and `b` contradict each other (tensors
+  // of different types): they cannot be equal, and EGraph::merge refuses.
+  virtual bool conflict(Id a, Id b) const {
+    (void)a;
+    (void)b;
+    return false;
+  }
+  // Whether `node`, a member of class `id`, would derive data contradicting
+  // the class's (EGraph::check_invariants asks it of every node).
+  virtual bool member_conflicts(const EGraph& egraph, const ENode& node, Id id) {
+    (void)egraph;
+    (void)node;
+    (void)id;
+    return false;
   }
   // Whether class `id`'s data can no longer change (refining it is skipped).
   virtual bool is_final(Id id) const {
@@ -105,16 +129,24 @@ class TypedAnalysis : public Analysis {
     return r;
   }
 
-  std::optional<bool> join_node(const EGraph& egraph, const ENode& node, Id id) final {
+  NodeJoin join_node(const EGraph& egraph, const ENode& node, Id id) final {
     std::optional<Data> made = make_data(egraph, node);
-    if (!made) return std::nullopt;
+    if (!made) return NodeJoin::kRefused;
+    if (contradict(data_[id.index()], *made)) return NodeJoin::kConflict;
     save(id);
     Data& target = data_[id.index()];
     std::size_t before = data_bytes(target);
     bool changed = join(target, *made).into_changed;
     bytes_ = bytes_ - before + data_bytes(target);
     if (!changed) drop_unneeded_save(id);
-    return changed;
+    return changed ? NodeJoin::kChanged : NodeJoin::kUnchanged;
+  }
+
+  bool conflict(Id a, Id b) const final { return contradict(data(a), data(b)); }
+
+  bool member_conflicts(const EGraph& egraph, const ENode& node, Id id) final {
+    std::optional<Data> made = make_data(egraph, node);
+    return made && contradict(data(id), *made);
   }
 
   void mark() final { marks_.push_back(Mark{trail_.size(), data_.size(), bytes_}); }
@@ -148,6 +180,12 @@ class TypedAnalysis : public Analysis {
   virtual std::optional<Data> make_data(const EGraph& egraph, const ENode& node) = 0;
   // Joins `from` into `into` (a lattice join).
   virtual JoinResult join(Data& into, const Data& from) = 0;
+  // Whether two values cannot describe one class (see Analysis::conflict).
+  virtual bool contradict(const Data& a, const Data& b) const {
+    (void)a;
+    (void)b;
+    return false;
+  }
   // Bytes one value holds, for the budget.
   virtual std::size_t data_bytes(const Data& data) const {
     (void)data;

@@ -196,7 +196,11 @@ AddResult EGraph::add_into(ENode node, Id into) {
   canonicalize(node);
   into = find(into);
   auto [slot, inserted] = memo_.try_emplace(node, into);
-  if (!inserted) return {merge(slot->second, into), AddStatus::kExisting};
+  if (!inserted) {
+    absl::StatusOr<Id> merged = merge(slot->second, into);
+    if (!merged.ok()) return {Id(), AddStatus::kConflict};
+    return {*merged, AddStatus::kExisting};
+  }
   auto refuse = [&](AddStatus why) -> AddResult {
     memo_.erase(slot);
     return {Id(), why};
@@ -206,9 +210,17 @@ AddResult EGraph::add_into(ENode node, Id into) {
   const std::size_t cost = member_cost_bytes(node);
   if (std::optional<AddStatus> over = over_budget(cost)) return refuse(*over);
   if (analysis_ != nullptr) {
-    std::optional<bool> changed = analysis_->join_node(*this, node, into);
-    if (!changed) return refuse(AddStatus::kRejected);
-    if (*changed) data_changed(into);
+    switch (analysis_->join_node(*this, node, into)) {
+      case NodeJoin::kRefused:
+        return refuse(AddStatus::kRejected);
+      case NodeJoin::kConflict:
+        return refuse(AddStatus::kConflict);
+      case NodeJoin::kChanged:
+        data_changed(into);
+        break;
+      case NodeJoin::kUnchanged:
+        break;
+    }
   }
 
   snapshot_class(into);
@@ -257,7 +269,18 @@ void EGraph::snapshot_class(Id id) {
   saved_epoch_[id.index()] = epoch_;
 }
 
-Id EGraph::merge(Id a, Id b) {
+absl::StatusOr<Id> EGraph::merge(Id a, Id b) {
+  a = find(a);
+  b = find(b);
+  if (a == b) return a;
+  if (analysis_ != nullptr && analysis_->conflict(a, b)) {
+    return absl::FailedPreconditionError(fmt::format(
+        "classes {} and {} cannot be merged: their analysis data conflict", a.value, b.value));
+  }
+  return unite(a, b);
+}
+
+Id EGraph::unite(Id a, Id b) {
   a = find(a);
   b = find(b);
   if (a == b) return a;
@@ -376,7 +399,7 @@ void EGraph::repair(Id id) {
     rekeyed_nodes_.clear();
     sort_tail(cls.nodes);
   }
-  for (auto [a, b] : congruent) merge(a, b);
+  for (auto [a, b] : congruent) unite(a, b);
   ++version_;
 }
 
@@ -508,6 +531,10 @@ absl::Status EGraph::check_invariants() const {
       if (it == memo_.end() || find(it->second) != id) {
         return absl::InternalError(
             fmt::format("class {} holds a node missing from the hash-cons", i));
+      }
+      if (analysis_ != nullptr && analysis_->member_conflicts(*this, n, id)) {
+        return absl::InternalError(
+            fmt::format("class {} holds a node whose analysis data conflict with it", i));
       }
       for (Id c : n.children) {
         const auto& ps = classes_[c.index()].parents;

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "egraph/analysis.h"
 #include "egraph/attributes.h"
 #include "egraph/enode.h"
@@ -60,6 +61,7 @@ enum class AddStatus : std::uint8_t {
   kNodeLimit,  // refused: the node budget is full
   kByteLimit,  // refused: the byte budget is full
   kRejected,   // refused by the analysis (e.g. shapes do not fit)
+  kConflict,   // refused: its data contradicts the class it would join (Analysis::conflict)
 };
 
 struct AddResult {
@@ -98,13 +100,16 @@ class EGraph {
   // adds join the class it matched). Returns the merged class; kExisting if
   // the node was present (its class is merged with `into`). The analysis
   // joins the node's data into the class's, as a merge would, and the class
-  // is repaired (its node list re-sorted) by the next `rebuild`.
+  // is repaired (its node list re-sorted) by the next `rebuild`. kConflict
+  // when the node (or its class) contradicts `into`'s data, as merge refuses.
   AddResult add_into(ENode node, Id into);
   // The class of `node` if it is present.
   std::optional<Id> lookup(ENode node) const;
   // Asserts that two classes are equal; returns the surviving canonical id.
-  // Congruence is restored by the next `rebuild`.
-  Id merge(Id a, Id b);
+  // Congruence is restored by the next `rebuild`. Refused (an error, nothing
+  // changes) when the analysis finds their data in conflict: tensors of
+  // different types are never equal, whatever a rewrite claims.
+  absl::StatusOr<Id> merge(Id a, Id b);
   // Restores the congruence and hash-cons invariants; runs analysis updates.
   void rebuild();
   bool is_clean() const {
@@ -218,6 +223,9 @@ class EGraph {
   void snapshot_class(Id id);
   void push_parent(Id child, Id parent);
   void repair(Id id);
+  // The union itself: merge() after its check, and congruences (equal
+  // children give equal data, so they never conflict).
+  Id unite(Id a, Id b);
   void refine(Id id);
   // Class `id`'s analysis data changed: its parents are revisited and the
   // analysis may act on it.

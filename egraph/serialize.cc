@@ -170,7 +170,17 @@ absl::StatusOr<std::vector<Id>> add_serialized(EGraph& egraph, const SerializedE
             "{}: node \"{}\" could not be added (budget full or rejected)", source_name, n.name));
       }
       Id& cls = class_id[n.eclass];
-      cls = cls.valid() ? egraph.merge(cls, r.id) : r.id;
+      if (cls.valid()) {
+        absl::StatusOr<Id> merged = egraph.merge(cls, r.id);
+        if (!merged.ok()) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: node \"{}\" does not fit its class (its analysis data conflict)",
+                          source_name, n.name));
+        }
+        cls = *merged;
+      } else {
+        cls = r.id;
+      }
       added[i] = true;
       --remaining;
     }

@@ -78,6 +78,7 @@ absl::Status Environment::load() {
   history_.clear();
   marks_.clear();
   applications_.assign(num_rules(), 0);
+  conflicts_.resize(num_rules(), 0);  // kept over resets
   budget_hit_ = false;
   matches_version_ = ~std::uint64_t{0};
   clock_.restart();
@@ -277,6 +278,8 @@ void Environment::apply(std::size_t rule_index, const RuleMatches& m,
   if (chosen.empty()) return;
   ApplyResult applied = apply_rule(*egraph_, r, m, chosen);
   if (applied.stopped) budget_hit_ = true;
+  conflicts_[rule_index] += applied.conflicts;
+  result.conflicts += applied.conflicts;
   if (applied.applied > 0) {
     record.per_rule.emplace_back(rule_index, applied.applied);
     applications_[rule_index] += applied.applied;

@@ -102,6 +102,9 @@ struct StepResult {
   bool done = false;         // stop chosen, or the budget (nodes, bytes, time) is spent
   std::size_t applied = 0;   // matches that changed the e-graph
   std::size_t filtered = 0;  // matches skipped by cycle filtering
+  // Matches refused because their result's type differed from the matched
+  // class's: the rule is unsound there (see EGraph::merge).
+  std::size_t conflicts = 0;
 };
 
 class Environment {
@@ -153,6 +156,9 @@ class Environment {
 
   // Matches applied per rule since reset (rolled back with restore()).
   const std::vector<std::size_t>& rule_applications() const { return applications_; }
+  // Matches refused per rule for a type conflict (StepResult::conflicts),
+  // over every step since creation, rolled back or not.
+  const std::vector<std::size_t>& rule_conflicts() const { return conflicts_; }
   std::size_t steps() const { return history_.size(); }
   std::size_t peak_nodes() const { return peak_nodes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
@@ -220,6 +226,7 @@ class Environment {
   std::vector<StepRecord> history_;
   std::vector<Mark> marks_;
   std::vector<std::size_t> applications_;
+  std::vector<std::size_t> conflicts_;
   Stopwatch clock_;  // since reset
   std::size_t peak_nodes_ = 0, peak_bytes_ = 0;
   mutable std::size_t extractions_ = 0;

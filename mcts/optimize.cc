@@ -204,16 +204,24 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   keep_better(graph, std::move(best->graph), best->total(), best->spill, best->weight_bytes,
               options.min_gain, result);
 
-  for (std::size_t r = 0; r < result.stats.rule_applications.size(); ++r) {
-    if (result.stats.rule_applications[r] > 0)
-      result.rules_applied.push_back({(*rules)[r].name, result.stats.rule_applications[r]});
-  }
-  std::stable_sort(
-      result.rules_applied.begin(), result.rules_applied.end(),
-      [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
+  auto named = [&](const std::vector<std::size_t>& per_rule) {
+    std::vector<RuleApplication> counts;
+    for (std::size_t r = 0; r < per_rule.size(); ++r) {
+      if (per_rule[r] > 0) counts.push_back({(*rules)[r].name, per_rule[r]});
+    }
+    sort_by_count(counts);
+    return counts;
+  };
+  result.rules_applied = named(result.stats.rule_applications);
+  result.rules_conflicting = named(result.stats.rule_conflicts);
   if (absl::Status s = check_result(graph, options, result); !s.ok()) return s;
   result.times.total = total.seconds();
   return result;
+}
+
+void sort_by_count(std::vector<RuleApplication>& counts) {
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
 }
 
 absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& options,

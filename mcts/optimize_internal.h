@@ -30,6 +30,9 @@ void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cos
 absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& options,
                           OptimizeResult& result);
 
+// Orders rule counts most first (ties keep their order).
+void sort_by_count(std::vector<RuleApplication>& counts);
+
 // optimize_regions.cc
 absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
                                                 std::vector<tensor::Region> regions,

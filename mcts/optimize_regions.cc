@@ -62,7 +62,8 @@ std::string stop_reasons(std::size_t regions, const std::vector<RegionSummary>& 
 // Adds a structure's search (found once, used by `copies` regions) to the
 // whole graph's statistics.
 void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
-                std::map<std::string, std::size_t>& applied) {
+                std::map<std::string, std::size_t>& applied,
+                std::map<std::string, std::size_t>& conflicting) {
   SearchStats& stats = result.stats;
   const SearchStats& s = found.stats;
   stats.steps += s.steps;
@@ -76,7 +77,12 @@ void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
       std::max(stats.rule_applications.size(), s.rule_applications.size()));
   for (std::size_t r = 0; r < s.rule_applications.size(); ++r)
     stats.rule_applications[r] += s.rule_applications[r] * copies;
+  stats.rule_conflicts.resize(std::max(stats.rule_conflicts.size(), s.rule_conflicts.size()));
+  for (std::size_t r = 0; r < s.rule_conflicts.size(); ++r)
+    stats.rule_conflicts[r] += s.rule_conflicts[r];
   for (const RuleApplication& a : found.rules_applied) applied[a.name] += a.count * copies;
+  // Refusals happened in the one search, whatever the copies.
+  for (const RuleApplication& a : found.rules_conflicting) conflicting[a.name] += a.count;
   result.num_rules = found.num_rules;
   if (doubt(found.extraction) > doubt(result.extraction)) result.extraction = found.extraction;
   result.times.rules += found.times.rules;
@@ -180,7 +186,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   result.regions = regions.size();
   result.stats.strategy = std::string(to_string(options.search.strategy));
   result.extraction = ExtractionStatus::kOptimal;
-  std::map<std::string, std::size_t> applied;
+  std::map<std::string, std::size_t> applied, conflicting;
   for (std::size_t s = 0; s < first.size(); ++s) {
     const tensor::Region& region = regions[first[s]];
     if (!found[s].ok())
@@ -188,7 +194,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
                           fmt::format("region {} ({} operators): {}", first[s], region.ops,
                                       message(found[s].status())));
     const OptimizeResult& f = *found[s];
-    add_search(f, copies[s], result, applied);
+    add_search(f, copies[s], result, applied, conflicting);
     result.region_summaries.push_back({.first = first[s],
                                        .copies = copies[s],
                                        .ops = region.ops,
@@ -200,9 +206,9 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   }
   result.stats.stop_reason = stop_reasons(regions.size(), result.region_summaries);
   for (const auto& [name, count] : applied) result.rules_applied.push_back({name, count});
-  std::stable_sort(
-      result.rules_applied.begin(), result.rules_applied.end(),
-      [](const RuleApplication& a, const RuleApplication& b) { return a.count > b.count; });
+  for (const auto& [name, count] : conflicting) result.rules_conflicting.push_back({name, count});
+  sort_by_count(result.rules_applied);
+  sort_by_count(result.rules_conflicting);
 
   const Stopwatch stitching;
   std::vector<const tensor::Graph*> results(regions.size());

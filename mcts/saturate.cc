@@ -31,6 +31,9 @@ void count_usage(const Environment& env, SearchStats& stats) {
   stats.extractions += env.extractions();
   stats.peak_nodes = std::max(stats.peak_nodes, env.peak_nodes());
   stats.peak_bytes = std::max(stats.peak_bytes, env.peak_bytes());
+  const std::vector<std::size_t>& conflicts = env.rule_conflicts();
+  stats.rule_conflicts.resize(std::max(stats.rule_conflicts.size(), conflicts.size()), 0);
+  for (std::size_t r = 0; r < conflicts.size(); ++r) stats.rule_conflicts[r] += conflicts[r];
 }
 
 void record_final_state(const Environment& env, SearchStats& stats) {

@@ -90,6 +90,9 @@ struct SearchStats {
   std::size_t peak_nodes = 0;       // largest e-graph of any thread or candidate
   std::size_t peak_bytes = 0;
   std::vector<std::size_t> rule_applications;  // per rule, on the way to the final state
+  // Per rule: matches refused anywhere in the search because the result's
+  // type differed from the matched class's (an unsound rule).
+  std::vector<std::size_t> rule_conflicts;
   double seconds = 0;
 };
 

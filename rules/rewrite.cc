@@ -137,7 +137,13 @@ class Instantiator {
       }
     }
     if (status) *status = AddStatus::kExisting;
-    return into.valid() ? egraph_.merge(into, ids_.back()) : ids_.back();
+    if (!into.valid()) return ids_.back();
+    absl::StatusOr<Id> merged = egraph_.merge(into, ids_.back());
+    if (!merged.ok()) {
+      if (status) *status = AddStatus::kConflict;
+      return std::nullopt;
+    }
+    return *merged;
   }
 
  private:
@@ -210,7 +216,7 @@ std::optional<Id> instantiate(EGraph& egraph, const Pattern& pattern, std::span<
 ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matches,
                        std::span<const std::size_t> which) {
   ApplyResult result;
-  std::vector<Id> args;
+  std::vector<Id> args, results;
   std::vector<Instantiator> rhs;
   rhs.reserve(rule.rhs.size());
   for (const Pattern& p : rule.rhs) rhs.emplace_back(egraph, p);
@@ -224,23 +230,47 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
         return true;
       }
     }
-    bool changed = false;
+    const std::size_t nodes_before = egraph.nodes_added();
+    const std::size_t classes_before = egraph.num_classes();
+    // A single result joins the matched class directly. Several are all
+    // added first and merged only if none conflicts with its class, so that
+    // a rule is applied whole or not at all.
+    const bool single = rule.rhs.size() == 1;
+    results.clear();
     for (std::size_t p = 0; p < rule.rhs.size(); ++p) {
       AddStatus status = AddStatus::kExisting;
-      const std::size_t nodes_before = egraph.nodes_added();
-      const std::size_t classes_before = egraph.num_classes();
-      std::optional<Id> id = rhs[p].run(subst, &status, matches.roots_of(m)[p]);
+      const Id root = matches.roots_of(m)[p];
+      std::optional<Id> id = rhs[p].run(subst, &status, single ? root : Id());
       if (!id) {
-        if (status == AddStatus::kRejected) {
-          ++result.skipped;
-          return true;
+        switch (status) {
+          case AddStatus::kRejected:
+            ++result.skipped;
+            return true;
+          case AddStatus::kConflict:
+            ++result.conflicts;
+            return true;
+          default:
+            result.stopped = status;
+            return false;
         }
-        result.stopped = status;
-        return false;
       }
-      changed |= egraph.nodes_added() != nodes_before || egraph.num_classes() != classes_before;
+      if (!single && egraph.analysis() != nullptr &&
+          egraph.analysis()->conflict(egraph.find(root), egraph.find(*id))) {
+        ++result.conflicts;
+        return true;
+      }
+      results.push_back(*id);
     }
-    if (changed) ++result.applied;
+    if (!single) {
+      for (std::size_t p = 0; p < results.size(); ++p) {
+        // Checked above; two results cannot conflict once each fits its class.
+        absl::StatusOr<Id> merged = egraph.merge(matches.roots_of(m)[p], results[p]);
+        assert(merged.ok());
+        (void)merged;
+      }
+    }
+    if (egraph.nodes_added() != nodes_before || egraph.num_classes() != classes_before)
+      ++result.applied;
     return true;
   };
   if (which.empty()) {

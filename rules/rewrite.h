@@ -51,6 +51,9 @@ void search_rule(const EGraph& egraph, const Rule& rule, std::size_t limit, Rule
 struct ApplyResult {
   std::size_t applied = 0;           // matches whose results changed the e-graph
   std::size_t skipped = 0;           // matches whose conditions failed or did not type-check
+  // Matches whose result's type differs from the matched class's: the rule
+  // is unsound there, and nothing of the match was merged.
+  std::size_t conflicts = 0;
   std::optional<AddStatus> stopped;  // set when the budget stopped the application
 };
 

@@ -126,6 +126,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       if (found[r].size() == 0) continue;
       ApplyResult a = apply_rule(egraph, rules[r], found[r]);
       report.rules[r].applied += a.applied;
+      report.rules[r].conflicts += a.conflicts;
       it.applied += a.applied;
       if (a.stopped) {
         stop =

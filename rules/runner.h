@@ -44,6 +44,9 @@ struct IterationReport {
 struct RuleStats {
   std::size_t matches = 0;
   std::size_t applied = 0;
+  // Matches refused because the result's analysis data conflicted with the
+  // matched class's (a tensor of another type): the rule is unsound there.
+  std::size_t conflicts = 0;
 };
 
 struct RunReport {

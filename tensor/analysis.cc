@@ -31,7 +31,6 @@ std::optional<TensorInfo> TensorAnalysis::make_data(const EGraph& egraph, const 
 }
 
 JoinResult TensorAnalysis::join(TensorInfo& into, const TensorInfo& from) {
-  if (!(into.type == from.type)) ++type_conflicts_;
   JoinResult r;
   r.into_changed = from.weight_only && !into.weight_only;
   r.from_changed = into.weight_only && !from.weight_only;

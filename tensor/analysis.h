@@ -9,7 +9,8 @@
 //   shapes.info(egraph.find(ids.back())).type;
 //
 // A node whose inputs' types do not fit is refused by `make`, so a rewrite
-// whose result would not type-check is simply not applied.
+// whose result would not type-check is simply not applied; neither is one
+// whose result type differs from the matched class's (`contradict`).
 #pragma once
 
 #include <functional>
@@ -32,20 +33,21 @@ struct TensorInfo {
 class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
  public:
   const TensorInfo& info(Id canonical) const { return data(canonical); }
-  // Merges of classes whose types differ (an unsound rewrite); the first
-  // class's type is kept.
-  std::size_t type_conflicts() const { return type_conflicts_; }
   // Nodes refused because they did not type-check.
   std::size_t refused() const { return refused_; }
 
  protected:
   std::optional<TensorInfo> make_data(const EGraph& egraph, const ENode& node) override;
   JoinResult join(TensorInfo& into, const TensorInfo& from) override;
+  // Values of different types are never equal: a rewrite claiming so is
+  // unsound and the e-graph refuses it.
+  bool contradict(const TensorInfo& a, const TensorInfo& b) const override {
+    return !(a.type == b.type);
+  }
   bool is_top(const TensorInfo& info) const override { return info.weight_only; }
   std::size_t data_bytes(const TensorInfo& info) const override;
 
  private:
-  std::size_t type_conflicts_ = 0;
   std::size_t refused_ = 0;
 };
 

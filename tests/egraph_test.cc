@@ -41,7 +41,7 @@ TEST(EGraph, CongruenceAfterMerge) {
   Id gfa = *add_term(eg, "(g (f a) c)");
   Id gfb = *add_term(eg, "(g (f b) c)");
   EXPECT_NE(eg.find(fa), eg.find(fb));
-  eg.merge(a, b);
+  ASSERT_TRUE(eg.merge(a, b).ok());
   eg.rebuild();
   EXPECT_EQ(eg.find(fa), eg.find(fb));
   EXPECT_EQ(eg.find(gfa), eg.find(gfb));
@@ -135,7 +135,7 @@ TEST(EGraph, RandomAgainstNaiveClosure) {
         add_random(rng() % ref.terms.size());
       } else if (action < 11) {
         std::size_t i = rng() % ref.terms.size(), j = rng() % ref.terms.size();
-        eg.merge(ids[i], ids[j]);
+        ASSERT_TRUE(eg.merge(ids[i], ids[j]).ok());
         ref.parent[ref.find(i)] = ref.find(j);
       } else {
         eg.rebuild();
@@ -193,8 +193,8 @@ TEST(EGraph, AddIntoEqualsAddThenMerge) {
   EXPECT_EQ(joined.num_ids(), ids);  // no class was made for (f b)
   joined.rebuild();
 
-  merged.merge(*add_term(merged, "a"), *add_term(merged, "(f b)"));
-  merged.merge(*add_term(merged, "b"), *add_term(merged, "(f c)"));
+  ASSERT_TRUE(merged.merge(*add_term(merged, "a"), *add_term(merged, "(f b)")).ok());
+  ASSERT_TRUE(merged.merge(*add_term(merged, "b"), *add_term(merged, "(f c)")).ok());
   merged.rebuild();
   EXPECT_EQ(joined.dump(), merged.dump());
   EXPECT_EQ(operator_index(joined), operator_index(merged));
@@ -259,6 +259,65 @@ TEST(EGraph, AddIntoRefusalsChangeNothing) {
   EXPECT_EQ(eg.nodes_added(), 2u);
   eg.set_budget(Budget{});
   EXPECT_EQ(eg.add_into(ENode(lang.f, kNoAttributes, {a}), b).status, AddStatus::kAdded);
+}
+
+// An analysis of two sorts: g nodes are of sort 1, the rest take their first
+// child's sort (leaves: 0). Classes of different sorts never merge.
+class Sorts final : public TypedAnalysis<int> {
+ public:
+  explicit Sorts(Symbol g) : g_(g) {}
+  std::optional<int> make_data(const EGraph& eg, const ENode& node) override {
+    if (node.op == g_) return 1;
+    return node.children.empty() ? 0 : data(eg.find(node.children[0]));
+  }
+  JoinResult join(int&, const int&) override { return {}; }
+  bool contradict(const int& a, const int& b) const override { return a != b; }
+
+ private:
+  Symbol g_;
+};
+
+TEST(EGraph, ConflictingClassesNeverMerge) {
+  TinyLanguage lang;
+  Sorts sorts(lang.g);
+  EGraph eg(lang, &sorts);
+  const Id a = *add_term(eg, "a"), fb = *add_term(eg, "(f b)"), gab = *add_term(eg, "(g a b)");
+  eg.rebuild();
+  const std::string before = eg.dump();
+  EXPECT_EQ(eg.merge(a, gab).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(eg.add_into(ENode(lang.g, kNoAttributes, {a, a}), a).status, AddStatus::kConflict);
+  // A node already present in a class of the other sort: its class is not merged.
+  EXPECT_EQ(eg.add_into(ENode(lang.g, kNoAttributes, {a, *add_term(eg, "b")}), fb).status,
+            AddStatus::kConflict);
+  eg.rebuild();
+  EXPECT_EQ(eg.dump(), before);
+  ASSERT_TRUE(eg.merge(a, fb).ok());
+  eg.rebuild();
+  EXPECT_TRUE(eg.check_invariants().ok());
+
+  // The runner counts the refusals per rule; a multi-pattern rule with one
+  // conflicting result merges none of its results.
+  ConditionRegistry conditions;
+  absl::StatusOr<RuleSet> rules = parse_rules(
+      "rule to-g: (f ?x) => (g ?x ?x)\n"
+      "rule pair: (f ?x), (h ?x ?x ?x) => (h ?x ?x ?x), (g ?x ?x)\n"
+      "rule to-h: (f ?x) => (h ?x ?x ?x)\n",
+      "sorts.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  Sorts grown_sorts(lang.g);
+  EGraph grown(lang, &grown_sorts);
+  ASSERT_TRUE(add_term(grown, "(f c)").ok());
+  RunReport r = Runner().with_iteration_limit(5).run(grown, *rules);
+  EXPECT_GT(r.rules[0].conflicts, 0u);
+  EXPECT_EQ(r.rules[0].applied, 0u);
+  EXPECT_GT(r.rules[1].conflicts, 0u);
+  EXPECT_EQ(r.rules[1].applied, 0u);
+  EXPECT_GT(r.rules[2].applied, 0u);
+  EXPECT_TRUE(grown.check_invariants().ok());
+  const Id fc = *add_term(grown, "(f c)");
+  const Id hc = *add_term(grown, "(h c c c)");
+  EXPECT_EQ(grown.find(fc), grown.find(hc));  // to-h merged them, pair did not add a g
+  for (const ENode& n : grown.nodes(grown.find(fc))) EXPECT_NE(n.op, lang.g);
 }
 
 // Grows a math e-graph with the math rules.

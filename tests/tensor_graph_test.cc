@@ -214,10 +214,24 @@ TEST(TensorGraph, ShapeAnalysisInAnEGraph) {
   AddResult w = egraph.add(ENode(TensorLanguage::symbol(Op::kWeight), attrs));
   ASSERT_TRUE(w.ok());
   EXPECT_FALSE(shapes.info(x).weight_only);
-  egraph.merge(x, w.id);
+  ASSERT_TRUE(egraph.merge(x, w.id).ok());
   egraph.rebuild();
   EXPECT_TRUE(shapes.info(egraph.find(x)).weight_only);
-  EXPECT_EQ(shapes.type_conflicts(), 0u);
+  // Classes of different types are never merged, nor does a node join a
+  // class of another type: both are refused and change nothing.
+  AttrId other = egraph.attrs().intern(
+      *normalize_attributes(Op::kWeight, {{"name", "x3"}, {"shape", Ints{4, 2}}}));
+  AddResult v = egraph.add(ENode(TensorLanguage::symbol(Op::kWeight), other));
+  ASSERT_TRUE(v.ok());
+  const std::size_t classes = egraph.num_classes();
+  EXPECT_EQ(egraph.merge(x, v.id).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(egraph.add_into(ENode(TensorLanguage::symbol(Op::kTranspose), kNoAttributes, {x}), x)
+                .status,
+            AddStatus::kConflict);
+  egraph.rebuild();
+  EXPECT_EQ(egraph.num_classes(), classes);
+  EXPECT_NE(egraph.find(x), egraph.find(v.id));
+  EXPECT_TRUE(egraph.check_invariants().ok());
   // The budget is respected.
   EGraph tiny(lang, nullptr);
   tiny.set_budget(Budget{3, std::numeric_limits<std::size_t>::max()});

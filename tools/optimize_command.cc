@@ -143,6 +143,9 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
   nlohmann::json rules = nlohmann::json::array();
   for (const RuleApplication& a : r.rules_applied)
     rules.push_back({{"rule", a.name}, {"count", a.count}});
+  nlohmann::json conflicting = nlohmann::json::array();
+  for (const RuleApplication& a : r.rules_conflicting)
+    conflicting.push_back({{"rule", a.name}, {"matches", a.count}});
   nlohmann::json regions = nlohmann::json::array();
   for (const RegionSummary& s : r.region_summaries)
     regions.push_back({{"first_region", s.first},
@@ -177,6 +180,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"region_structures", regions},
           {"region_cache_hits", r.region_cache_hits()},
           {"rules_applied", rules},
+          {"rules_rejected_type_mismatch", conflicting},
           {"unverified_rules", r.rule_check.unverified},
           {"self_check", r.self_check},
           {"rule_files",
@@ -234,6 +238,11 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
     for (const std::string& rule : r->rule_check.unverified)
       fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
   }
+  for (const RuleApplication& rule : r->rules_conflicting)
+    fmt::print(stderr,
+               "saturn: warning: rule {} rejected: type mismatch ({} matches; its result's shape "
+               "or dtype differs from the matched value's, so the rule is unsound)\n",
+               rule.name, rule.count);
   if (!o.out.empty()) {
     // A kept ONNX input is written as it came, not as saturn would export it.
     absl::Status s = kept_onnx_input(o, *r) ? tensor::copy_onnx_model(o.model, o.out)
