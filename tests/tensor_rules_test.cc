@@ -147,6 +147,40 @@ TEST(TensorRules, WrongRulesAreRejectedWithCounterexamples) {
   }
 }
 
+// TENSAT's two concat-of-convolutions rules hold only for kernels with equal
+// output channels; the verifier's varied draws find that on every seed.
+TEST(TensorRules, VerifierFindsShapeCounterexamplesOnEverySeed) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  absl::StatusOr<RuleSet> rules =
+      load_rules(SATURN_TEST_DATA "/tensat_concat_conv.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  ASSERT_EQ(rules->size(), 2u);
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (const Rule& rule : rules->rules()) {
+      RuleVerdict v = verify_rule(rule, lang, VerifyOptions{.seed = seed});
+      EXPECT_EQ(v.outcome, VerifyOutcome::kFailed) << rule.name << " seed " << seed;
+    }
+  }
+}
+
+// A bias that broadcasts over a product's columns is not one the merged
+// linear layer can concatenate: the shipped merges ask for matching sizes.
+TEST(TensorRules, LinearMergesRefuseBroadcastBiases) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  absl::StatusOr<RuleSet> rules = parse_rules(
+      "rule unguarded: (Add ?p (MatMul ?a ?b)), (Add ?q (MatMul ?a ?c))\n"
+      "  => (TupleGet{index=0} (Split{axis=-1, split=(last-dims ?b ?c)} (Add (MatMul ?a "
+      "(Concat{axis=-1} ?b ?c)) (Concat{axis=0} ?p ?q)))),\n"
+      "     (TupleGet{index=1} (Split{axis=-1, split=(last-dims ?b ?c)} (Add (MatMul ?a "
+      "(Concat{axis=-1} ?b ?c)) (Concat{axis=0} ?p ?q))))\n"
+      "  if (is-weight ?b) (is-weight ?c) (rank-1 ?p) (rank-1 ?q) (distinct ?b ?c)\n",
+      "unguarded.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << message(rules.status());
+  EXPECT_EQ(verify_rule((*rules)[0], lang).outcome, VerifyOutcome::kFailed);
+}
+
 TEST(TensorRules, ZooModelsSaturateUnderABudget) {
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();

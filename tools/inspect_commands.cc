@@ -154,7 +154,14 @@ int run_info(const InfoOptions& o) {
 
 // `saturn rules list` and `saturn rules verify` over `files` (the shipped
 // rules when empty).
-int run_rules(bool verify, std::vector<std::string> files) {
+struct RulesOptions {
+  std::vector<std::string> files;
+  VerifyOptions verify;
+  bool coverage = false;
+};
+
+int run_rules(bool verify, RulesOptions o) {
+  std::vector<std::string>& files = o.files;
   if (files.empty()) files = tensor_rule_files();
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();
@@ -173,12 +180,13 @@ int run_rules(bool verify, std::vector<std::string> files) {
                    symmetry);
         continue;
       }
-      RuleVerdict v = verify_rule(rule, lang);
+      RuleVerdict v = verify_rule(rule, lang, o.verify);
       const char* word = v.outcome == VerifyOutcome::kVerified ? "verified"
                          : v.outcome == VerifyOutcome::kFailed ? "FAILED"
                                                                : "unverified";
       fmt::print("{:<10} {:<32} ({} draws){}{}\n", word, rule.name, v.draws,
                  v.detail.empty() ? "" : ": ", v.detail);
+      if (o.coverage) fmt::print("           {}\n", v.coverage);
       int& tally = v.outcome == VerifyOutcome::kFailed       ? failed
                    : v.outcome == VerifyOutcome::kUnverified ? unverified
                                                              : verified;
@@ -239,13 +247,20 @@ std::vector<Command> add_rules_commands(CLI::App& program) {
   rules->require_subcommand(1);
   std::vector<Command> commands;
   for (const bool verify : {false, true}) {
-    auto files = std::make_shared<std::vector<std::string>>();
+    auto o = std::make_shared<RulesOptions>();
     CLI::App* app = rules->add_subcommand(
         verify ? "verify" : "list",
         verify ? "Check each rule's soundness on random shapes and values; exit 1 if any fails"
                : "Each rule's name, kind, group, file and interchangeable patterns");
-    app->add_option("FILE", *files, "rule files (default: the shipped tensor rules)");
-    commands.push_back({app, [verify, files] { return run_rules(verify, *files); }});
+    app->add_option("FILE", o->files, "rule files (default: the shipped tensor rules)");
+    if (verify) {
+      app->add_option("--seed", o->verify.seed, "the draws' random seed (default 1)");
+      app->add_option("--draws", o->verify.draws, "successful draws per rule (default 50)")
+          ->check(CLI::Range(1, 100'000));
+      app->add_flag("--coverage", o->coverage,
+                    "also say where each rule's draws came from and what its conditions refused");
+    }
+    commands.push_back({app, [verify, o] { return run_rules(verify, *o); }});
   }
   return commands;
 }

@@ -109,6 +109,17 @@ ConditionRegistry tensor_conditions() {
         return !t.is_tuple && t.tensor().rank() == 1;
       },
       "the class is a vector");
+  r.add(
+       "same-last-dim", 2,
+       [](const EGraph& g, std::span<const Id> a) {
+         const tensor::ValueType& x = type_of(g, a[0]);
+         const tensor::ValueType& y = type_of(g, a[1]);
+         return !x.is_tuple && !y.is_tuple && x.tensor().rank() > 0 && y.tensor().rank() > 0 &&
+                x.tensor().dims.back() == y.tensor().dims.back();
+       },
+       "(same-last-dim ?x ?y): the two classes have the same last dimension (a bias that "
+       "matches a product's columns rather than broadcasting over them)")
+      .symmetric = true;
   // Split sizes for merged operators: one axis's extent of each argument.
   auto extents = [](int axis) {
     return [axis](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {

@@ -39,10 +39,17 @@ struct RuleVerdict {
   VerifyOutcome outcome = VerifyOutcome::kUnverified;
   int draws = 0;       // instantiations that type-checked and were compared
   std::string detail;  // the counterexample, or why nothing could be instantiated
+  // Where the draws came from, how many had unequal shapes, and what each
+  // condition refused.
+  std::string coverage;
 };
 
 struct VerifyOptions {
-  int draws = 6;         // default 6 successful shape draws per rule
+  // Successful draws per rule (default 50): random shapes related as rules
+  // relate their operands, one-dimension variations of the draws that passed
+  // (operands a rule assumes equal come apart), and every small shape for
+  // rules with at most two tensor variables.
+  int draws = 50;
   int attempts = 20000;  // default 20,000 tries to find them
   double rtol = 1e-4, atol = 1e-5;
   std::uint64_t seed = 1;

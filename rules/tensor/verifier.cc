@@ -2,8 +2,10 @@
 // variables, evaluates both sides in the reference interpreter and compares.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -96,7 +98,8 @@ int expected_rank(tensor::Op op, std::size_t position) {
   }
 }
 
-// For each variable, the rank its first use on the left side expects.
+// For each variable, the rank a `rank-N` condition on it asks for, or else
+// the rank its first use on the left side expects.
 std::vector<int> rank_hints_of(const Rule& rule) {
   std::vector<int> hints(rule.num_vars(), 0);
   for (const Pattern& p : rule.lhs) {
@@ -108,8 +111,38 @@ std::vector<int> rank_hints_of(const Rule& rule) {
       }
     }
   }
+  for (const RuleCondition& c : rule.conditions) {
+    const std::string& name = c.predicate->name;
+    int rank = 0;
+    if (c.args.size() == 1 && name.starts_with("rank-") &&
+        absl::SimpleAtoi(absl::string_view(name).substr(5), &rank))
+      hints[static_cast<std::size_t>(c.args[0])] = rank;
+  }
   return hints;
 }
+
+// For each variable, an earlier one a `same-shape` condition ties it to, or
+// itself.
+std::vector<std::size_t> same_shape_of(const Rule& rule) {
+  std::vector<std::size_t> same(rule.num_vars());
+  for (std::size_t v = 0; v < same.size(); ++v) same[v] = v;
+  for (const RuleCondition& c : rule.conditions) {
+    if (c.predicate->name != "same-shape" || c.args.size() != 2) continue;
+    const auto [a, b] =
+        std::minmax(static_cast<std::size_t>(c.args[0]), static_cast<std::size_t>(c.args[1]));
+    if (same[b] == b) same[b] = a;
+  }
+  return same;
+}
+
+// What the verifier gives a rule's variables in one draw: an attribute value
+// for each attribute variable, a shape for each tensor variable.
+struct Assignment {
+  enum class Source : std::uint8_t { kRandom, kVaried, kEnumerated };
+  std::vector<AttrValue> attrs;    // per variable; used for attribute variables
+  std::vector<tensor::Dims> dims;  // per variable; used for tensor variables
+  Source source = Source::kRandom;
+};
 
 // A shape: often one drawn before (or one dimension off it), since rules
 // relate their operands; otherwise fresh, of the hinted rank if any.
@@ -128,46 +161,173 @@ tensor::Dims sample_dims(Rng& rng, const std::vector<std::int64_t>& pool, int ra
   return d;
 }
 
+// The rule's variables as the samplers see them.
+struct RuleVars {
+  explicit RuleVars(const Rule& rule)
+      : rule(rule),
+        keys(attribute_keys(rule)),
+        ranks(rank_hints_of(rule)),
+        same_shape(same_shape_of(rule)) {
+    for (std::size_t v = 0; v < rule.num_vars(); ++v)
+      (rule.attr_vars[v] ? attr : tensor).push_back(v);
+  }
+  const Rule& rule;
+  std::vector<std::string> keys;        // per attribute variable: the key it binds
+  std::vector<int> ranks;               // per tensor variable: the rank its use expects, or 0
+  std::vector<std::size_t> same_shape;  // per variable: see same_shape_of
+  std::vector<std::size_t> attr, tensor;
+};
+
+// Attribute values for every attribute variable; false (and the key in
+// `missing`) if one has no sampler.
+bool sample_attributes(const RuleVars& vars, Rng& rng, Assignment& a, std::string& missing) {
+  a.attrs.resize(vars.rule.num_vars());
+  for (std::size_t v : vars.attr) {
+    std::optional<AttrValue> value = sample_attribute(vars.keys[v], rng);
+    if (!value) {
+      missing = vars.keys[v];
+      return false;
+    }
+    a.attrs[v] = *std::move(value);
+  }
+  return true;
+}
+
+// Shapes related as rules usually relate their operands: a small alphabet of
+// dimensions per draw, and shapes reused from earlier variables.
+bool random_assignment(const RuleVars& vars, Rng& rng, Assignment& a, std::string& missing) {
+  std::vector<std::int64_t> pool{1, 2, 3, 4, 5, 6};
+  std::shuffle(pool.begin(), pool.end(), rng);
+  pool.resize(static_cast<std::size_t>(pick(rng, 2, 3)));
+  a.source = Assignment::Source::kRandom;
+  a.dims.assign(vars.rule.num_vars(), {});
+  std::vector<tensor::Dims> drawn;
+  for (std::size_t v : vars.tensor) {
+    // Mostly as a same-shape condition asks; sometimes not, to see it refuse.
+    const std::size_t like = vars.same_shape[v];
+    a.dims[v] =
+        like != v && rng() % 8 != 0 ? a.dims[like] : sample_dims(rng, pool, vars.ranks[v], drawn);
+    drawn.push_back(a.dims[v]);
+  }
+  return sample_attributes(vars, rng, a, missing);
+}
+
+// Neighbours of an assignment that passed: one dimension of one variable
+// changed (to 1, to twice or one more than it was, to a prime, or to a size
+// another variable has), so that
+// operands the rule silently assumes equal come apart where its left side
+// still allows it; and one attribute drawn again.
+std::vector<Assignment> variations(const RuleVars& vars, const Assignment& a, Rng& rng) {
+  std::vector<Assignment> out;
+  // Sizes other variables have, so that a dimension can also come to agree
+  // with another operand's.
+  std::vector<std::int64_t> present;
+  for (std::size_t v : vars.tensor)
+    present.insert(present.end(), a.dims[v].begin(), a.dims[v].end());
+  for (std::size_t v : vars.tensor) {
+    for (std::size_t i = 0; i < a.dims[v].size(); ++i) {
+      const std::int64_t d = a.dims[v][i];
+      std::vector<std::int64_t> sizes = {1, 2 * d, d + 1, 7};
+      sizes.insert(sizes.end(), present.begin(), present.end());
+      std::sort(sizes.begin(), sizes.end());
+      sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+      for (std::int64_t x : sizes) {
+        if (x == d || x > 16) continue;
+        Assignment b = a;
+        b.dims[v][i] = x;
+        b.source = Assignment::Source::kVaried;
+        out.push_back(std::move(b));
+      }
+    }
+  }
+  for (std::size_t v : vars.attr) {
+    Assignment b = a;
+    b.source = Assignment::Source::kVaried;
+    // A permutation keeps its length (it must fit the same tensor).
+    if (auto* perm = std::get_if<Ints>(&b.attrs[v]); perm != nullptr && vars.keys[v] == "perm") {
+      std::shuffle(perm->begin(), perm->end(), rng);
+      out.push_back(std::move(b));
+    } else if (std::optional<AttrValue> value = sample_attribute(vars.keys[v], rng)) {
+      b.attrs[v] = *std::move(value);
+      out.push_back(std::move(b));
+    }
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+// Every combination of small shapes (dimensions 1 to 3, the hinted rank or
+// ranks 1 and 2) for a rule with at most two tensor variables; attributes
+// drawn at random. Empty for larger rules.
+std::vector<Assignment> enumerated(const RuleVars& vars, Rng& rng) {
+  constexpr std::size_t kMaxVars = 2, kMaxCombinations = 1024;
+  std::vector<Assignment> out;
+  if (vars.tensor.empty() || vars.tensor.size() > kMaxVars) return out;
+  // The shapes each variable may take.
+  std::vector<std::vector<tensor::Dims>> choices;
+  for (std::size_t v : vars.tensor) {
+    std::vector<tensor::Dims> shapes;
+    for (int rank : vars.ranks[v] > 0 ? std::vector<int>{vars.ranks[v]} : std::vector<int>{1, 2}) {
+      tensor::Dims d(static_cast<std::size_t>(rank), 1);
+      for (bool more = true; more;) {
+        shapes.push_back(d);
+        more = false;
+        for (std::size_t i = 0; i < d.size() && !more; ++i) {
+          if (d[i] < 3) {
+            ++d[i];
+            more = true;
+          } else {
+            d[i] = 1;
+          }
+        }
+      }
+    }
+    choices.push_back(std::move(shapes));
+  }
+  std::size_t combinations = 1;
+  for (const auto& c : choices) combinations *= c.size();
+  if (combinations > kMaxCombinations) return out;
+  std::string missing;
+  for (std::size_t k = 0; k < combinations; ++k) {
+    Assignment a;
+    a.source = Assignment::Source::kEnumerated;
+    a.dims.assign(vars.rule.num_vars(), {});
+    std::size_t rest = k;
+    for (std::size_t j = 0; j < vars.tensor.size(); ++j) {
+      a.dims[vars.tensor[j]] = choices[j][rest % choices[j].size()];
+      rest /= choices[j].size();
+    }
+    if (!sample_attributes(vars, rng, a, missing)) return {};
+    out.push_back(std::move(a));
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
 // One instantiation of a rule's variables and its two sides in a fresh e-graph.
 class Draw {
  public:
   Draw(const Rule& rule, const tensor::TensorLanguage& lang)
       : rule_(rule), egraph_(lang, &shapes_) {}
 
-  // Leaves for the variables; false if an attribute has no sampler.
-  // Weight values are drawn from [low, high).
-  bool bind(Rng& rng, const std::vector<std::string>& keys, std::uint64_t seed, float low,
-            float high) {
-    // A small alphabet of dimensions per draw makes shapes agree often.
-    std::vector<std::int64_t> pool{1, 2, 3, 4, 5, 6};
-    std::shuffle(pool.begin(), pool.end(), rng);
-    pool.resize(static_cast<std::size_t>(pick(rng, 2, 3)));
+  // Leaves for the variables. Weight values are drawn from [low, high).
+  void bind(const Assignment& a, std::uint64_t seed, float low, float high) {
     subst_.assign(rule_.num_vars(), Id());
-    const std::vector<int> rank_hints = rank_hints_of(rule_);
-    std::vector<tensor::Dims> drawn;
     for (std::size_t v = 0; v < rule_.num_vars(); ++v) {
       if (rule_.attr_vars[v]) {
-        std::optional<AttrValue> value = sample_attribute(keys[v], rng);
-        if (!value) {
-          missing_sampler_ = keys[v];
-          return false;
-        }
-        subst_[v] = Id(egraph_.intern_value(*value).value);
+        subst_[v] = Id(egraph_.intern_value(a.attrs[v]).value);
         continue;
       }
-      tensor::Dims dims = sample_dims(rng, pool, rank_hints[v], drawn);
-      drawn.push_back(dims);
       std::string name = rule_.var_names[v].substr(1);
-      Attributes a =
-          *tensor::normalize_attributes(tensor::Op::kWeight, {{"name", name}, {"shape", dims}});
+      Attributes attrs = *tensor::normalize_attributes(tensor::Op::kWeight,
+                                                       {{"name", name}, {"shape", a.dims[v]}});
       subst_[v] = egraph_
                       .add(ENode(tensor::TensorLanguage::symbol(tensor::Op::kWeight),
-                                 egraph_.attrs().intern(a)))
+                                 egraph_.attrs().intern(attrs)))
                       .id;
       source_.weights[name] =
           tensor::WeightInit{nullptr, seed ^ tensor::stable_hash(name), low, high};
     }
-    return true;
   }
 
   // Instantiates `side`; false if a pattern does not type-check.
@@ -182,14 +342,16 @@ class Draw {
     return true;
   }
 
-  bool conditions_hold() {
+  // The first condition that does not hold, or -1.
+  int failed_condition() {
     std::vector<Id> args;
-    for (const RuleCondition& c : rule_.conditions) {
+    for (std::size_t i = 0; i < rule_.conditions.size(); ++i) {
+      const RuleCondition& c = rule_.conditions[i];
       args.clear();
       for (int v : c.args) args.push_back(subst_[v]);
-      if (!c.predicate->fn(egraph_, args)) return false;
+      if (!c.predicate->fn(egraph_, args)) return static_cast<int>(i);
     }
-    return true;
+    return -1;
   }
 
   absl::StatusOr<std::vector<tensor::Tensor>> evaluate(const std::vector<Id>& roots) {
@@ -214,15 +376,12 @@ class Draw {
     return out;
   }
 
-  const std::string& missing_sampler() const { return missing_sampler_; }
-
  private:
   const Rule& rule_;
   TensorAnalysis shapes_;
   EGraph egraph_;
   tensor::Graph source_;
   std::vector<Id> subst_;
-  std::string missing_sampler_;
 };
 
 // The first element where two outputs differ, described.
@@ -248,28 +407,54 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
                         const VerifyOptions& options) {
   RuleVerdict verdict;
   Rng rng(options.seed ^ tensor::stable_hash(rule.name));
-  const std::vector<std::string> keys = attribute_keys(rule);
-  int lhs_misfits = 0, failed_conditions = 0, rhs_misfits = 0, non_finite = 0;
+  const RuleVars vars(rule);
+  // Where the next draw comes from: neighbours of draws that passed first
+  // (every other attempt), then the small-shape enumeration, then random.
+  std::deque<Assignment> varied;
+  constexpr std::size_t kMaxVaried = 256;
+  std::vector<Assignment> small = enumerated(vars, rng);
+  std::size_t next_small = 0;
+  int lhs_misfits = 0, rhs_misfits = 0, non_finite = 0, failed_conditions = 0;
+  std::vector<int> refused_by(rule.conditions.size(), 0);
+  int from[3] = {0, 0, 0};  // draws per Assignment::Source
+  int unequal = 0;          // draws in which two tensor variables of one rank differ
   std::vector<Id> lhs, rhs;
   for (int attempt = 0; attempt < options.attempts && verdict.draws < options.draws; ++attempt) {
+    Assignment a;
+    // Varied draws never outnumber random ones by more than one, so that the
+    // draws do not all gather around the first one found.
+    const int random_draws = from[static_cast<int>(Assignment::Source::kRandom)];
+    const int varied_draws = from[static_cast<int>(Assignment::Source::kVaried)];
+    if (!varied.empty() && attempt % 2 == 0 && varied_draws <= random_draws) {
+      a = std::move(varied.front());
+      varied.pop_front();
+    } else if (next_small < small.size() && attempt % 4 == 1) {
+      a = small[next_small++];
+    } else if (std::string missing; !random_assignment(vars, rng, a, missing)) {
+      verdict.detail = fmt::format("no sampler for attribute '{}'", missing);
+      return verdict;
+    }
     Draw draw(rule, language);
     // Every other draw uses positive values only, so that rules over
     // square roots and variances see defined results.
-    const bool positive = attempt % 2 == 1;
-    if (!draw.bind(rng, keys, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f)) {
-      verdict.detail = fmt::format("no sampler for attribute '{}'", draw.missing_sampler());
-      return verdict;
-    }
+    const bool positive = rng() % 2 == 1;
+    draw.bind(a, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f);
     if (!draw.instantiate_side(rule.lhs, lhs)) {
       ++lhs_misfits;
       continue;
     }
-    if (!draw.conditions_hold()) {
+    if (const int c = draw.failed_condition(); c >= 0) {
       ++failed_conditions;
+      ++refused_by[static_cast<std::size_t>(c)];
       continue;
     }
     if (!draw.instantiate_side(rule.rhs, rhs)) {
+      // A match the rule does not rewrite; a second change may make one it
+      // rewrites wrongly (a bias that broadcasts, next to one that does not).
       ++rhs_misfits;
+      if (varied.size() < kMaxVaried / 2) {
+        for (Assignment& b : variations(vars, a, rng)) varied.push_back(std::move(b));
+      }
       continue;
     }
     absl::StatusOr<std::vector<tensor::Tensor>> left = draw.evaluate(lhs);
@@ -298,7 +483,31 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
       }
     }
     ++verdict.draws;
+    ++from[static_cast<int>(a.source)];
+    bool differ = false;
+    for (std::size_t i = 0; i < vars.tensor.size(); ++i) {
+      for (std::size_t j = i + 1; j < vars.tensor.size(); ++j) {
+        const tensor::Dims& x = a.dims[vars.tensor[i]];
+        const tensor::Dims& y = a.dims[vars.tensor[j]];
+        differ = differ || (x.size() == y.size() && x != y);
+      }
+    }
+    unequal += differ;
+    if (varied.size() < kMaxVaried) {
+      for (Assignment& b : variations(vars, a, rng)) varied.push_back(std::move(b));
+    }
   }
+  std::string conditions;
+  for (std::size_t i = 0; i < rule.conditions.size(); ++i) {
+    conditions += fmt::format("{}{} refused {}", i == 0 ? "; conditions: " : ", ",
+                              rule.conditions[i].predicate->name, refused_by[i]);
+  }
+  verdict.coverage = fmt::format(
+      "{} draws ({} random, {} varied, {} enumerated), {} with unequal shapes of one rank; "
+      "{} attempts: left side did not type-check {}, right side {}, values not finite {}{}",
+      verdict.draws, from[0], from[1], from[2], unequal,
+      lhs_misfits + failed_conditions + rhs_misfits + non_finite + verdict.draws, lhs_misfits,
+      rhs_misfits, non_finite, conditions);
   if (verdict.draws == 0) {
     verdict.detail = fmt::format(
         "no instantiation found in {} attempts (left side did not type-check {} times, conditions "
