@@ -194,6 +194,9 @@ std::string machine_description();
 // outputs with other values in "mixed_us".
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback);
+// The same from the file's text; `path` names it in errors.
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
+    std::string_view text, const std::string& path, RooflineCostModel fallback);
 
 // A cost model by name: "opcount", "roofline" (the cpu-2core profile),
 // "roofline:PROFILE" (a shipped profile name or a profile file), or

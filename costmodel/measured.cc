@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "base/file.h"
 #include "costmodel/cost_model.h"
-#include "costmodel/json_file.h"
+#include "base/json.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -100,7 +100,12 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(
     const std::string& path, RooflineCostModel fallback) {
   absl::StatusOr<std::string> text = read_text_file(path);
   if (!text.ok()) return text.status();
-  absl::StatusOr<nlohmann::json> j = costmodel::parse_json_file_text(*text, path);
+  return parse_measured_cost_model(*text, path, std::move(fallback));
+}
+
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
+    std::string_view text, const std::string& path, RooflineCostModel fallback) {
+  absl::StatusOr<nlohmann::json> j = parse_json(text, path);
   if (!j.ok()) return j.status();
   if (!j->is_object() || !j->contains("entries") || !(*j)["entries"].is_array()) {
     return absl::InvalidArgumentError(

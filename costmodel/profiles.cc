@@ -7,14 +7,14 @@
 #include "absl/status/statusor.h"
 #include "base/file.h"
 #include "costmodel/cost_model.h"
-#include "costmodel/json_file.h"
+#include "base/json.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
 namespace saturn {
 
 absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view text, std::string_view file) {
-  absl::StatusOr<nlohmann::json> j = costmodel::parse_json_file_text(text, file);
+  absl::StatusOr<nlohmann::json> j = parse_json(text, file);
   if (!j.ok()) return j.status();
   if (!j->is_object())
     return absl::InvalidArgumentError(fmt::format("{}: a device profile is a JSON object", file));

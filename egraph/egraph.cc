@@ -161,9 +161,9 @@ AddResult EGraph::add(ENode node) {
   canonicalize(node);
   const Id id(static_cast<std::uint32_t>(classes_.size()));
   // One hash-cons probe: insert first, take the entry back if refused.
-  auto [slot, inserted] = memo_.try_emplace(node, id);
+  const auto [slot, inserted] = memo_.try_emplace(node, id);
   if (!inserted) return {find(slot->second), AddStatus::kExisting};
-  auto refuse = [&](AddStatus why) -> AddResult {
+  auto refuse = [&, slot = slot](AddStatus why) -> AddResult {
     memo_.erase(slot);
     return {Id(), why};
   };
@@ -195,13 +195,13 @@ AddResult EGraph::add(ENode node) {
 AddResult EGraph::add_into(ENode node, Id into) {
   canonicalize(node);
   into = find(into);
-  auto [slot, inserted] = memo_.try_emplace(node, into);
+  const auto [slot, inserted] = memo_.try_emplace(node, into);
   if (!inserted) {
     absl::StatusOr<Id> merged = merge(slot->second, into);
     if (!merged.ok()) return {Id(), AddStatus::kConflict};
     return {*merged, AddStatus::kExisting};
   }
-  auto refuse = [&](AddStatus why) -> AddResult {
+  auto refuse = [&, slot = slot](AddStatus why) -> AddResult {
     memo_.erase(slot);
     return {Id(), why};
   };

@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "egraph/term.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -18,11 +19,12 @@ std::string node_label(const EGraph& egraph, const ENode& node) {
 
 absl::StatusOr<SerializedEGraph> parse_serialized(std::string_view json,
                                                   std::string_view source_name) {
-  nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<nlohmann::json> parsed = parse_json(json, source_name);
+  if (!parsed.ok()) return parsed.status();
+  nlohmann::json doc = *std::move(parsed);
   auto fail = [&](const std::string& what) {
     return absl::InvalidArgumentError(fmt::format("{}: {}", source_name, what));
   };
-  if (doc.is_discarded()) return fail("not valid JSON");
   if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_object()) {
     return fail("expected an object with a \"nodes\" object");
   }

@@ -213,7 +213,7 @@ absl::Status SExprReader::read_attrs(SExpr& atom) {
     }
     absl::StatusOr<SExpr> value = read_attr_value();
     if (!value.ok()) return value.status();
-    atom.attrs.emplace_back(std::move(key), *std::move(value));
+    atom.attrs.push_back({std::move(key), *std::move(value)});
   }
 }
 

@@ -26,6 +26,8 @@ struct SourceLoc {
   int column = 1;
 };
 
+struct SExprAttr;
+
 struct SExpr {
   enum class Kind { kAtom, kString, kList, kVector };
 
@@ -33,7 +35,7 @@ struct SExpr {
   std::string text;          // kAtom, kString
   std::vector<SExpr> items;  // kList, kVector
   // `{...}` after an atom (also the head atom of a list).
-  std::vector<std::pair<std::string, SExpr>> attrs;
+  std::vector<SExprAttr> attrs;
   bool has_attrs = false;
   SourceLoc loc;
 
@@ -43,6 +45,13 @@ struct SExpr {
   bool is_variable() const { return kind == Kind::kAtom && text.size() > 1 && text[0] == '?'; }
   // The head of a list (its first item), or the atom itself.
   const SExpr& head() const { return kind == Kind::kList ? items.front() : *this; }
+};
+
+// One `key=value` of an atom's attributes (a struct rather than a std::pair:
+// a pair of an incomplete SExpr is not allowed inside SExpr itself).
+struct SExprAttr {
+  std::string first;  // the key
+  SExpr second;       // the value
 };
 
 // Reads tokens and S-expressions from a text, tracking line and column.

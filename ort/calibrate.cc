@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -64,7 +65,9 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
   if (!check.ok()) return check.status();
   absl::StatusOr<std::string> text = read_text_file(table_path);
   if (!text.ok()) return text.status();
-  nlohmann::json old = nlohmann::json::parse(*text);
+  absl::StatusOr<nlohmann::json> parsed = parse_json(*text, table_path);
+  if (!parsed.ok()) return parsed.status();
+  nlohmann::json old = *std::move(parsed);
   if (old.value("method", nlohmann::json()) == kMethod) {
     const bool current = old.value("attribution", nlohmann::json(1)) == kAttribution;
     t.table["entries"] = nlohmann::json::array();

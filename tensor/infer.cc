@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -213,6 +214,9 @@ std::optional<std::int64_t> normalize_axis(std::int64_t axis, std::size_t rank) 
 SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) {
   if (start < 0) start += dim;
   if (end < 0) end += dim;
+  // A step beyond the dimension takes one element, as one of dim + 1 does;
+  // clamped so that the arithmetic below cannot overflow.
+  step = std::clamp<std::int64_t>(step, -(dim + 1), dim + 1);
   SliceRange r;
   r.step = step;
   if (step > 0) {
@@ -230,8 +234,14 @@ SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, s
 
 std::int64_t window_output(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                            std::int64_t pad_begin, std::int64_t pad_end, std::int64_t dilation) {
-  std::int64_t span = dilation * (kernel - 1) + 1;
-  std::int64_t padded = in + pad_begin + pad_end;
+  // The attributes come from files: a product or sum that overflows is a
+  // kernel that fits nowhere (0) or an output no size limit allows.
+  std::int64_t span = 0, padded = 0;
+  if (__builtin_mul_overflow(dilation, kernel - 1, &span) || __builtin_add_overflow(span, 1, &span))
+    return 0;
+  if (__builtin_add_overflow(in, pad_begin, &padded) ||
+      __builtin_add_overflow(padded, pad_end, &padded))
+    return std::numeric_limits<std::int64_t>::max();
   if (padded < span) return 0;
   return (padded - span) / stride + 1;
 }

@@ -76,9 +76,10 @@ absl::StatusOr<ValueType> Inference::conv() {
     return fail(op_, "group {} does not divide input channels {} and output channels {}", group,
                 x[1], w[0]);
   }
-  if (w[1] * group != x[1]) {
-    return fail(op_, "weight {} expects {} input channels (group {}), input {} has {}",
-                to_string(w), w[1] * group, group, to_string(x), x[1]);
+  if (std::int64_t channels = 0;
+      __builtin_mul_overflow(w[1], group, &channels) || channels != x[1]) {
+    return fail(op_, "weight {} expects {} input channels per group ({} groups), input {} has {}",
+                to_string(w), w[1], group, to_string(x), x[1]);
   }
   if (in_.size() == 3 && d(2) != Dims{w[0]}) {
     return fail(op_, "bias must be [{}], is {}", w[0], to_string(d(2)));

@@ -53,6 +53,9 @@ absl::StatusOr<ValueType> Inference::reshape() {
     } else if (s < 0) {
       return fail(op_, "shape {} has a negative dimension", to_string(shape));
     }
+    // Checked before multiplying: the shape may come from a file.
+    if (s > 0 && known > kMaxTensorBytes / s)
+      return fail(op_, "shape {} holds more than {} elements", to_string(shape), kMaxTensorBytes);
     known *= s;
     out.push_back(s);
   }
@@ -105,6 +108,9 @@ absl::StatusOr<ValueType> Inference::split() {
   std::vector<TensorType> parts;
   for (std::int64_t s : sizes) {
     if (s <= 0) return fail(op_, "split sizes {} must be positive", to_string(sizes));
+    if (s > d(0)[*axis] - sum)
+      return fail(op_, "split sizes {} add up to more than {} (axis {} of {})", to_string(sizes),
+                  d(0)[*axis], *axis, to_string(t(0)));
     sum += s;
     TensorType p = t(0);
     p.dims[*axis] = s;
@@ -184,7 +190,8 @@ absl::StatusOr<ValueType> Inference::merge_groups() {
     return fail(op_, "cannot merge {} of {} groups of weight {}", count, group, to_string(d(0)));
   }
   Dims out = d(0);
-  out[1] *= count;
+  if (__builtin_mul_overflow(out[1], count, &out[1]))
+    return fail(op_, "merging {} groups of weight {} overflows", count, to_string(d(0)));
   return like(0, out);
 }
 

@@ -1,6 +1,8 @@
 // Shape and dtype inference for every operator, including the error cases.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "base/status.h"
 #include "tensor/infer.h"
 
@@ -154,6 +156,11 @@ TEST(TensorShapes, Layout) {
   EXPECT_NE(error_of(Op::kReshape, {F({2, 3})}, {{"shape", Ints{-1, -1}}}).find("more than one -1"),
             std::string::npos);
   EXPECT_NE(error_of(Op::kReshape, {F({2, 3})}, {{"shape", Ints{4, 2}}}).find("cannot reshape"),
+            std::string::npos);
+  // Found by the ONNX fuzzer: the product of the known sizes overflowed.
+  EXPECT_NE(error_of(Op::kReshape, {F({2, 3})},
+                     {{"shape", Ints{std::numeric_limits<std::int64_t>::max(), 8, -1}}})
+                .find("holds more than"),
             std::string::npos);
   EXPECT_EQ(dims_of(Op::kFlatten, {F({2, 3, 4, 5})}, {{"axis", std::int64_t{2}}}), (Dims{6, 20}));
   EXPECT_EQ(dims_of(Op::kFlatten, {F({2, 3})}, {{"axis", std::int64_t{0}}}), (Dims{1, 6}));

@@ -8,6 +8,7 @@ packages=(
   libabsl-dev libboost-dev libfmt-dev libtbb-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libcli11-dev libboost-graph-dev coinor-libcbc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -29,4 +29,17 @@ step "the sanitized build"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -R "^($(IFS='|'; echo "${sanitized[*]}"))\$"
 step "the sanitized tests"
+
+# Coverage-guided fuzzing (tests/fuzz/): every reader of untrusted input,
+# built with clang's libFuzzer, ASan and UBSan, runs SATURN_FUZZ_SECONDS
+# (default 20) from its committed corpus, two at a time. New inputs go to a
+# scratch folder, never into the repository; a crash fails the run and
+# leaves its input under build-fuzz/crashes/ (add it to the corpus with the
+# fix).
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DSATURN_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
+step "the fuzz build"
+bash tools/fuzz.sh "${SATURN_FUZZ_SECONDS:-20}"
+step "fuzzing"
 echo "saturn: all tests passed"

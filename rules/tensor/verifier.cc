@@ -128,8 +128,9 @@ std::vector<std::size_t> same_shape_of(const Rule& rule) {
   for (std::size_t v = 0; v < same.size(); ++v) same[v] = v;
   for (const RuleCondition& c : rule.conditions) {
     if (c.predicate->name != "same-shape" || c.args.size() != 2) continue;
-    const auto [a, b] =
-        std::minmax(static_cast<std::size_t>(c.args[0]), static_cast<std::size_t>(c.args[1]));
+    // (std::minmax of temporaries would return references to them.)
+    const auto x = static_cast<std::size_t>(c.args[0]), y = static_cast<std::size_t>(c.args[1]);
+    const std::size_t a = std::min(x, y), b = std::max(x, y);
     if (same[b] == b) same[b] = a;
   }
   return same;

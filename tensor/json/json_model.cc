@@ -4,6 +4,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -18,20 +19,6 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::string_view kFormat = "saturn-model";
 constexpr int kVersion = 1;
-
-// "line L, column C" of a byte offset.
-std::string position(std::string_view text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("{}:{}", line, col);
-}
 
 class ModelReader {
  public:
@@ -371,14 +358,9 @@ OrderedJson attribute_json(const AttrValue& v) {
 }  // namespace
 
 absl::StatusOr<Graph> parse_json_model(std::string_view text, std::string_view file) {
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}: not valid JSON", file, position(text, e.byte == 0 ? 0 : e.byte - 1)));
-  }
-  return ModelReader(file).read(root);
+  absl::StatusOr<Json> root = parse_json(text, file);
+  if (!root.ok()) return root.status();
+  return ModelReader(file).read(*root);
 }
 
 absl::StatusOr<Graph> load_json_model(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/file.h"
@@ -58,6 +59,40 @@ absl::Status resolve_input_dims(onnx::ModelProto& model, const OnnxImportOptions
         d.set_dim_value(it->second);
       }
       ++axis;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The window attributes of convolutions and pools, checked before ONNX's
+// own shape inference runs: it divides by strides and groups without
+// checking them (a stride of 0 stops the process with SIGFPE).
+absl::Status check_window_attributes(const onnx::GraphProto& graph) {
+  static const absl::flat_hash_set<std::string_view> kWindowed = {
+      "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
+      "LpPool", "MaxUnpool", "MaxRoiPool", "DeformConv"};
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) {
+        if (absl::Status s = check_window_attributes(a.g()); !s.ok()) return s;
+      }
+      for (const onnx::GraphProto& g : a.graphs()) {
+        if (absl::Status s = check_window_attributes(g); !s.ok()) return s;
+      }
+      if (!is_default_domain(n.domain()) || !kWindowed.contains(n.op_type())) continue;
+      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                            a.name() == "kernel_shape" || a.name() == "group";
+      const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
+      if (!positive && !non_negative) continue;
+      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
+      if (a.has_i()) values.push_back(a.i());
+      for (std::int64_t v : values) {
+        if (v < 0 || (positive && v == 0)) {
+          return absl::InvalidArgumentError(fmt::format(
+              "node '{}' ({}): attribute {} must be {}, got {}", n.name(), n.op_type(), a.name(),
+              positive ? "positive" : "non-negative", v));
+        }
+      }
     }
   }
   return absl::OkStatus();
@@ -138,6 +173,8 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   } catch (const std::exception& e) {
     return error("the ONNX checker rejects the model: {}", e.what());
   }
+  if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
+    return error("{}", message(st));
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/0,
                                         /*data_prop=*/true);
