@@ -1,17 +1,45 @@
 #include "base/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "fmt/format.h"
 
 namespace saturn {
+
+namespace {
+
+// Removes the temporary files that writers of `path` killed before their
+// rename left beside it (PATH.PID.tmp of a process that no longer runs).
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string prefix = target.filename().string() + ".";
+  std::error_code ec;
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(".tmp")) continue;
+    const std::string_view digits =
+        std::string_view(name).substr(prefix.size(), name.size() - prefix.size() - 4);
+    long pid = 0;
+    if (!absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &pid) || pid <= 0 ||
+        pid == static_cast<long>(getpid()))
+      continue;
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -54,6 +82,7 @@ absl::Status write_text_file(const std::string& path, std::string_view text) {
     unlink(temporary.c_str());
     return absl::PermissionDeniedError(fmt::format("{}: cannot replace the file: {}", path, why));
   }
+  remove_stale_temporaries(path);
   return absl::OkStatus();
 }
 
