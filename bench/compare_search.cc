@@ -25,6 +25,7 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
 #include "saturn.h"
 
@@ -39,6 +40,10 @@ struct Args {
   int seeds = 5, threads = 2;
   double ilp_seconds = 5, time_limit = 60;
   std::string out = "compare_search";
+  // Rule files instead of the shipped rules (verified first, unless
+  // unverified_rules), for comparing rule sets on the same workload.
+  std::vector<std::string> rules;
+  bool unverified_rules = false;
 };
 
 struct Run {
@@ -82,6 +87,10 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
       ->check(CLI::Range(1, 1000));
   bench::add_search_limit_options(app, a.threads, a.ilp_seconds, a.time_limit);
   app.add_option("--out", a.out, "where the tables and plots go")->capture_default_str();
+  app.add_option("--rules", a.rules, "rule files instead of the shipped rules (verified first)")
+      ->delimiter(',');
+  app.add_flag("--unverified-rules", a.unverified_rules,
+               "use the rule files without verifying them (the tables say so)");
   if (std::optional<int> exit = parse_command_line(app, argc, argv)) return exit;
   if (a.models.empty())
     for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
@@ -96,7 +105,10 @@ int main(int argc, char** argv) {
   const Args* args = &parsed;
   std::vector<Run> runs;
   const std::string machine = machine_description();
-  fmt::print("machine: {}\n\n", machine);
+  fmt::print("machine: {}\n", machine);
+  fmt::print("rules: {}{}\n\n",
+             args->rules.empty() ? std::string("shipped") : fmt::format("{}", fmt::join(args->rules, ", ")),
+             args->unverified_rules ? " (unverified)" : "");
   fmt::print(
       "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "
       "peak MB | wall s | stop |\n");
@@ -127,6 +139,8 @@ int main(int argc, char** argv) {
             options.budget.time_limit_seconds = args->time_limit;
             options.cost_model = *cost;
             options.ilp_seconds = args->ilp_seconds;
+            options.rule_files = args->rules;
+            options.unverified_rules = args->unverified_rules;
             absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
             if (!r.ok()) {
               run.error = std::string(message(r.status()));
@@ -189,6 +203,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(args->out);
   nlohmann::json j;
   j["machine"] = machine;
+  j["rules"] = args->rules.empty() ? nlohmann::json("shipped") : nlohmann::json(args->rules);
+  j["unverified_rules"] = args->unverified_rules;
   j["threads"] = args->threads;
   j["ilp_seconds"] = args->ilp_seconds;
   for (const Run& r : runs) {
