@@ -134,9 +134,13 @@ absl::StatusOr<json> handle(const json& request, std::unique_ptr<Session>& sessi
                           env.rule(action).name, available));
     }
     StepResult r = env.step(action, subset);
-    return json{
-        {"ok", true},           {"reward", r.reward},     {"done", r.done},
-        {"applied", r.applied}, {"filtered", r.filtered}, {"observation", observation_json(env)}};
+    return json{{"ok", true},
+                {"reward", r.reward},
+                {"done", r.done},
+                {"applied", r.applied},
+                {"filtered", r.filtered},
+                {"conflicts", r.conflicts},
+                {"observation", observation_json(env)}};
   }
   return absl::InvalidArgumentError(
       fmt::format("unknown cmd '{}' (reset, rules, actions, step, observe, quit)", cmd));
