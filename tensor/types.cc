@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -49,8 +50,13 @@ std::optional<DType> parse_dtype(std::string_view name) {
 std::size_t dtype_bytes(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)].bytes; }
 
 std::int64_t TensorType::num_elements() const {
+  // Saturates rather than overflowing (types can come from files; readers
+  // refuse those beyond within_size_limit).
   std::int64_t n = 1;
-  for (std::int64_t d : dims) n *= d < 0 ? 1 : d;
+  for (std::int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d < 0 ? 1 : d, &n))
+      return std::numeric_limits<std::int64_t>::max();
+  }
   return n;
 }
 

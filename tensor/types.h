@@ -9,6 +9,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,8 +72,12 @@ struct TensorType {
     }
     return true;
   }
-  std::int64_t num_bytes() const {
-    return num_elements() * static_cast<std::int64_t>(dtype_bytes(dtype));
+  std::int64_t num_bytes() const {  // saturates, as num_elements does
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(num_elements(), static_cast<std::int64_t>(dtype_bytes(dtype)),
+                               &bytes))
+      return std::numeric_limits<std::int64_t>::max();
+    return bytes;
   }
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
@@ -97,7 +102,10 @@ struct ValueType {
   }
   std::int64_t num_bytes() const {  // over all parts
     std::int64_t total = 0;
-    for (const TensorType& t : parts) total += t.num_bytes();
+    for (const TensorType& t : parts) {
+      if (__builtin_add_overflow(total, t.num_bytes(), &total))
+        return std::numeric_limits<std::int64_t>::max();
+    }
     return total;
   }
   friend bool operator==(const ValueType&, const ValueType&) = default;

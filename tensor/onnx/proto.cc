@@ -122,6 +122,10 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
       return absl::InvalidArgumentError(
           fmt::format("tensor '{}' has a negative dimension", p.name()));
   }
+  if (!within_size_limit(type))
+    return absl::InvalidArgumentError(fmt::format("tensor '{}' of type {} holds more than {} TiB",
+                                                  p.name(), to_string(type),
+                                                  kMaxTensorBytes >> 40));
   const std::int64_t count = type.num_elements();
   if (*dtype == DType::kString) {
     if (p.string_data_size() != count)
