@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,7 +20,10 @@ namespace saturn {
 namespace {
 
 // Removes the temporary files that writers of `path` killed before their
-// rename left beside it (PATH.PID.tmp of a process that no longer runs).
+// rename left beside it: PATH.PID.tmp whose process does not run here and
+// whose lock nobody holds (a writer locks its temporary file while it
+// writes, so a writer in another PID namespace or on another NFS client is
+// not taken for dead).
 void remove_stale_temporaries(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -35,7 +39,11 @@ void remove_stale_temporaries(const std::string& path) {
     if (!absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &pid) || pid <= 0 ||
         pid == static_cast<long>(getpid()))
       continue;
-    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const int fd = open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) fs::remove(it->path(), ec);
+    close(fd);
   }
 }
 
@@ -59,6 +67,7 @@ absl::Status write_text_file(const std::string& path, std::string_view text) {
   if (fd < 0)
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot open file for writing: {}", path, std::strerror(errno)));
+  (void)flock(fd, LOCK_EX | LOCK_NB);  // held until close: see remove_stale_temporaries
   auto fail = [&](const char* what) {
     const std::string why = std::strerror(errno);
     close(fd);

@@ -1,5 +1,7 @@
 #include "egraph/serialize.h"
 
+#include <cmath>
+
 #include "absl/container/flat_hash_map.h"
 #include "base/file.h"
 #include "base/json.h"
@@ -55,6 +57,11 @@ absl::StatusOr<SerializedEGraph> parse_serialized(std::string_view json,
     if (node.contains("cost")) {
       if (!node["cost"].is_number()) return fail(fmt::format("node \"{}\": bad \"cost\"", name));
       n.cost = node["cost"].get<double>();
+      // Extraction minimizes a sum: a negative cost on a cycle has no
+      // minimum (found by fuzzing: the tree extractor never converged).
+      if (!(n.cost >= 0) || !std::isfinite(n.cost))
+        return fail(fmt::format("node \"{}\": \"cost\" must be a non-negative number, got {}",
+                                name, n.cost));
     }
     node_index.emplace(name, out.nodes.size());
     out.class_nodes[n.eclass].push_back(out.nodes.size());

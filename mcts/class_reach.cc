@@ -27,8 +27,17 @@ void ClassReach::rank(const EGraph& egraph) {
     }
     rank_[classes[v].index()] = c;
   }
-  reach_.resize(components.count);
-  for (auto& bits : reach_) bits.clear();
+  const std::size_t words = (static_cast<std::size_t>(components.count) + 63) / 64;
+  bitsets_ = static_cast<std::size_t>(components.count) * words * 8 <= max_bitset_bytes_;
+  if (bitsets_) {
+    reach_.resize(components.count);
+    for (auto& bits : reach_) bits.clear();
+  } else {
+    reach_.clear();
+    reach_.shrink_to_fit();
+    seen_.assign(components.count, 0);
+    epoch_ = 0;
+  }
 }
 
 bool ClassReach::reaches(Id from, Id to) {
@@ -36,8 +45,31 @@ bool ClassReach::reaches(Id from, Id to) {
   if (a == kUnranked || b == kUnranked) return from == to;
   if (a == b) return true;  // one component
   if (a < b) return false;  // a reaches only lower ranks
+  if (!bitsets_) return search(a, b);
   const std::vector<std::uint64_t>& bits = reach_of(a);
   return (bits[b / 64] >> (b % 64)) & 1;
+}
+
+// Depth-first from `from`, entering only components ranked above `to`
+// (the others cannot reach it).
+bool ClassReach::search(std::uint32_t from, std::uint32_t to) {
+  if (++epoch_ == 0) {  // the marks wrapped around
+    std::fill(seen_.begin(), seen_.end(), 0);
+    epoch_ = 1;
+  }
+  todo_.assign(1, from);
+  seen_[from] = epoch_;
+  while (!todo_.empty()) {
+    const std::uint32_t c = todo_.back();
+    todo_.pop_back();
+    for (std::uint32_t d : component_succ_[c]) {
+      if (d == to) return true;
+      if (d < to || seen_[d] == epoch_) continue;
+      seen_[d] = epoch_;
+      todo_.push_back(d);
+    }
+  }
+  return false;
 }
 
 // Successors first, on an explicit stack: a component's bitset is its own bit

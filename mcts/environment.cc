@@ -304,6 +304,7 @@ void Environment::apply_capped(const std::function<void()>& apply_matches, StepR
   }
   const StepRecord empty_record = record;
   const StepResult empty_result = result;
+  const std::vector<std::size_t> conflicts_before = conflicts_;  // a retry counts them again
   const bool hit_before = budget_hit_;
   bool overshot = false;
   std::size_t lowered = cap;
@@ -320,6 +321,7 @@ void Environment::apply_capped(const std::function<void()>& apply_matches, StepR
     for (auto [r, n] : record.per_rule) applications_[r] -= n;
     record = empty_record;
     result = empty_result;
+    conflicts_ = conflicts_before;
     budget_hit_ = hit_before;  // the retry applies the matches again
     overshot = true;
     lowered = lowered > bytes - cap ? lowered - (bytes - cap) : 0;

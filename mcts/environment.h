@@ -156,8 +156,9 @@ class Environment {
 
   // Matches applied per rule since reset (rolled back with restore()).
   const std::vector<std::size_t>& rule_applications() const { return applications_; }
-  // Matches refused per rule for a type conflict (StepResult::conflicts),
-  // over every step since creation, rolled back or not.
+  // Refusals per rule for a type conflict (StepResult::conflicts), over
+  // every step since creation, rolled back or not: a match refused in
+  // several states (simulations) counts each time.
   const std::vector<std::size_t>& rule_conflicts() const { return conflicts_; }
   std::size_t steps() const { return history_.size(); }
   std::size_t peak_nodes() const { return peak_nodes_; }

@@ -105,7 +105,8 @@ struct OptimizeResult {
   std::vector<RuleApplication> rules_applied;  // most applied first; only rules applied
   // Rules some of whose matches were refused because the result's type
   // (shape, dtype) differed from the matched value's: each such rule is
-  // unsound, and `count` says how many matches it lost. Most first.
+  // unsound. `count` is the refusals over the whole search (a match refused
+  // in several simulated states counts each time). Most first.
   std::vector<RuleApplication> rules_conflicting;
   std::size_t num_rules = 0;                   // rules the search could use
   // What the check of OptimizeOptions::rule_files found (empty for the

@@ -234,7 +234,8 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
     const std::size_t classes_before = egraph.num_classes();
     // A single result joins the matched class directly. Several are all
     // added first and merged only if none conflicts with its class, so that
-    // a rule is applied whole or not at all.
+    // no part of a rule's equalities is asserted without the rest (the nodes
+    // of results built before a refusal stay, unmerged, as any e-node does).
     const bool single = rule.rhs.size() == 1;
     results.clear();
     for (std::size_t p = 0; p < rule.rhs.size(); ++p) {

@@ -1,6 +1,7 @@
 #include "tensor/infer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -212,6 +213,7 @@ std::optional<std::int64_t> normalize_axis(std::int64_t axis, std::size_t rank) 
 }
 
 SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) {
+  assert(dim >= 0 && step != 0);
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   // A step beyond the dimension takes one element, as one of dim + 1 does;

@@ -32,6 +32,7 @@ std::optional<std::int64_t> normalize_axis(std::int64_t axis, std::size_t rank);
 struct SliceRange {
   std::int64_t start = 0, step = 1, count = 0;
 };
+// `dim` is known (>= 0) and `step` is not 0.
 SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step);
 
 // Output spatial extent of a convolution or pooling window.

@@ -143,7 +143,8 @@ absl::StatusOr<ValueType> Inference::slice() {
       return fail(op_, "axes {} invalid for {}", to_string(axes), to_string(t(0)));
     if (steps[i] == 0) return fail(op_, "step must not be 0");
     seen[*ax] = true;
-    out[*ax] = slice_range(out[*ax], starts[i], ends[i], steps[i]).count;
+    // An unknown extent (an opaque operator's output) stays unknown.
+    if (out[*ax] >= 0) out[*ax] = slice_range(out[*ax], starts[i], ends[i], steps[i]).count;
   }
   return like(0, out);
 }
@@ -164,7 +165,11 @@ absl::StatusOr<ValueType> Inference::pad() {
   std::size_t r = t(0).rank();
   if (auto s = need_pads(pads, 2 * r); !s.ok()) return s;
   Dims out = d(0);
-  for (std::size_t i = 0; i < r; ++i) out[i] += pads[i] + pads[r + i];
+  for (std::size_t i = 0; i < r; ++i) {
+    if (__builtin_add_overflow(out[i], pads[i], &out[i]) ||
+        __builtin_add_overflow(out[i], pads[r + i], &out[i]))
+      return fail(op_, "pads {} overflow {}", to_string(pads), to_string(t(0)));
+  }
   return like(0, out);
 }
 

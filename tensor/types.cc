@@ -64,9 +64,13 @@ bool within_size_limit(const TensorType& type) {
   // At least one byte an element, so that the element count is checked too.
   std::int64_t bytes =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(dtype_bytes(type.dtype)));
+  // A zero (or unknown) dimension counts as 1 here: the other dimensions are
+  // bounded all the same, since shape arithmetic (Flatten, Concat) combines
+  // them whatever the element count.
   for (std::int64_t d : type.dims) {
-    if (d > 0 && bytes > kMaxTensorBytes / d) return false;
-    bytes *= d < 0 ? 1 : d;
+    const std::int64_t factor = d > 0 ? d : 1;
+    if (bytes > kMaxTensorBytes / factor) return false;
+    bytes *= factor;
   }
   return bytes <= kMaxTensorBytes;
 }

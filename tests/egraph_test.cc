@@ -471,6 +471,14 @@ TEST(Serialize, RejectsMalformedJson) {
       "{\"nodes\": {\"a\": {\"op\": \"f\", \"eclass\": \"1\", \"children\": [\"zz\"]}}}", "c.json");
   ASSERT_FALSE(child.ok());
   EXPECT_NE(std::string(child.status().message()).find("unknown child"), std::string::npos);
+  // Found by fuzzing: a negative cost on a cycle left extraction no minimum.
+  auto negative = parse_serialized(
+      "{\"nodes\": {\"a\": {\"op\": \"f\", \"eclass\": \"1\", \"children\": [\"a\"], "
+      "\"cost\": -4}}}",
+      "n.json");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(std::string(negative.status().message()).find("must be a non-negative number"),
+            std::string::npos);
 }
 
 }  // namespace

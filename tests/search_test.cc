@@ -52,8 +52,9 @@ TEST(ClassReach, AgreesWithASearchOverTheNodes) {
     }
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(eg.merge(any(), any()).ok());
     eg.rebuild();
-    ClassReach reach;
+    ClassReach reach, searched(/*max_bitset_bytes=*/0);
     reach.rank(eg);
+    searched.rank(eg);
     const std::vector<Id> classes = eg.class_ids();
     for (Id from : classes) {
       std::set<Id> seen{from};
@@ -67,8 +68,10 @@ TEST(ClassReach, AgreesWithASearchOverTheNodes) {
           }
         }
       }
-      for (Id to : classes)
+      for (Id to : classes) {
         EXPECT_EQ(reach.reaches(from, to), seen.count(to) > 0) << "round " << round;
+        EXPECT_EQ(searched.reaches(from, to), seen.count(to) > 0) << "round " << round;
+      }
     }
   }
 }

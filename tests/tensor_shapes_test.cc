@@ -215,6 +215,14 @@ TEST(TensorShapes, SliceGatherPad) {
             std::string::npos);
   EXPECT_NE(error_of(Op::kPad, {F({1, 2})}, {{"pads", Ints{0, -1, 0, 0}}}).find("negative"),
             std::string::npos);
+  // Sizes from a file never overflow: padding, and a zero dimension that
+  // would otherwise hide two huge ones from the size limit.
+  constexpr std::int64_t kHuge = std::numeric_limits<std::int64_t>::max();
+  EXPECT_NE(error_of(Op::kPad, {F({1})}, {{"pads", Ints{0, kHuge}}}).find("overflow"),
+            std::string::npos);
+  EXPECT_FALSE(within_size_limit(TensorType{DType::kFloat32, {0, std::int64_t{1} << 40,
+                                                              std::int64_t{1} << 40}}));
+  EXPECT_TRUE(within_size_limit(TensorType{DType::kFloat32, {0, 1024}}));
 }
 
 TEST(TensorShapes, Pooling) {

@@ -145,7 +145,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
     rules.push_back({{"rule", a.name}, {"count", a.count}});
   nlohmann::json conflicting = nlohmann::json::array();
   for (const RuleApplication& a : r.rules_conflicting)
-    conflicting.push_back({{"rule", a.name}, {"matches", a.count}});
+    conflicting.push_back({{"rule", a.name}, {"refusals", a.count}});
   nlohmann::json regions = nlohmann::json::array();
   for (const RegionSummary& s : r.region_summaries)
     regions.push_back({{"first_region", s.first},
@@ -240,7 +240,7 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   }
   for (const RuleApplication& rule : r->rules_conflicting)
     fmt::print(stderr,
-               "saturn: warning: rule {} rejected: type mismatch ({} matches; its result's shape "
+               "saturn: warning: rule {} rejected: type mismatch ({} refusals; its result's shape "
                "or dtype differs from the matched value's, so the rule is unsound)\n",
                rule.name, rule.count);
   if (!o.out.empty()) {
