@@ -1,8 +1,8 @@
 // The tree and sharing-aware DAG greedy extractors.
 #include <algorithm>
 #include <bit>
-#include <iterator>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -168,12 +168,13 @@ class SparseSets {
     for (std::uint32_t k : classes) {
       scratch_.clear();
       std::set_union(acc_.begin(), acc_.end(), sets_[k].begin(), sets_[k].end(),
-                     std::back_inserter(scratch_),
-                     [](const Item& a, const Item& b) { return a.first < b.first; });
+                     std::back_inserter(scratch_), by_class);
       std::swap(acc_, scratch_);
     }
   }
-  bool acc_contains(std::uint32_t c) const { return std::binary_search(acc_.begin(), acc_.end(), Item{c, 0}, by_class); }
+  bool acc_contains(std::uint32_t c) const {
+    return std::binary_search(acc_.begin(), acc_.end(), Item{c, 0}, by_class);
+  }
   double acc_add(std::uint32_t c, double cost) {
     acc_.insert(std::lower_bound(acc_.begin(), acc_.end(), Item{c, 0}, by_class), Item{c, cost});
     double total = 0;
