@@ -5,7 +5,7 @@
 #include <numeric>
 #include <utility>
 
-#include "boost/graph/adjacency_list.hpp"
+#include "boost/graph/compressed_sparse_row_graph.hpp"
 #include "boost/graph/strong_components.hpp"
 
 namespace saturn::graph {
@@ -73,12 +73,17 @@ std::vector<std::uint32_t> all_vertices(const Successors& succ) {
 }  // namespace
 
 Components strong_components(const Successors& succ) {
-  // Out-edges of a vecS adjacency list keep the order they were added in.
-  using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  BoostGraph g(succ.size());
+  // A compressed sparse row graph: two arrays, where an adjacency list
+  // allocates per vertex. Edges given sorted by source keep their order.
+  using BoostGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property,
+                                                        boost::no_property, boost::no_property,
+                                                        std::uint32_t, std::uint32_t>;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::size_t v = 0; v < succ.size(); ++v) {
-    for (std::uint32_t w : succ[v]) boost::add_edge(v, w, g);
+    for (std::uint32_t w : succ[v]) edges.emplace_back(static_cast<std::uint32_t>(v), w);
   }
+  const BoostGraph g(boost::edges_are_sorted, edges.begin(), edges.end(),
+                     static_cast<std::uint32_t>(succ.size()));
   Components c;
   c.component.resize(succ.size());
   const auto index = boost::get(boost::vertex_index, g);

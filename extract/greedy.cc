@@ -106,8 +106,10 @@ class DenseSets {
     words_ = (classes + 63) / 64;
     // One row per class and one for the union being formed; keep_acc swaps
     // rows instead of copying them.
-    bits_.assign((classes + 1) * words_, 0);
-    costs_.resize((classes + 1) * classes);
+    // Grown, never shrunk nor cleared: a row is read only once written (its
+    // class has a set), and shrinking would have the next growth zero it.
+    grow(bits_, (classes + 1) * words_);
+    grow(costs_, (classes + 1) * classes);
     row_.resize(classes);
     std::iota(row_.begin(), row_.end(), 0u);
     acc_ = static_cast<std::uint32_t>(classes);
@@ -143,6 +145,10 @@ class DenseSets {
   void keep_acc(std::uint32_t c) { std::swap(row_[c], acc_); }
 
  private:
+  template <typename T>
+  static void grow(std::vector<T>& v, std::size_t size) {
+    if (v.size() < size) v.resize(size);
+  }
   std::uint64_t* bits(std::uint32_t row) { return &bits_[row * words_]; }
   const std::uint64_t* bits(std::uint32_t row) const { return &bits_[row * words_]; }
   double* costs(std::uint32_t row) { return &costs_[row * classes_]; }

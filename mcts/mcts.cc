@@ -14,10 +14,11 @@
 // Threads run independent trees (root parallelism), each on its own
 // environment with its own seed; the root statistics are summed to choose the
 // action. A fixed number of simulations per tree makes the result depend only
-// on the seed and the thread count.
+// on the seed and the number of trees (one per thread unless set).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "mcts/search.h"
@@ -245,7 +246,8 @@ std::optional<std::size_t> choose_action(const std::vector<std::unique_ptr<Tree>
 
 absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
                                        const SearchOptions& options) {
-  const std::size_t num_trees = static_cast<std::size_t>(options.threads);
+  const std::size_t num_trees =
+      static_cast<std::size_t>(options.trees > 0 ? options.trees : options.threads);
   // A simulation values its last state only.
   EnvironmentConfig unpriced = config;
   unpriced.price_steps = false;
@@ -261,7 +263,18 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   const std::size_t per_tree =
       std::max<std::size_t>(1, (options.mcts.simulations + num_trees - 1) / num_trees);
 
-  tbb::task_arena arena(options.threads);
+  // Inside an arena of the same width (a region search), the trees share it
+  // with the other regions' searches; otherwise they get their own.
+  std::optional<tbb::task_arena> own_arena;
+  if (tbb::this_task_arena::max_concurrency() != options.threads) own_arena.emplace(options.threads);
+  // Isolated: a thread waiting for the other trees must not start another
+  // region's whole search meanwhile.
+  auto simulate_all = [&] {
+    tbb::this_task_arena::isolate([&] {
+      tbb::parallel_for(std::size_t{0}, num_trees,
+                        [&](std::size_t t) { trees[t]->simulate(per_tree); });
+    });
+  };
   SearchStats stats;
   stats.strategy = "mcts";
   stats.stop_reason = "step limit";
@@ -270,10 +283,10 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
       stats.stop_reason = lead.out_of_time() ? "time limit" : "node or byte budget";
       break;
     }
-    arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, num_trees,
-                        [&](std::size_t t) { trees[t]->simulate(per_tree); });
-    });
+    if (own_arena)
+      own_arena->execute(simulate_all);
+    else
+      simulate_all();
     std::optional<std::size_t> action = choose_action(trees, Tree::num_actions(lead));
     if (!action) {
       stats.stop_reason = lead.out_of_time() ? "time limit" : "no applicable rule";

@@ -24,12 +24,17 @@
 
 namespace saturn {
 
+// The MCTS trees of one region structure's search, whatever the thread
+// count: the threads share the trees of all the structures, and a fixed
+// count keeps the result independent of the thread count.
+inline constexpr int kRegionTrees = 2;
+
 struct OptimizeOptions {
   SearchOptions search;  // strategy, seed, threads and per-strategy settings
   // A graph with more operators than regions.max_ops is cut into regions
   // (tensor/regions.h), each searched on its own: the budget's e-nodes are
   // then per region, its bytes for all the regions searched at once
-  // (search.threads of them, each searched by one thread), and its time
+  // (search.threads of them, kRegionTrees e-graphs each), and its time
   // limit for the whole search (each round of search.threads regions gets
   // an equal share). Regions with one structure are searched once.
   // target_ops 0: never cut.

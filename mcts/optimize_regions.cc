@@ -1,6 +1,7 @@
 // The search of a graph cut into regions: one search per structure of
-// region, searched in parallel on an arena of search.threads (one thread per
-// search, so that the result does not depend on the thread count), and the
+// region, searched in parallel on an arena of search.threads (a structure's
+// MCTS trees spread over the threads too; their number is fixed, so that the
+// result does not depend on the thread count), and the
 // regions' graphs stitched back and priced as a whole.
 #include <algorithm>
 #include <atomic>
@@ -135,10 +136,15 @@ absl::StatusOr<OptimizeResult> optimize_regions(
 
   const int threads = std::clamp(options.search.threads, 1, kMaxThreads);
   OptimizeOptions per_region = options;
-  per_region.search.threads = 1;
+  // Each structure's MCTS runs kRegionTrees trees whatever the thread count;
+  // they share the regions' arena with the other structures' searches.
+  per_region.search.threads = threads;
+  per_region.search.trees = kRegionTrees;
   per_region.min_gain = 0;  // min_gain judges the whole graph's gain
   if (options.budget.max_bytes != Budget::kUnlimited)
-    per_region.budget.max_bytes = options.budget.max_bytes / static_cast<std::size_t>(threads);
+    per_region.budget.max_bytes = options.budget.max_bytes /
+                                  static_cast<std::size_t>(std::min(threads, int(first.size()))) /
+                                  kRegionTrees;
   // The time limit is the whole search's: the structures are searched in
   // rounds of `threads`, each round in an equal share of it.
   const std::size_t rounds = (first.size() + threads - 1) / static_cast<std::size_t>(threads);

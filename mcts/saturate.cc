@@ -64,6 +64,10 @@ absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
   if (options.threads < 1 || options.threads > kMaxThreads)
     return absl::InvalidArgumentError(fmt::format(
         "search: threads must be between 1 and {}, got {}", kMaxThreads, options.threads));
+  if (options.trees < 0 || options.trees > kMaxThreads)
+    return absl::InvalidArgumentError(fmt::format(
+        "search: trees must be between 0 (one per thread) and {}, got {}", kMaxThreads,
+        options.trees));
   switch (options.strategy) {
     case Strategy::kMcts:
       return run_mcts(config, options);

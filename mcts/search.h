@@ -72,8 +72,12 @@ inline constexpr int kMaxThreads = 256;
 struct SearchOptions {
   Strategy strategy = Strategy::kMcts;
   std::uint64_t seed = 1;
-  // MCTS: independent trees whose root statistics are summed (at most kMaxThreads).
+  // Threads the search may use (at most kMaxThreads).
   int threads = 1;
+  // MCTS: independent trees whose root statistics are summed, spread over
+  // the threads; 0 means one tree per thread. A fixed tree count makes the
+  // result independent of the thread count.
+  int trees = 0;
   MctsOptions mcts;
   GreedyOptions greedy;
   DefaultOrderOptions default_order;
