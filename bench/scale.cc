@@ -159,8 +159,17 @@ absl::StatusOr<std::pair<nlohmann::json, double>> run_child(const char* self,
   rusage usage{};
   wait4(pid, &status, 0, &usage);
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || j.is_discarded())
-    return absl::InternalError(fmt::format("scale: the run '{}' failed", args.back()));
+  // How it ended, for the table: a run that fails only now and then (one
+  // of the sweep's 56 in two sweeps so far) must say how.
+  std::string ended;
+  if (WIFSIGNALED(status))
+    ended = fmt::format("killed by signal {}", WTERMSIG(status));
+  else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    ended = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  else if (j.is_discarded())
+    ended = fmt::format("printed no JSON ({} bytes)", text.size());
+  if (!ended.empty())
+    return absl::InternalError(fmt::format("scale: the run '{}' failed: {}", args.back(), ended));
   return std::pair{j, static_cast<double>(usage.ru_maxrss) * 1024.0};
 }
 

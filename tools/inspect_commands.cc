@@ -243,7 +243,7 @@ Command add_info_command(CLI::App& program) {
 }
 
 std::vector<Command> add_rules_commands(CLI::App& program) {
-  CLI::App* rules = program.add_subcommand("rules", "List or verify rule files");
+  CLI::App* rules = program.add_subcommand("rules", "List, verify or import rule files");
   rules->require_subcommand(1);
   std::vector<Command> commands;
   for (const bool verify : {false, true}) {
@@ -262,6 +262,7 @@ std::vector<Command> add_rules_commands(CLI::App& program) {
     }
     commands.push_back({app, [verify, o] { return run_rules(verify, *o); }});
   }
+  commands.push_back(add_rules_import_command(*rules));
   return commands;
 }
 

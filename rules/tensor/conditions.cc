@@ -109,6 +109,15 @@ ConditionRegistry tensor_conditions() {
         return !t.is_tuple && t.tensor().rank() == 1;
       },
       "the class is a vector");
+  for (const int rank : {3, 4}) {
+    r.add(
+        fmt::format("rank-{}", rank), 1,
+        [rank](const EGraph& g, std::span<const Id> a) {
+          const tensor::ValueType& t = type_of(g, a[0]);
+          return !t.is_tuple && t.tensor().rank() == static_cast<std::size_t>(rank);
+        },
+        fmt::format("the class has rank {}", rank));
+  }
   r.add(
        "same-last-dim", 2,
        [](const EGraph& g, std::span<const Id> a) {
@@ -153,6 +162,32 @@ ConditionRegistry tensor_conditions() {
   r.add_function("last-dims", -1, extents(-1),
                  "[last dimension of each argument]: split sizes along the last axis");
   r.add_function("row-dims", -1, extents(-2), "[second-to-last dimension of each argument]");
+  r.add_function("channel-dims", -1, extents(1),
+                 "[d1 of each argument]: split sizes along axis 1 (channels)");
+  // The group count TASO infers for a convolution: its input's channels
+  // (axis 1) over its kernel's; the arguments are the parts concatenated into
+  // the input, then the last `kernels` ones the parts of the kernel.
+  auto conv_group = [](std::size_t kernels) {
+    return [kernels](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+      if (a.size() <= kernels) return std::nullopt;
+      std::int64_t inputs = 0, per_group = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const tensor::ValueType& t = type_of(g, a[i]);
+        if (t.is_tuple || t.tensor().rank() < 2) return std::nullopt;
+        (i + kernels < a.size() ? inputs : per_group) += t.tensor().dims[1];
+      }
+      if (per_group <= 0 || inputs % per_group != 0) return std::nullopt;
+      return inputs / per_group;
+    };
+  };
+  r.add_function("conv-group", -1, conv_group(1),
+                 "(conv-group ?x... ?w): the channels (axis 1) of the ?x over the kernel ?w's "
+                 "input channels (the group count TASO infers)");
+  for (const std::size_t k : {2, 3})
+    r.add_function(fmt::format("conv-group-k{}", k), -1, conv_group(k),
+                   fmt::format("(conv-group-k{} ?x... ?w...): conv-group with a kernel "
+                               "concatenated from the last {} arguments",
+                               k, k));
   return r;
 }
 
