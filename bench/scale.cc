@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -158,7 +159,13 @@ absl::StatusOr<std::pair<nlohmann::json, double>> run_child(const char* self,
   int status = 0;
   rusage usage{};
   wait4(pid, &status, 0, &usage);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  // The figures are the last line; a library that prints on stdout (a
+  // solver's message) must not lose the run.
+  std::string_view last = text;
+  while (!last.empty() && last.back() == '\n') last.remove_suffix(1);
+  if (const std::size_t nl = last.rfind('\n'); nl != std::string_view::npos)
+    last = last.substr(nl + 1);
+  nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
   // How it ended, for the table: a run that fails only now and then (one
   // of the sweep's 56 in two sweeps so far) must say how.
   std::string ended;
@@ -167,7 +174,7 @@ absl::StatusOr<std::pair<nlohmann::json, double>> run_child(const char* self,
   else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     ended = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   else if (j.is_discarded())
-    ended = fmt::format("printed no JSON ({} bytes)", text.size());
+    ended = fmt::format("printed no JSON: '{}'", text.substr(0, 300));
   if (!ended.empty())
     return absl::InternalError(fmt::format("scale: the run '{}' failed: {}", args.back(), ended));
   return std::pair{j, static_cast<double>(usage.ru_maxrss) * 1024.0};

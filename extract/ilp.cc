@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <utility>
@@ -101,6 +102,16 @@ class CbcModel {
  private:
   Cbc_Model* model_;
 };
+
+// CBC's solve reads its options through process-wide state (the command
+// reader of CbcSolver): two solves at once garble each other's options,
+// which showed as "No match for off" on stdout (the options then not
+// applied) and rare crashes of parallel region searches. One solve runs at
+// a time.
+std::mutex& cbc_solve_mutex() {
+  static std::mutex m;
+  return m;
+}
 
 // Quiets CBC and sets its parameters.
 void configure(Cbc_Model* m) {
@@ -339,6 +350,7 @@ void IlpRun::solve_with_cycle_cuts() {
   std::vector<double> start_vals;
   if (options_.warm_start) mip_start(p_, prog_, start_, start_cols, start_vals);
   while (true) {
+    const std::lock_guard<std::mutex> one_solve_at_a_time(cbc_solve_mutex());
     double remaining = options_.time_limit_seconds - elapsed();
     if (remaining <= 0) break;
     Cbc_setMaximumSeconds(m, remaining);
