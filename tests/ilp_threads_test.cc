@@ -26,28 +26,33 @@ TEST(IlpThreads, ConcurrentSolvesMatchLoneOnesAndPrintNothing) {
     problems.push_back(problem_from_serialized(*s));
   }
   ASSERT_GE(problems.size(), 20u);
-  // Straight to CBC: no reduced-cost fixing, no derivation search.
-  const IlpExtractor ilp(
-      IlpOptions{.time_limit_seconds = 5, .reduced_cost_rounds = 0, .search_share = 0});
-  std::vector<double> alone;
-  for (const ExtractionProblem& p : problems) alone.push_back(ilp.extract(p).dag_cost);
+  // Straight to CBC (no reduced-cost fixing, no derivation search), and
+  // with the defaults (Clp's LP relaxations first).
+  for (const IlpOptions& options :
+       {IlpOptions{.time_limit_seconds = 5, .reduced_cost_rounds = 0, .search_share = 0},
+        IlpOptions{.time_limit_seconds = 5}}) {
+    const IlpExtractor ilp(options);
+    std::vector<double> alone;
+    for (const ExtractionProblem& p : problems) alone.push_back(ilp.extract(p).dag_cost);
 
-  constexpr int kThreads = 4, kRounds = 5;
-  std::vector<std::vector<double>> found(kThreads);
-  testing::internal::CaptureStdout();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int round = 0; round < kRounds; ++round)
-        for (const ExtractionProblem& p : problems) found[t].push_back(ilp.extract(p).dag_cost);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
-  for (int t = 0; t < kThreads; ++t) {
-    ASSERT_EQ(found[t].size(), problems.size() * kRounds);
-    for (std::size_t i = 0; i < found[t].size(); ++i)
-      EXPECT_DOUBLE_EQ(found[t][i], alone[i % problems.size()]) << "thread " << t << ", run " << i;
+    constexpr int kThreads = 4, kRounds = 5;
+    std::vector<std::vector<double>> found(kThreads);
+    testing::internal::CaptureStdout();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < kRounds; ++round)
+          for (const ExtractionProblem& p : problems) found[t].push_back(ilp.extract(p).dag_cost);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(found[t].size(), problems.size() * kRounds);
+      for (std::size_t i = 0; i < found[t].size(); ++i)
+        EXPECT_DOUBLE_EQ(found[t][i], alone[i % problems.size()])
+            << "thread " << t << ", run " << i;
+    }
   }
 }
 
