@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -126,9 +127,13 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
       }
       return 0.0;
     }
-    std::vector<ValueType> inputs;
-    inputs.reserve(node.children.size());
-    for (Id child : node.children) inputs.push_back(analysis.info(egraph.find(child)).type);
+    // Reused: assigning a type keeps the storage of the one it replaces, and
+    // a search prices every node of every state it values.
+    thread_local std::vector<ValueType> types;
+    if (types.size() < node.children.size()) types.resize(node.children.size());
+    for (std::size_t i = 0; i < node.children.size(); ++i)
+      types[i] = analysis.info(egraph.find(node.children[i])).type;
+    const std::span<const ValueType> inputs(types.data(), node.children.size());
     const Op op = tensor::TensorLanguage::op(node.op);
     const Attributes& attributes = egraph.attrs().get(node.attrs);
     if (conv_outputs == nullptr) return model.node_cost(op, attributes, inputs, info.type, {});

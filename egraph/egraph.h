@@ -172,7 +172,10 @@ class EGraph {
   // The canonical classes holding at least one node with operator `op`, each
   // once. Valid until the e-graph changes; not safe to call concurrently.
   std::span<const Id> classes_with_op(Symbol op) const;
-  // Changes whenever the e-graph changes.
+  // Names the e-graph's state: it changes whenever the e-graph changes, a
+  // new state never reuses an earlier version, and rollback() returns to
+  // the marked state's version (so a cache keyed by version stays valid
+  // for states a search comes back to).
   std::uint64_t version() const { return version_; }
 
   // ---- Checkpoints ----------------------------------------------------
@@ -208,6 +211,7 @@ class EGraph {
     std::size_t num_attrs;
     Counters counters;
     std::uint64_t epoch;
+    std::uint64_t version;
   };
   struct UndoEntry;
 
@@ -260,6 +264,7 @@ class EGraph {
   std::vector<Id> modify_pending_;       // classes whose data changed
   Counters counters_;
   std::uint64_t version_ = 0;
+  std::uint64_t last_version_ = 0;  // the newest version given out
 
   std::vector<MarkRecord> marks_;
   std::vector<UndoEntry> trail_;

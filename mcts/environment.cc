@@ -80,7 +80,7 @@ absl::Status Environment::load() {
   applications_.assign(num_rules(), 0);
   conflicts_.resize(num_rules(), 0);  // kept over resets
   budget_hit_ = false;
-  matches_version_ = ~std::uint64_t{0};
+  match_states_.clear();  // a fresh e-graph numbers its versions anew
   clock_.restart();
   peak_nodes_ = egraph_->num_nodes();
   peak_bytes_ = egraph_->memory_bytes();
@@ -216,16 +216,27 @@ std::size_t Environment::match_limit() const {
 
 const RuleMatches& Environment::matches(std::size_t action) {
   assert(action < num_rules());
-  if (matches_version_ != egraph_->version()) {
-    matches_version_ = egraph_->version();
-    matches_.assign(num_rules(), RuleMatches{});
-    matches_ready_.assign(num_rules(), false);
+  const std::uint64_t version = egraph_->version();
+  auto state = std::find_if(match_states_.begin(), match_states_.end(),
+                            [&](const StateMatches& m) { return m.version == version; });
+  if (state == match_states_.end()) {
+    if (match_states_.size() < kMatchStates) {
+      state = match_states_.emplace(match_states_.end());
+    } else {
+      state = std::min_element(
+          match_states_.begin(), match_states_.end(),
+          [](const StateMatches& a, const StateMatches& b) { return a.last_use < b.last_use; });
+    }
+    state->version = version;
+    state->matches.assign(num_rules(), RuleMatches{});
+    state->ready.assign(num_rules(), false);
   }
-  if (!matches_ready_[action]) {
-    matches_[action] = search_rule(*egraph_, rule(action), match_limit());
-    matches_ready_[action] = true;
+  state->last_use = ++match_uses_;
+  if (!state->ready[action]) {
+    state->matches[action] = search_rule(*egraph_, rule(action), match_limit());
+    state->ready[action] = true;
   }
-  return matches_[action];
+  return state->matches[action];
 }
 
 std::vector<std::size_t> Environment::legal_actions() {

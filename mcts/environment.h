@@ -232,10 +232,18 @@ class Environment {
   std::size_t peak_nodes_ = 0, peak_bytes_ = 0;
   mutable std::size_t extractions_ = 0;
 
-  // Matches per rule for e-graph version `matches_version_` (computed lazily).
-  std::uint64_t matches_version_ = ~std::uint64_t{0};
-  std::vector<RuleMatches> matches_;
-  std::vector<bool> matches_ready_;
+  // Matches per rule (computed lazily) for the e-graph states seen last: a
+  // search returns to the states along its tree over and over, and a
+  // rollback restores a state's version.
+  struct StateMatches {
+    std::uint64_t version = ~std::uint64_t{0};
+    std::uint64_t last_use = 0;
+    std::vector<RuleMatches> matches;
+    std::vector<bool> ready;
+  };
+  static constexpr std::size_t kMatchStates = 8;
+  std::vector<StateMatches> match_states_;
+  std::uint64_t match_uses_ = 0;
   ClassReach reach_;  // for cycle filtering, ranked before a step applies a multi-pattern rule
 };
 
