@@ -330,18 +330,32 @@ TEST_F(MathFixture, RollbackRestoresIdenticalState) {
   const std::string before = eg.dump();
   const std::string index_before = operator_index(eg);
   const std::size_t nodes = eg.num_nodes(), bytes = eg.memory_bytes();
+  // A state keeps its version through a rollback; new states get new ones.
+  const std::uint64_t version_before = eg.version();
 
   eg.mark();
   Runner().with_iteration_limit(3).run(eg, rules);
   const std::string middle = eg.dump();
+  const std::uint64_t version_middle = eg.version();
   ASSERT_NE(before, middle);
+  EXPECT_NE(version_middle, version_before);
   eg.mark();  // nested
   Runner().with_iteration_limit(2).run(eg, rules);
+  const std::uint64_t version_inner = eg.version();
   eg.rollback();
   EXPECT_EQ(eg.dump(), middle);
+  EXPECT_EQ(eg.version(), version_middle);
   EXPECT_TRUE(eg.check_invariants().ok());
   eg.rollback();
   EXPECT_EQ(eg.dump(), before);
+  EXPECT_EQ(eg.version(), version_before);
+  eg.mark();
+  ASSERT_TRUE(add_term(eg, "(+ q r)").ok());
+  eg.rebuild();
+  for (std::uint64_t seen : {version_before, version_middle, version_inner})
+    EXPECT_NE(eg.version(), seen);
+  eg.rollback();
+  EXPECT_EQ(eg.version(), version_before);
   EXPECT_EQ(operator_index(eg), index_before);
   EXPECT_EQ(eg.num_nodes(), nodes);
   EXPECT_EQ(eg.memory_bytes(), bytes);
