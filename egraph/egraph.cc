@@ -498,7 +498,7 @@ void EGraph::rollback() {
   analysis_pending_.clear();
   modify_pending_.clear();
   if (analysis_ != nullptr) analysis_->rollback();
-  version_ = ++last_version_;
+  version_ = m.version;  // the marked state again
 }
 
 void EGraph::release() {
