@@ -239,10 +239,19 @@ const RuleMatches& Environment::matches(std::size_t action) {
   return state->matches[action];
 }
 
+bool Environment::has_match(std::size_t action) {
+  const std::uint64_t version = egraph_->version();
+  for (const StateMatches& state : match_states_) {
+    if (state.version == version && state.ready[action]) return state.matches[action].size() > 0;
+  }
+  // The first match is enough; the step that applies the rule finds them all.
+  return search_rule(*egraph_, rule(action), 1).size() > 0;
+}
+
 std::vector<std::size_t> Environment::legal_actions() {
   std::vector<std::size_t> actions;
   for (std::size_t r = 0; r < num_rules(); ++r)
-    if (matches(r).size() > 0) actions.push_back(r);
+    if (has_match(r)) actions.push_back(r);
   actions.push_back(stop_action());
   return actions;
 }

@@ -125,6 +125,8 @@ class Environment {
   std::size_t stop_action() const { return num_rules(); }
   // Rules with at least one match in the current state, then stop_action().
   std::vector<std::size_t> legal_actions();
+  // Whether rule `action` has a match in the current state.
+  bool has_match(std::size_t action);
   // The current matches of rule `action`, at most match_limit() (cached
   // until the e-graph changes).
   const RuleMatches& matches(std::size_t action);
