@@ -30,6 +30,13 @@ const tensor::ValueType& type_of(const EGraph& egraph, Id id) {
 
 }  // namespace
 
+std::optional<std::vector<std::int64_t>> same_pads(std::span<const std::int64_t> d) {
+  if (d.size() != 4 || d[2] < 1 || d[3] < 1) return std::nullopt;
+  // Stride 1: k - 1 in all along each axis, the smaller half first.
+  const std::int64_t h = d[2] - 1, w = d[3] - 1;
+  return Ints{h / 2, w / 2, h - h / 2, w - w / 2};
+}
+
 ConditionRegistry tensor_conditions() {
   ConditionRegistry r;
   r.add(
@@ -164,6 +171,41 @@ ConditionRegistry tensor_conditions() {
   r.add_function("row-dims", -1, extents(-2), "[second-to-last dimension of each argument]");
   r.add_function("channel-dims", -1, extents(1),
                  "[d1 of each argument]: split sizes along axis 1 (channels)");
+  r.add(
+      "same-padding", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const auto* pads = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
+        const tensor::ValueType& w = type_of(g, a[1]);
+        std::optional<Ints> same = w.is_tuple ? std::nullopt : same_pads(w.tensor().dims);
+        return pads != nullptr && same && *pads == *same;
+      },
+      "(same-padding ?p ?w): the pads ?p are SAME padding (ONNX SAME_UPPER, stride 1) for the "
+      "kernel ?w");
+  r.add_function(
+      "same-pads", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const tensor::ValueType& w = type_of(g, a[0]);
+        std::optional<Ints> same = w.is_tuple ? std::nullopt : same_pads(w.tensor().dims);
+        if (!same) return std::nullopt;
+        return *same;
+      },
+      "(same-pads ?w): SAME padding (ONNX SAME_UPPER, stride 1) for the kernel ?w");
+  r.add_function(
+      "kernel-size", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const tensor::ValueType& w = type_of(g, a[0]);
+        if (w.is_tuple || w.tensor().rank() != 4) return std::nullopt;
+        return Ints{w.tensor().dims[2], w.tensor().dims[3]};
+      },
+      "(kernel-size ?w): [height, width] of the convolution kernel ?w");
+  r.add_function(
+      "half", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const auto* n = std::get_if<std::int64_t>(&g.attr_value(AttrId(a[0].value)));
+        if (n == nullptr || *n < 2 || *n % 2 != 0) return std::nullopt;
+        return *n / 2;
+      },
+      "(half ?g): the whole number ?g / 2 (a group count after merging groups in pairs)");
   // The group count TASO infers for a convolution: its input's channels
   // (axis 1) over its kernel's; the arguments are the parts concatenated into
   // the input, then the last `kernels` ones the parts of the kernel.

@@ -21,7 +21,7 @@ namespace {
 
 // Bump when the verifier's draws or tolerances change what it accepts:
 // verdicts cached under another version are not reused.
-constexpr std::string_view kVerifierVersion = "saturn-rule-check 2";
+constexpr std::string_view kVerifierVersion = "saturn-rule-check 3";
 
 // 64-bit FNV-1a over the verifier's version and the file's text: a cache
 // key, not a defence against crafted collisions.

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <optional>
 #include <string_view>
 
@@ -88,11 +89,28 @@ class RuleTranslator {
       if (absl::Status s = expect(4); !s.ok()) return s;
       return concat(e, left);
     }
+    if (op == "enlarge") {  // (enlarge w like): w padded to the kernel size of `like`
+      if (absl::Status s = expect(2); !s.ok()) return s;
+      if (!e.items[2].is_variable())
+        return untranslatable("enlarge to the size of something other than a variable");
+      absl::StatusOr<std::string> w = term(e.items[1], left);
+      if (!w.ok()) return w.status();
+      return fmt::format("(Enlarge{{kernel_shape=(kernel-size {})}} {})", e.items[2].text, *w);
+    }
+    if (op == "merge") {  // (merge w 2): a grouped kernel for half the groups
+      if (absl::Status s = expect(2); !s.ok()) return s;
+      if (integer(e.items[2]) != 2) return untranslatable("merge by other than 2 groups");
+      absl::StatusOr<std::string> group = group_of(e.items[1]);
+      if (!group.ok()) return group.status();
+      absl::StatusOr<std::string> w = term(e.items[1], left);
+      if (!w.ok()) return w.status();
+      return fmt::format("(MergeGroups{{group={}, count=2}} {})", *group, *w);
+    }
     if (op == "split_0" || op == "split_1") {
       if (absl::Status s = expect(1); !s.ok()) return s;
       return split(e, left);
     }
-    if (op == "smul" || op == "transpose" || op == "enlarge" || op == "Iconv" || op == "Imatmul" ||
+    if (op == "smul" || op == "transpose" || op == "Iconv" || op == "Imatmul" ||
         op == "Iewmul" || op == "Cpool" || op == "poolavg" || op == "poolmax" || op == "noop")
       return untranslatable(fmt::format("'{}' is not translated (no counterpart in this importer)", op));
     return untranslatable(fmt::format("unknown operator '{}'", op));
@@ -158,10 +176,9 @@ class RuleTranslator {
     // TASO's padding modes (PD_MODE_*): 0 SAME, 1 VALID.
     std::string pads;
     if (pad == 0) {
-      if (!left && !same_pads_bound_)
-        return untranslatable("SAME padding on the right side only");
-      same_pads_bound_ = true;
-      pads = "?same_pads";
+      absl::StatusOr<std::string> same = same_padding(e.items[6], *sh == 1 && *sw == 1, left);
+      if (!same.ok()) return same.status();
+      pads = *std::move(same);
     } else if (pad == 1) {
       pads = "[0,0,0,0]";
     } else {
@@ -173,20 +190,62 @@ class RuleTranslator {
                        *group, *fused == "none" ? "" : ", activation=" + *fused, *x, *w);
   }
 
+  // SAME padding, which follows the kernel's size (and, for strides other
+  // than 1, the input's): a padding variable per kernel size on the left,
+  // checked by `same-padding` for stride 1; on the right, the left
+  // convolution's with a kernel of that size, or `same-pads` of the kernel.
+  absl::StatusOr<std::string> same_padding(const SExpr& w, bool unit_strides, bool left) {
+    std::optional<std::string> size = extent_var(w, 2);
+    if (!size) return untranslatable("cannot tell a SAME convolution's kernel size");
+    const std::string var = "?same_" + size->substr(1);
+    // A kernel of the same variables has the same size, broadcasts and all.
+    const std::string key = kernel_key(w);
+    if (left) {
+      if (bound_pads_.insert(var).second && unit_strides)
+        require(fmt::format("(same-padding {} {})", var, *size));
+      pads_of_kernel_.try_emplace(key, var);
+      return var;
+    }
+    if (auto it = pads_of_kernel_.find(key); it != pads_of_kernel_.end()) return it->second;
+    if (bound_pads_.contains(var)) return var;
+    if (!unit_strides) return untranslatable("SAME padding of a strided convolution on the right");
+    return fmt::format("(same-pads {})", *size);
+  }
+
+  // A variable with the extent of `t` along `axis` (a kernel's size along
+  // axis 2, its output channels along axis 0).
+  static std::optional<std::string> extent_var(const SExpr& t, std::int64_t axis) {
+    if (t.is_variable()) return t.text;
+    if (is_op(t, "concat") && t.items.size() == 5 && integer(t.items[1]) != axis)
+      return extent_var(t.items[3], axis);
+    // Enlarged to the second kernel's size; its other axes stay.
+    if (is_op(t, "enlarge") && t.items.size() == 3)
+      return extent_var(t.items[axis >= 2 ? 2 : 1], axis);
+    if (is_op(t, "merge") && t.items.size() == 3 && axis != 1) return extent_var(t.items[1], axis);
+    if ((is_op(t, "relu") || is_op(t, "tanh") || is_op(t, "sigmoid")) && t.items.size() == 2)
+      return extent_var(t.items[1], axis);
+    if ((is_op(t, "ewadd") || is_op(t, "ewmul")) && t.items.size() == 3)
+      return extent_var(t.items[1], axis);
+    return std::nullopt;
+  }
+
   // The group count TASO infers from the shapes: bound on the left; on the
   // right, the left convolution's with the same kernel, or the input's
   // channels over the kernel's.
   absl::StatusOr<std::string> conv_group(const SExpr& x, const SExpr& w, bool left) {
     // Kernels with the same variables have the same input channels.
-    std::vector<std::string> kernel_vars;
-    variables(w, kernel_vars);
-    std::sort(kernel_vars.begin(), kernel_vars.end());
-    const std::string key = absl::StrJoin(kernel_vars, " ");
+    const std::string key = kernel_key(w);
     if (left) {
       grouped_left_ = true;
       auto [it, added] = group_of_kernel_.try_emplace(
           key, ungrouped_left_ ? "1" : fmt::format("?group_{}", group_of_kernel_.size()));
       return it->second;
+    }
+    // A kernel with merged groups: half the groups (TASO merges by 2).
+    if (is_op(w, "merge")) {
+      absl::StatusOr<std::string> merged = group_of(w.items[1]);
+      if (!merged.ok()) return merged.status();
+      return fmt::format("(half {})", *merged);
     }
     if (auto it = group_of_kernel_.find(key); it != group_of_kernel_.end()) return it->second;
     std::vector<std::string> inputs, kernels;
@@ -197,6 +256,23 @@ class RuleTranslator {
         kernels.size() == 1 ? "conv-group" : fmt::format("conv-group-k{}", kernels.size());
     inputs.insert(inputs.end(), kernels.begin(), kernels.end());
     return fmt::format("({} {})", fn, absl::StrJoin(inputs, " "));
+  }
+
+  // A kernel's variables, sorted: kernels with the same ones have the same
+  // shape (the rules permute operands of commutative operators).
+  static std::string kernel_key(const SExpr& w) {
+    std::vector<std::string> vars;
+    variables(w, vars);
+    std::sort(vars.begin(), vars.end());
+    return absl::StrJoin(vars, " ");
+  }
+
+  // The group count a left convolution with kernel `w` bound.
+  absl::StatusOr<std::string> group_of(const SExpr& w) const {
+    auto it = group_of_kernel_.find(kernel_key(w));
+    if (it == group_of_kernel_.end())
+      return untranslatable("merge of a kernel no left convolution uses");
+    return it->second;
   }
 
   static void variables(const SExpr& e, std::vector<std::string>& out) {
@@ -222,6 +298,7 @@ class RuleTranslator {
       return channel_parts(t.items[1], parts, axis);
     if ((is_op(t, "ewadd") || is_op(t, "ewmul")) && t.items.size() == 3)
       return channel_parts(t.items[1], parts, axis);
+    if (is_op(t, "enlarge") && t.items.size() == 3) return channel_parts(t.items[1], parts, axis);
     return false;
   }
 
@@ -259,13 +336,13 @@ class RuleTranslator {
       std::optional<std::int64_t> along = integer(t.items[1]), ndim = integer(t.items[2]);
       if (!along || !ndim) return std::nullopt;
       if (*along != axis) return split_sizes(t.items[3], axis);
-      if (!t.items[3].is_variable() || !t.items[4].is_variable()) return std::nullopt;
+      std::optional<std::string> a = extent_var(t.items[3], axis), b = extent_var(t.items[4], axis);
       const char* fn = axis == 0           ? "first-dims"
                        : axis == *ndim - 1 ? "last-dims"
                        : axis == 1         ? "channel-dims"
                                            : nullptr;
-      if (fn == nullptr) return std::nullopt;
-      return fmt::format("{} {} {}", fn, t.items[3].text, t.items[4].text);
+      if (fn == nullptr || !a || !b) return std::nullopt;
+      return fmt::format("{} {} {}", fn, *a, *b);
     }
     if ((is_op(t, "relu") || is_op(t, "tanh") || is_op(t, "sigmoid")) && t.items.size() == 2)
       return split_sizes(t.items[1], axis);
@@ -289,7 +366,8 @@ class RuleTranslator {
   std::vector<std::string> conditions_;
   // A left kernel's variables (sorted) -> its convolution's group count.
   std::map<std::string, std::string> group_of_kernel_;
-  bool same_pads_bound_ = false;
+  std::set<std::string> bound_pads_;  // SAME padding variables the left side binds
+  std::map<std::string, std::string> pads_of_kernel_;  // a left kernel's variables -> its padding
   bool ungrouped_left_ = false;
   bool grouped_left_ = false;  // a left convolution had a group count
 };

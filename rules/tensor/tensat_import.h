@@ -11,13 +11,16 @@
 //                                     a same-shape condition
 //   (matmul act a b)                  MatMul, under Relu/Sigmoid/Tanh for act 2/1/3
 //   (conv2d sh sw pad act x w)        Conv{strides=[sh,sw], activation=...}; pad 0
-//                                     (SAME) is a padding variable shared by the
-//                                     rule's SAME convolutions, pad 1 (VALID) no
+//                                     (SAME): a padding variable per kernel size,
+//                                     checked by same-padding (stride 1) or
+//                                     computed by same-pads; pad 1 (VALID) no
 //                                     padding; TASO infers the group count from
 //                                     the shapes: a left side binds it, a right
 //                                     side takes it from the left convolution
-//                                     with the same kernel, or computes it
-//                                     (conv-group) from the input's channels
+//                                     with a kernel of the same variables, or
+//                                     computes it (conv-group)
+//   (merge w 2), (enlarge w v)        MergeGroups{count=2} (group (half ?g)),
+//                                     Enlarge{kernel_shape=(kernel-size v)}
 //   (relu x), (tanh x), (sigmoid x)   Relu, Tanh, Sigmoid
 //   (concat axis ndim a b)            Concat{axis}; ndim becomes rank-N conditions
 //   (split_i (split axis t))          TupleGet{index=i} of a Split whose sizes are

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,10 @@ namespace saturn {
 // Conditions over classes of a tensor e-graph (its analysis must be a
 // tensor::TensorAnalysis): is-weight, same-shape, rank-2, ...
 ConditionRegistry tensor_conditions();
+
+// SAME padding (ONNX SAME_UPPER) of a stride-1 convolution by a kernel of
+// these dimensions ([top, left, bottom, right]); nullopt unless 4-D.
+std::optional<std::vector<std::int64_t>> same_pads(std::span<const std::int64_t> kernel);
 
 // The directory of the shipped rule files, and all of them in one set.
 std::string tensor_rules_dir();

@@ -194,6 +194,40 @@ bool sample_attributes(const RuleVars& vars, Rng& rng, Assignment& a, std::strin
   return true;
 }
 
+// Mostly (7 in 8), the values that make a draw fit: the padding a
+// `same-padding` condition asks of its kernel, and, for a convolution of a
+// variable by a variable with a group-count variable, an input with that
+// many times the kernel's input channels (and output channels the groups
+// divide). Grouped convolutions are otherwise rare among the draws, and
+// rules that hold only ungrouped pass unnoticed.
+void fit_attributes(const RuleVars& vars, Rng& rng, Assignment& a) {
+  for (const Pattern& p : vars.rule.lhs) {
+    for (const PatternNode& n : p.nodes) {
+      if (n.is_var() || tensor::TensorLanguage::op(n.op) != tensor::Op::kConv ||
+          n.children.size() < 2 || rng() % 8 == 0)
+        continue;
+      const PatternNode& x = p.nodes[n.children[0]];
+      const PatternNode& w = p.nodes[n.children[1]];
+      for (const AttrVar& g : n.attr_vars) {
+        const auto* groups = std::get_if<std::int64_t>(&a.attrs[static_cast<std::size_t>(g.var)]);
+        if (g.key != "group" || groups == nullptr || *groups < 1 || !x.is_var() || !w.is_var())
+          continue;
+        tensor::Dims& xd = a.dims[static_cast<std::size_t>(x.var)];
+        tensor::Dims& wd = a.dims[static_cast<std::size_t>(w.var)];
+        if (xd.size() != 4 || wd.size() != 4) continue;
+        xd[1] = *groups * wd[1];
+        wd[0] = (wd[0] + *groups - 1) / *groups * *groups;
+      }
+    }
+  }
+  for (const RuleCondition& c : vars.rule.conditions) {
+    if (c.predicate->name != "same-padding" || c.args.size() != 2 || rng() % 8 == 0) continue;
+    const auto pads = static_cast<std::size_t>(c.args[0]);
+    const auto kernel = static_cast<std::size_t>(c.args[1]);
+    if (std::optional<Ints> same = same_pads(a.dims[kernel])) a.attrs[pads] = *std::move(same);
+  }
+}
+
 // Shapes related as rules usually relate their operands: a small alphabet of
 // dimensions per draw, and shapes reused from earlier variables.
 bool random_assignment(const RuleVars& vars, Rng& rng, Assignment& a, std::string& missing) {
@@ -210,7 +244,9 @@ bool random_assignment(const RuleVars& vars, Rng& rng, Assignment& a, std::strin
         like != v && rng() % 8 != 0 ? a.dims[like] : sample_dims(rng, pool, vars.ranks[v], drawn);
     drawn.push_back(a.dims[v]);
   }
-  return sample_attributes(vars, rng, a, missing);
+  if (!sample_attributes(vars, rng, a, missing)) return false;
+  fit_attributes(vars, rng, a);
+  return true;
 }
 
 // Neighbours of an assignment that passed: one dimension of one variable
