@@ -3,7 +3,8 @@
 // before and after, improvement, speedup, e-nodes, peak bytes, wall time; MCTS as the
 // mean and spread over several seeds) and writes the same as JSON, plus an
 // SVG plot of the improvement per model and strategy and of quality against
-// budget.
+// budget. Checks that MCTS's worst seed is at least as good as greedy
+// saturation for every model, cost model and budget (exit 1 if not).
 //
 //   build/bench/compare_search [--models a,b] [--strategies mcts,greedy,default,taso]
 //       [--costs opcount,roofline,roofline:gpu-a100] [--budgets 2000,10000,50000]
@@ -95,6 +96,29 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   if (a.models.empty())
     for (const tensor::ZooModel& m : tensor::zoo_models()) a.models.emplace_back(m.name);
   return std::nullopt;
+}
+
+// Prints, per model, cost model and budget, whether MCTS's worst seed is at
+// least as good as greedy saturation; returns how many are not.
+int print_mcts_checks(const std::vector<Run>& runs) {
+  int worse = 0;
+  bool header = false;
+  for (const Run& m : runs) {
+    if (m.strategy != "mcts" || !m.error.empty() || m.after.empty()) continue;
+    for (const Run& g : runs) {
+      if (g.strategy != "greedy" || g.model != m.model || g.cost != m.cost ||
+          g.budget != m.budget || !g.error.empty() || g.after.empty())
+        continue;
+      const double worst = *std::max_element(m.after.begin(), m.after.end());
+      const bool ok = worst <= g.after.front() * (1 + 1e-9);
+      if (!header) fmt::print("\nchecks (MCTS's worst seed at least as good as greedy):\n");
+      header = true;
+      fmt::print("  {} {} {}: MCTS {:.2f} vs greedy {:.2f}: {}\n", m.cost, m.budget, m.model,
+                 worst, g.after.front(), ok ? "ok" : "WORSE");
+      worse += ok ? 0 : 1;
+    }
+  }
+  return worse;
 }
 
 }  // namespace
@@ -200,6 +224,8 @@ int main(int argc, char** argv) {
                std::get<2>(key), sum.improvement / n, sum.speedup / n, sum.seconds / n);
   }
 
+  const int mcts_worse = print_mcts_checks(runs);
+
   std::filesystem::create_directories(args->out);
   nlohmann::json j;
   j["machine"] = machine;
@@ -281,6 +307,11 @@ int main(int argc, char** argv) {
   if (failed > 0) {
     fmt::print(stderr, "compare_search: {} of {} runs failed (their rows say why)\n", failed,
                runs.size());
+    return 1;
+  }
+  if (mcts_worse > 0) {
+    fmt::print(stderr, "compare_search: MCTS is worse than greedy in {} of the checks\n",
+               mcts_worse);
     return 1;
   }
   return 0;

@@ -168,7 +168,9 @@ class IlpRun {
   ExtractionResult result();
 
  private:
-  double elapsed() const { return clock_.seconds(); }
+  // The time spent, less the time spent waiting for another solve to end
+  // (the time limit is this extraction's own).
+  double elapsed() const { return clock_.seconds() - waited_; }
   // Takes `s`, a selection of p_, as the result if it is valid and no worse
   // than the warm start; with `status` kOptimal, the warm start is optimal
   // otherwise.
@@ -189,6 +191,7 @@ class IlpRun {
   std::vector<std::uint32_t> to_full_;
   Selection start_;
   Program prog_;
+  double waited_ = 0;  // seconds spent waiting for the CBC lock
 };
 
 IlpRun::IlpRun(const ExtractionProblem& full, const IlpOptions& options, const Stopwatch& clock,
@@ -350,7 +353,9 @@ void IlpRun::solve_with_cycle_cuts() {
   std::vector<double> start_vals;
   if (options_.warm_start) mip_start(p_, prog_, start_, start_cols, start_vals);
   while (true) {
+    const Stopwatch waiting;
     const std::lock_guard<std::mutex> one_solve_at_a_time(cbc_solve_mutex());
+    waited_ += waiting.seconds();
     double remaining = options_.time_limit_seconds - elapsed();
     if (remaining <= 0) break;
     Cbc_setMaximumSeconds(m, remaining);

@@ -182,15 +182,20 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   if (!best.ok()) return best.status();
   // MCTS: greedy saturation's state, seen by the final extraction, which may
   // price it below the search's state where the reward's greedy extraction
-  // did not.
+  // did not. A tie goes to saturation's graph, the one the greedy strategy
+  // returns: a region's graphs of one price can price apart once stitched
+  // into the whole graph (its neighbours), and MCTS must end no worse than
+  // greedy there too.
   if (outcome->saturated) {
     absl::StatusOr<PricedExtraction> other = extract_final(
         *outcome->saturated, extractor, options, *cost_model, result.weight_bytes_before);
     if (!other.ok()) return other.status();
-    if (other->total() < best->total()) {
+    if (other->total() <= best->total()) {
+      result.stats.stop_reason += other->total() < best->total()
+                                      ? ", saturation extracted cheaper"
+                                      : ", saturation extracted as cheap (taken)";
       best = std::move(other);
       record_final_state(*outcome->saturated, result.stats);
-      result.stats.stop_reason += ", saturation extracted cheaper";
     }
   }
   result.times.extract = phase.seconds();
