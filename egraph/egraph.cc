@@ -186,7 +186,7 @@ AddResult EGraph::add(ENode node) {
   counters_.engine_bytes += cost;
   ++counters_.num_classes;
   ++counters_.nodes_added;
-  version_ = ++last_version_;
+  new_version();
 
   if (analysis_ != nullptr) analysis_->modify(*this, id);
   return {id, AddStatus::kAdded};
@@ -230,7 +230,7 @@ AddResult EGraph::add_into(ENode node, Id into) {
   dirty_.push_back(into);  // its node list is sorted again there
   counters_.engine_bytes += cost;
   ++counters_.nodes_added;
-  version_ = ++last_version_;
+  new_version();
   return {into, AddStatus::kAdded};
 }
 
@@ -320,7 +320,7 @@ Id EGraph::unite(Id a, Id b) {
   append_longer_first(r.parents, l.parents);
   l = EClass();
   --counters_.num_classes;
-  version_ = ++last_version_;
+  new_version();
   return root;
 }
 
@@ -400,7 +400,7 @@ void EGraph::repair(Id id) {
     sort_tail(cls.nodes);
   }
   for (auto [a, b] : congruent) unite(a, b);
-  version_ = ++last_version_;
+  new_version();
 }
 
 // A child's data changed: the class's nodes may derive better data. If they
@@ -415,7 +415,7 @@ void EGraph::refine(Id id) {
   }
   if (!changed) return;
   data_changed(id);
-  version_ = ++last_version_;
+  new_version();
 }
 
 void EGraph::data_changed(Id id) {

@@ -265,6 +265,8 @@ class EGraph {
   Counters counters_;
   std::uint64_t version_ = 0;
   std::uint64_t last_version_ = 0;  // the newest version given out
+  // The e-graph changed: a version no state had before.
+  void new_version() { version_ = ++last_version_; }
 
   std::vector<MarkRecord> marks_;
   std::vector<UndoEntry> trail_;

@@ -216,18 +216,16 @@ std::size_t Environment::match_limit() const {
 
 const RuleMatches& Environment::matches(std::size_t action) {
   assert(action < num_rules());
-  const std::uint64_t version = egraph_->version();
-  auto state = std::find_if(match_states_.begin(), match_states_.end(),
-                            [&](const StateMatches& m) { return m.version == version; });
-  if (state == match_states_.end()) {
+  StateMatches* state = current_matches();
+  if (state == nullptr) {
     if (match_states_.size() < kMatchStates) {
-      state = match_states_.emplace(match_states_.end());
+      state = &match_states_.emplace_back();
     } else {
-      state = std::min_element(
+      state = &*std::min_element(
           match_states_.begin(), match_states_.end(),
           [](const StateMatches& a, const StateMatches& b) { return a.last_use < b.last_use; });
     }
-    state->version = version;
+    state->version = egraph_->version();
     state->matches.assign(num_rules(), RuleMatches{});
     state->ready.assign(num_rules(), false);
   }
@@ -239,11 +237,15 @@ const RuleMatches& Environment::matches(std::size_t action) {
   return state->matches[action];
 }
 
+Environment::StateMatches* Environment::current_matches() {
+  for (StateMatches& state : match_states_)
+    if (state.version == egraph_->version()) return &state;
+  return nullptr;
+}
+
 bool Environment::has_match(std::size_t action) {
-  const std::uint64_t version = egraph_->version();
-  for (const StateMatches& state : match_states_) {
-    if (state.version == version && state.ready[action]) return state.matches[action].size() > 0;
-  }
+  if (const StateMatches* state = current_matches(); state != nullptr && state->ready[action])
+    return state->matches[action].size() > 0;
   // The first match is enough; the step that applies the rule finds them all.
   return search_rule(*egraph_, rule(action), 1).size() > 0;
 }

@@ -243,6 +243,8 @@ class Environment {
     std::vector<RuleMatches> matches;
     std::vector<bool> ready;
   };
+  // The current state's entry, if it has one.
+  StateMatches* current_matches();
   static constexpr std::size_t kMatchStates = 8;
   std::vector<StateMatches> match_states_;
   std::uint64_t match_uses_ = 0;

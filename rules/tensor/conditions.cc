@@ -37,6 +37,16 @@ std::optional<std::vector<std::int64_t>> same_pads(std::span<const std::int64_t>
   return Ints{h / 2, w / 2, h - h / 2, w - w / 2};
 }
 
+namespace {
+
+// SAME padding for the kernel class `w` (nullopt unless a 4-D tensor).
+std::optional<Ints> same_pads_of(const EGraph& egraph, Id w) {
+  const tensor::ValueType& t = type_of(egraph, w);
+  return t.is_tuple ? std::nullopt : same_pads(t.tensor().dims);
+}
+
+}  // namespace
+
 ConditionRegistry tensor_conditions() {
   ConditionRegistry r;
   r.add(
@@ -175,8 +185,7 @@ ConditionRegistry tensor_conditions() {
       "same-padding", 2,
       [](const EGraph& g, std::span<const Id> a) {
         const auto* pads = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));
-        const tensor::ValueType& w = type_of(g, a[1]);
-        std::optional<Ints> same = w.is_tuple ? std::nullopt : same_pads(w.tensor().dims);
+        std::optional<Ints> same = same_pads_of(g, a[1]);
         return pads != nullptr && same && *pads == *same;
       },
       "(same-padding ?p ?w): the pads ?p are SAME padding (ONNX SAME_UPPER, stride 1) for the "
@@ -184,8 +193,7 @@ ConditionRegistry tensor_conditions() {
   r.add_function(
       "same-pads", 1,
       [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
-        const tensor::ValueType& w = type_of(g, a[0]);
-        std::optional<Ints> same = w.is_tuple ? std::nullopt : same_pads(w.tensor().dims);
+        std::optional<Ints> same = same_pads_of(g, a[0]);
         if (!same) return std::nullopt;
         return *same;
       },

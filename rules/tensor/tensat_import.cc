@@ -4,8 +4,8 @@
 #include <charconv>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "absl/strings/str_join.h"
@@ -34,6 +34,15 @@ bool is_op(const SExpr& e, std::string_view op) {
   return e.is_list() && !e.items.empty() && e.items.front().is_atom() && op_of(e) == op;
 }
 
+// (relu t), (tanh t), (sigmoid t): the operand's shape.
+bool is_activation(const SExpr& e) {
+  return (is_op(e, "relu") || is_op(e, "tanh") || is_op(e, "sigmoid")) && e.items.size() == 2;
+}
+// (ewadd a b), (ewmul a b).
+bool is_elementwise(const SExpr& e) {
+  return (is_op(e, "ewadd") || is_op(e, "ewmul")) && e.items.size() == 3;
+}
+
 // TASO's activation codes (AC_MODE_*): 0 none, 1 sigmoid, 2 relu, 3 tanh.
 std::optional<std::string> activation(std::int64_t code) {
   switch (code) {
@@ -55,7 +64,7 @@ std::optional<std::string> activation(std::int64_t code) {
 class RuleTranslator {
  public:
   explicit RuleTranslator(bool ungrouped_left) : ungrouped_left_(ungrouped_left) {}
-  bool has_grouped_left() const { return grouped_left_; }
+  bool has_left_convolution() const { return left_convolution_; }
 
   absl::StatusOr<std::string> term(const SExpr& e, bool left) {
     if (e.is_variable()) return e.text;
@@ -222,9 +231,9 @@ class RuleTranslator {
     if (is_op(t, "enlarge") && t.items.size() == 3)
       return extent_var(t.items[axis >= 2 ? 2 : 1], axis);
     if (is_op(t, "merge") && t.items.size() == 3 && axis != 1) return extent_var(t.items[1], axis);
-    if ((is_op(t, "relu") || is_op(t, "tanh") || is_op(t, "sigmoid")) && t.items.size() == 2)
+    if (is_activation(t))
       return extent_var(t.items[1], axis);
-    if ((is_op(t, "ewadd") || is_op(t, "ewmul")) && t.items.size() == 3)
+    if (is_elementwise(t))
       return extent_var(t.items[1], axis);
     return std::nullopt;
   }
@@ -236,7 +245,7 @@ class RuleTranslator {
     // Kernels with the same variables have the same input channels.
     const std::string key = kernel_key(w);
     if (left) {
-      grouped_left_ = true;
+      left_convolution_ = true;
       auto [it, added] = group_of_kernel_.try_emplace(
           key, ungrouped_left_ ? "1" : fmt::format("?group_{}", group_of_kernel_.size()));
       return it->second;
@@ -294,9 +303,9 @@ class RuleTranslator {
         return channel_parts(t.items[3], parts, axis) && channel_parts(t.items[4], parts, axis);
       return channel_parts(t.items[3], parts, axis);
     }
-    if ((is_op(t, "relu") || is_op(t, "tanh") || is_op(t, "sigmoid")) && t.items.size() == 2)
+    if (is_activation(t))
       return channel_parts(t.items[1], parts, axis);
-    if ((is_op(t, "ewadd") || is_op(t, "ewmul")) && t.items.size() == 3)
+    if (is_elementwise(t))
       return channel_parts(t.items[1], parts, axis);
     if (is_op(t, "enlarge") && t.items.size() == 3) return channel_parts(t.items[1], parts, axis);
     return false;
@@ -344,9 +353,9 @@ class RuleTranslator {
       if (fn == nullptr || !a || !b) return std::nullopt;
       return fmt::format("{} {} {}", fn, *a, *b);
     }
-    if ((is_op(t, "relu") || is_op(t, "tanh") || is_op(t, "sigmoid")) && t.items.size() == 2)
+    if (is_activation(t))
       return split_sizes(t.items[1], axis);
-    if ((is_op(t, "ewadd") || is_op(t, "ewmul")) && t.items.size() == 3) {
+    if (is_elementwise(t)) {
       std::optional<std::string> a = split_sizes(t.items[1], axis);
       return a ? a : split_sizes(t.items[2], axis);
     }
@@ -369,7 +378,7 @@ class RuleTranslator {
   std::set<std::string> bound_pads_;  // SAME padding variables the left side binds
   std::map<std::string, std::string> pads_of_kernel_;  // a left kernel's variables -> its padding
   bool ungrouped_left_ = false;
-  bool grouped_left_ = false;  // a left convolution had a group count
+  bool left_convolution_ = false;  // the left side has a convolution (and a group count)
 };
 
 struct SourceRule {
@@ -413,7 +422,7 @@ std::string stem(const std::string& name) { return std::filesystem::path(name).s
 // multi-pattern one) in saturn's language.
 absl::StatusOr<std::string> translate(const std::string& name,
                                       const std::vector<const SourceRule*>& parts,
-                                      bool ungrouped_left, bool* grouped_left = nullptr) {
+                                      bool ungrouped_left, bool* left_convolution = nullptr) {
   RuleTranslator t(ungrouped_left);
   std::vector<std::string> lefts, rights;
   for (const SourceRule* p : parts) {
@@ -426,7 +435,7 @@ absl::StatusOr<std::string> translate(const std::string& name,
     if (!r.ok()) return r.status();
     rights.push_back(*std::move(r));
   }
-  if (grouped_left != nullptr) *grouped_left = t.has_grouped_left();
+  if (left_convolution != nullptr) *left_convolution = t.has_left_convolution();
   return fmt::format("rule {}: {}\n  => {}{}\n", name, absl::StrJoin(lefts, ", "),
                      absl::StrJoin(rights, ", "), t.conditions());
 }
@@ -437,11 +446,11 @@ void add_rule(const std::string& file, const std::vector<const SourceRule*>& par
   r.name = fmt::format("tensat-{}-{}", stem(file), parts.front()->line);
   for (const SourceRule* p : parts)
     r.source += fmt::format("# {}:{}: {}\n", file, p->line, p->text);
-  bool grouped = false;
-  absl::StatusOr<std::string> rule = translate(r.name, parts, false, &grouped);
+  bool convolutions = false;
+  absl::StatusOr<std::string> rule = translate(r.name, parts, false, &convolutions);
   if (rule.ok()) {
     r.rule = *std::move(rule);
-    if (grouped) r.ungrouped = translate(r.name, parts, true).value_or("");
+    if (convolutions) r.ungrouped = translate(r.name, parts, true).value_or("");
     ++out.translated;
   } else {
     r.reason = std::string(rule.status().message());
