@@ -40,6 +40,12 @@ double flops_per_element(Op op) {
       return 5;
     case Op::kLayerNorm:
       return 8;
+    case Op::kSimplifiedLayerNorm:
+      return 5;
+    case Op::kSkipSimplifiedLayerNorm:
+      return 3;  // per element of each of its two results
+    case Op::kRotaryEmbedding:
+      return 3;
     case Op::kBatchNorm:
       return 2;
     default:

@@ -151,6 +151,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
       options.rule_files.empty() ? load_tensor_rules(language, conditions)
                                  : load_tensor_rule_files(options.rule_files, language, conditions);
   if (!rules.ok()) return rules.status();
+  if (options.target == Target::kOnnx) *rules = standard_onnx_rules(*rules);
   result.num_rules = rules->size();
   result.times.rules = total.seconds();
 

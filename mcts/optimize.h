@@ -29,6 +29,10 @@ namespace saturn {
 // count keeps the result independent of the thread count.
 inline constexpr int kRegionTrees = 2;
 
+// What the optimized graph may contain: onnxruntime's fused operators
+// (com.microsoft domain) too, or standard ONNX operators only.
+enum class Target { kOnnxRuntime, kOnnx };
+
 struct OptimizeOptions {
   SearchOptions search;  // strategy, seed, threads and per-strategy settings
   // A graph with more operators than regions.max_ops is cut into regions
@@ -50,6 +54,8 @@ struct OptimizeOptions {
   // rule_cache_dir ("" caches nothing).
   std::vector<std::string> rule_files;
   bool unverified_rules = false;  // true: use rule_files without verifying them
+  // kOnnx leaves out the rules that build runtime operators.
+  Target target = Target::kOnnxRuntime;
   std::string rule_cache_dir = default_rule_cache_dir();
   // Seconds for the exact ILP extraction; 0 uses the greedy DAG extraction only.
   double ilp_seconds = 10;

@@ -44,7 +44,19 @@ std::size_t TensorAnalysis::data_bytes(const TensorInfo& info) const {
   return bytes;
 }
 
+const Tensor* TensorAnalysis::weight_values(const EGraph& egraph, Id id) const {
+  if (weights_ == nullptr) return nullptr;
+  for (const ENode& n : egraph.nodes(egraph.find(id))) {
+    if (TensorLanguage::op(n.op) != Op::kWeight) continue;
+    const std::string* name = egraph.attrs().get(n.attrs).get_string("name");
+    if (name == nullptr) continue;
+    if (auto w = weights_->find(*name); w != weights_->end() && w->second.data) return w->second.data.get();
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
+  if (auto* shapes = dynamic_cast<TensorAnalysis*>(egraph.analysis())) shapes->set_weights(&graph.weights);
   std::vector<Id> ids;
   ids.reserve(graph.nodes.size());
   for (int i = 0; i < graph.size(); ++i) {

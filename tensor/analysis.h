@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "egraph/analysis.h"
 #include "egraph/egraph.h"
@@ -36,6 +37,16 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   // Nodes refused because they did not type-check.
   std::size_t refused() const { return refused_; }
 
+  // Where conditions that read weight values find them: the weights of the
+  // graph the e-graph was built from (add_graph sets it; the map must
+  // outlive the analysis' use).
+  void set_weights(const absl::flat_hash_map<std::string, WeightInit>* weights) {
+    weights_ = weights;
+  }
+  // The values of class `id` when it holds a weight whose values are given
+  // (not drawn from a seed); null otherwise.
+  const Tensor* weight_values(const EGraph& egraph, Id id) const;
+
  protected:
   std::optional<TensorInfo> make_data(const EGraph& egraph, const ENode& node) override;
   JoinResult join(TensorInfo& into, const TensorInfo& from) override;
@@ -49,6 +60,7 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
 
  private:
   std::size_t refused_ = 0;
+  const absl::flat_hash_map<std::string, WeightInit>* weights_ = nullptr;
 };
 
 // Adds every node of `graph` to `egraph` (whose language must be a

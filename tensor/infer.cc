@@ -72,6 +72,12 @@ absl::StatusOr<ValueType> Inference::infer() {
       return softmax();
     case Op::kLayerNorm:
       return layer_norm();
+    case Op::kSimplifiedLayerNorm:
+      return simplified_layer_norm();
+    case Op::kSkipSimplifiedLayerNorm:
+      return skip_simplified_layer_norm();
+    case Op::kRotaryEmbedding:
+      return rotary_embedding();
     case Op::kBatchNorm:
       return batch_norm();
     case Op::kReduceMean:

@@ -142,6 +142,49 @@ absl::StatusOr<ValueType> Inference::layer_norm() {
   return in_[0];
 }
 
+absl::StatusOr<ValueType> Inference::simplified_layer_norm() {
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  std::optional<std::int64_t> axis = normalize_axis(int_attr(a_, "axis"), t(0).rank());
+  if (!axis) return fail(op_, "axis {} out of range for {}", int_attr(a_, "axis"), to_string(t(0)));
+  Dims normalized(d(0).begin() + *axis, d(0).end());
+  if (d(1) != normalized)
+    return fail(op_, "input 1 must be {}, is {}", to_string(normalized), to_string(d(1)));
+  return in_[0];
+}
+
+// onnxruntime's kernel normalizes the last axis of a rank-2 or rank-3 input
+// after adding `skip` (same shape) to it; the second result is that sum.
+absl::StatusOr<ValueType> Inference::skip_simplified_layer_norm() {
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  if (t(0).rank() != 2 && t(0).rank() != 3)
+    return fail(op_, "input must have rank 2 or 3, is {}", to_string(t(0)));
+  if (d(1) != d(0)) return fail(op_, "skip must be {}, is {}", to_string(t(0)), to_string(t(1)));
+  if (d(2) != Dims{d(0).back()})
+    return fail(op_, "input 2 must be [{}], is {}", d(0).back(), to_string(d(2)));
+  return ValueType::tuple({t(0), t(0)});
+}
+
+// x [batch, heads, sequence, head size] (an even head size), cos and sin
+// [sequence, head size / 2]: token s reads row s of the tables. (onnxruntime
+// also takes longer tables and position ids; saturn writes position 0 on.)
+absl::StatusOr<ValueType> Inference::rotary_embedding() {
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  if (auto s = need_rank(0, 4); !s.ok()) return s;
+  const std::int64_t head = d(0)[3];
+  if (head % 2 != 0) return fail(op_, "head size must be even, is {}", head);
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (t(i).rank() != 2 || d(i)[1] != head / 2 || d(i)[0] != d(0)[2])
+      return fail(op_, "input {} must be [{}, {}], is {}", i, d(0)[2], head / 2, to_string(t(i)));
+  }
+  return in_[0];
+}
+
 absl::StatusOr<ValueType> Inference::batch_norm() {
   for (std::size_t i = 0; i < 5; ++i) {
     if (auto s = need_float(i); !s.ok()) return s;

@@ -5,7 +5,8 @@
 //                     dispatch by operator, the input checks, leaves,
 //                     elementwise operators, tuples and opaque operators
 //   infer_compute.cc  matrix products, convolution and pooling,
-//                     normalizations and reductions
+//                     normalizations and reductions, and onnxruntime's
+//                     fused normalizations and rotary embedding
 //   infer_shape.cc    the shape operators (Transpose to Pad) and the
 //                     rewrites of convolution kernels
 #pragma once
@@ -81,6 +82,9 @@ class Inference {
   absl::StatusOr<ValueType> global_average_pool();
   absl::StatusOr<ValueType> softmax();
   absl::StatusOr<ValueType> layer_norm();
+  absl::StatusOr<ValueType> simplified_layer_norm();
+  absl::StatusOr<ValueType> skip_simplified_layer_norm();
+  absl::StatusOr<ValueType> rotary_embedding();
   absl::StatusOr<ValueType> batch_norm();
   absl::StatusOr<ValueType> reduce_mean();
 

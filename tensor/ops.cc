@@ -73,6 +73,12 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
     case Op::kBatchNorm:
       return {{"epsilon", Kind::kFloat, 1e-5}};
+    case Op::kSimplifiedLayerNorm:
+      return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
+    case Op::kSkipSimplifiedLayerNorm:
+      return {{"epsilon", Kind::kFloat, 1e-5}};
+    case Op::kRotaryEmbedding:
+      return {{"interleaved", Kind::kInt, std::int64_t{0}}};
     case Op::kReduceMean:
       return {{"axes", Kind::kInts, Ints{}}, {"keepdims", Kind::kInt, std::int64_t{1}}};
     case Op::kTranspose:
@@ -181,6 +187,16 @@ bool is_unary_elementwise(Op op) {
       return true;
     default:
       return false;
+  }
+}
+
+std::optional<std::string_view> runtime_domain(Op op) {
+  switch (op) {
+    case Op::kSkipSimplifiedLayerNorm:
+    case Op::kRotaryEmbedding:
+      return "com.microsoft";
+    default:
+      return std::nullopt;
   }
 }
 

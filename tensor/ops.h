@@ -7,6 +7,12 @@
 //   // a->get_ints("strides") == {1, 1}: defaults are filled in, so two
 //   // spellings of the same convolution are the same e-node.
 //
+// onnxruntime's fused kernels: SkipSimplifiedLayerNormalization and
+// RotaryEmbedding are not standard ONNX but operators of onnxruntime's
+// com.microsoft domain (see runtime_domain); `saturn optimize --target onnx`
+// never chooses them. SimplifiedLayerNormalization (RMSNorm) is written as
+// the standard operators onnxruntime fuses into its kernel of that name.
+//
 // Conventions (close to ONNX, with static shapes): 2-D convolution and
 // pooling on NCHW tensors; pads are [top, left, bottom, right]; a Split or an
 // opaque operator with several outputs yields a tuple, read with TupleGet.
@@ -65,6 +71,9 @@ namespace saturn::tensor {
   X(kMergeGroups, "MergeGroups", 1)             \
   X(kTuple, "Tuple", -1)                        \
   X(kTupleGet, "TupleGet", 1)                   \
+  X(kSimplifiedLayerNorm, "SimplifiedLayerNormalization", 2) \
+  X(kSkipSimplifiedLayerNorm, "SkipSimplifiedLayerNormalization", 3) \
+  X(kRotaryEmbedding, "RotaryEmbedding", 3)     \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -84,6 +93,11 @@ std::span<const Op> all_ops();
 bool is_unary_elementwise(Op op);
 // Whether an operator is a broadcasting binary (Add, Sub, Mul, Div, Pow).
 bool is_binary_elementwise(Op op);
+
+// The ONNX domain of an operator that is one of onnxruntime's fused kernels
+// rather than standard ONNX ("com.microsoft"); nullopt for the others.
+std::optional<std::string_view> runtime_domain(Op op);
+inline bool is_runtime_operator(Op op) { return runtime_domain(op).has_value(); }
 
 // Checks `attributes` against `op`'s schema (known keys, value kinds,
 // required keys) and fills in defaults. Integers given for float attributes

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -159,6 +160,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
   return {{"model", graph.name},
           {"strategy", r.stats.strategy},
           {"cost_model", r.cost_model},
+          {"target", o.optimize.target == Target::kOnnx ? "onnx" : "onnxruntime"},
           {"cost_before", r.cost_before},
           {"cost_after", r.cost_after},
           {"improvement_percent", r.improvement_percent()},
@@ -282,6 +284,12 @@ void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
                  "a rule file (repeatable; default: the shipped tensor rules); its rules are "
                  "verified first and a file with an unsound rule is refused")
       ->allow_extra_args(false);
+  app.add_option("--target", o.optimize.target,
+                 "onnxruntime: onnxruntime's fused operators (com.microsoft domain) may be chosen; "
+                 "onnx: standard ONNX operators only")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Target>{{"onnxruntime", Target::kOnnxRuntime}, {"onnx", Target::kOnnx}}))
+      ->default_str("onnxruntime");
   app.add_flag("--unverified-rules", o.optimize.unverified_rules,
                "use the --rules files without verifying their rules");
   app.add_option("--threads", o.optimize.search.threads, "search threads")

@@ -45,7 +45,57 @@ std::optional<Ints> same_pads_of(const EGraph& egraph, Id w) {
   return t.is_tuple ? std::nullopt : same_pads(t.tensor().dims);
 }
 
+// Whether a rank-2 tensor's rows repeat their first half in their second
+// (rotary tables written for the half-split layout: cos and sin of
+// cat(angles, angles)).
+bool halves_equal(const tensor::Tensor& t) {
+  const tensor::Dims& d = t.dims();
+  if (t.type().dtype != tensor::DType::kFloat32 || d.size() != 2 || d[1] % 2 != 0) return false;
+  const std::int64_t half = d[1] / 2;
+  std::span<const float> v = t.floats();
+  for (std::int64_t r = 0; r < d[0]; ++r) {
+    for (std::int64_t i = 0; i < half; ++i) {
+      if (v[r * d[1] + i] != v[r * d[1] + half + i]) return false;
+    }
+  }
+  return true;
+}
+
+bool make_halves_equal(tensor::Tensor& t) {
+  const tensor::Dims& d = t.dims();
+  if (t.type().dtype != tensor::DType::kFloat32 || d.size() != 2 || d[1] % 2 != 0) return false;
+  const std::int64_t half = d[1] / 2;
+  std::span<float> v = t.mutable_floats();
+  for (std::int64_t r = 0; r < d[0]; ++r) {
+    for (std::int64_t i = 0; i < half; ++i) v[r * d[1] + half + i] = v[r * d[1] + i];
+  }
+  return true;
+}
+
+// Whether Slice attributes (starts, ends, axes, steps: a[1..4]) take the
+// first (`second` false) or second half of class a[0]'s last axis.
+bool slices_half(const EGraph& g, std::span<const Id> a, bool second) {
+  const tensor::ValueType& t = type_of(g, a[0]);
+  auto list = [&](std::size_t k) { return std::get_if<Ints>(&g.attr_value(AttrId(a[k].value))); };
+  const Ints *starts = list(1), *ends = list(2), *axes = list(3), *steps = list(4);
+  if (t.is_tuple || !starts || !ends || !axes || !steps || starts->size() != 1 ||
+      ends->size() != 1 || axes->size() != 1 || steps->size() > 1)
+    return false;
+  const std::size_t rank = t.tensor().rank();
+  std::optional<std::int64_t> axis = tensor::normalize_axis(axes->front(), rank);
+  const std::int64_t step = steps->empty() ? 1 : steps->front();
+  if (!axis || *axis + 1 != static_cast<std::int64_t>(rank) || step != 1) return false;
+  const std::int64_t dim = t.tensor().dims.back();
+  if (dim % 2 != 0) return false;
+  tensor::SliceRange r = tensor::slice_range(dim, starts->front(), ends->front(), step);
+  return r.count == dim / 2 && r.start == (second ? dim / 2 : 0);
+}
+
+constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal}};
+
 }  // namespace
+
+std::span<const ValueCondition> value_conditions() { return kValueConditions; }
 
 ConditionRegistry tensor_conditions() {
   ConditionRegistry r;
@@ -206,6 +256,33 @@ ConditionRegistry tensor_conditions() {
         return Ints{w.tensor().dims[2], w.tensor().dims[3]};
       },
       "(kernel-size ?w): [height, width] of the convolution kernel ?w");
+  r.add(
+      "first-half", 5,
+      [](const EGraph& g, std::span<const Id> a) { return slices_half(g, a, false); },
+      "(first-half ?x ?starts ?ends ?axes ?steps): Slice attributes that take the first half "
+      "of ?x's last axis");
+  r.add(
+      "second-half", 5,
+      [](const EGraph& g, std::span<const Id> a) { return slices_half(g, a, true); },
+      "(second-half ?x ?starts ?ends ?axes ?steps): Slice attributes that take the second half "
+      "of ?x's last axis");
+  r.add(
+      "halves-equal", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0]);
+        return values != nullptr && halves_equal(*values);
+      },
+      "(halves-equal ?t): ?t is a matrix of weights whose values the model gives, and each "
+      "row's second half repeats its first (rotary tables of the half-split layout)");
+  r.add_function(
+      "half-last-dim", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        if (t.is_tuple || t.tensor().rank() == 0 || t.tensor().dims.back() % 2 != 0)
+          return std::nullopt;
+        return Ints{t.tensor().dims.back() / 2};
+      },
+      "(half-last-dim ?t): [half of ?t's last dimension] (slice bounds)");
   r.add_function(
       "half", 1,
       [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
@@ -239,6 +316,19 @@ ConditionRegistry tensor_conditions() {
                                "concatenated from the last {} arguments",
                                k, k));
   return r;
+}
+
+RuleSet standard_onnx_rules(const RuleSet& rules) {
+  RuleSet out;
+  for (const Rule& rule : rules.rules()) {
+    bool standard = true;
+    for (const Pattern& p : rule.rhs) {
+      for (const PatternNode& n : p.nodes)
+        standard = standard && (n.is_var() || !tensor::is_runtime_operator(tensor::TensorLanguage::op(n.op)));
+    }
+    if (standard) out.add(rule);
+  }
+  return out;
 }
 
 std::string tensor_rules_dir() { return std::string(SATURN_SOURCE_DIR) + "/rules/tensor"; }

@@ -12,18 +12,30 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "rules/condition.h"
 #include "rules/rule.h"
 #include "tensor/ops.h"
+#include "tensor/tensor.h"
 
 namespace saturn {
 
 // Conditions over classes of a tensor e-graph (its analysis must be a
 // tensor::TensorAnalysis): is-weight, same-shape, rank-2, ...
 ConditionRegistry tensor_conditions();
+
+// A condition that reads a weight's values, not only its type (such a
+// condition holds only for weights whose values the model file gives), and
+// how the verifier makes a drawn value satisfy it: `make_hold` changes the
+// values in place, or returns false when the shape cannot satisfy it.
+struct ValueCondition {
+  std::string_view name;
+  bool (*make_hold)(tensor::Tensor& values);
+};
+std::span<const ValueCondition> value_conditions();
 
 // SAME padding (ONNX SAME_UPPER) of a stride-1 convolution by a kernel of
 // these dimensions ([top, left, bottom, right]); nullopt unless 4-D.
@@ -38,6 +50,10 @@ absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language
 absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& files,
                                                const tensor::TensorLanguage& language,
                                                const ConditionRegistry& conditions);
+
+// The rules whose right sides build no runtime operator
+// (tensor::is_runtime_operator): what `--target onnx` searches with.
+RuleSet standard_onnx_rules(const RuleSet& rules);
 
 enum class VerifyOutcome : std::uint8_t { kVerified, kFailed, kUnverified };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <random>
 
 #include "absl/strings/numbers.h"
@@ -46,6 +47,9 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
   if (key == "count_include_pad" || key == "transA" || key == "transB")
     return one_of({std::int64_t{0}, std::int64_t{1}});
   if (key == "axes") return one_of({Ints{-1}, Ints{1}, Ints{2}, Ints{0}});
+  if (key == "starts" || key == "ends")
+    return one_of({Ints{0}, Ints{1}, Ints{2}, Ints{-1}, Ints{std::numeric_limits<std::int64_t>::max()}});
+  if (key == "steps") return one_of({Ints{}, Ints{1}, Ints{2}});
   if (key == "split")
     return one_of({Ints{1, 1}, Ints{1, 2}, Ints{2, 1}, Ints{1, 1, 1}, Ints{2, 2}});
   if (key == "shape")
@@ -117,6 +121,7 @@ std::vector<int> rank_hints_of(const Rule& rule) {
     if (c.args.size() == 1 && name.starts_with("rank-") &&
         absl::SimpleAtoi(absl::string_view(name).substr(5), &rank))
       hints[static_cast<std::size_t>(c.args[0])] = rank;
+    if (c.args.size() == 1 && name == "halves-equal") hints[static_cast<std::size_t>(c.args[0])] = 2;
   }
   return hints;
 }
@@ -221,10 +226,26 @@ void fit_attributes(const RuleVars& vars, Rng& rng, Assignment& a) {
     }
   }
   for (const RuleCondition& c : vars.rule.conditions) {
-    if (c.predicate->name != "same-padding" || c.args.size() != 2 || rng() % 8 == 0) continue;
-    const auto pads = static_cast<std::size_t>(c.args[0]);
-    const auto kernel = static_cast<std::size_t>(c.args[1]);
-    if (std::optional<Ints> same = same_pads(a.dims[kernel])) a.attrs[pads] = *std::move(same);
+    const std::string& name = c.predicate->name;
+    if (name == "same-padding" && c.args.size() == 2 && rng() % 8 != 0) {
+      const auto pads = static_cast<std::size_t>(c.args[0]);
+      const auto kernel = static_cast<std::size_t>(c.args[1]);
+      if (std::optional<Ints> same = same_pads(a.dims[kernel])) a.attrs[pads] = *std::move(same);
+    }
+    if ((name == "first-half" || name == "second-half") && c.args.size() == 5 && rng() % 8 != 0) {
+      // Slice attributes (starts, ends, axes, steps) taking that half of an
+      // even last axis.
+      tensor::Dims& x = a.dims[static_cast<std::size_t>(c.args[0])];
+      if (x.empty()) continue;
+      if (x.back() % 2 != 0) x.back() *= 2;
+      const std::int64_t half = x.back() / 2;
+      const bool second = name == "second-half";
+      a.attrs[static_cast<std::size_t>(c.args[1])] = Ints{second ? half : 0};
+      a.attrs[static_cast<std::size_t>(c.args[2])] =
+          Ints{second ? std::numeric_limits<std::int64_t>::max() : half};
+      a.attrs[static_cast<std::size_t>(c.args[3])] = Ints{-1};
+      a.attrs[static_cast<std::size_t>(c.args[4])] = Ints{1};
+    }
   }
 }
 
@@ -345,7 +366,9 @@ std::vector<Assignment> enumerated(const RuleVars& vars, Rng& rng) {
 class Draw {
  public:
   Draw(const Rule& rule, const tensor::TensorLanguage& lang)
-      : rule_(rule), egraph_(lang, &shapes_) {}
+      : rule_(rule), egraph_(lang, &shapes_) {
+    shapes_.set_weights(&source_.weights);
+  }
 
   // Leaves for the variables. Weight values are drawn from [low, high).
   void bind(const Assignment& a, std::uint64_t seed, float low, float high) {
@@ -364,6 +387,21 @@ class Draw {
                       .id;
       source_.weights[name] =
           tensor::WeightInit{nullptr, seed ^ tensor::stable_hash(name), low, high};
+    }
+    // Weights a value condition reads get values; three draws in four make
+    // the condition hold (the fourth sees it refuse).
+    if (seed % 4 == 0) return;
+    for (const RuleCondition& c : rule_.conditions) {
+      for (const ValueCondition& vc : value_conditions()) {
+        if (vc.name != c.predicate->name) continue;
+        for (int v : c.args) {
+          if (rule_.attr_vars[v]) continue;
+          tensor::WeightInit& w = source_.weights[rule_.var_names[v].substr(1)];
+          tensor::Tensor values = tensor::random_tensor(
+              tensor::TensorType{tensor::DType::kFloat32, a.dims[v]}, w.seed, w.low, w.high);
+          if (vc.make_hold(values)) w.data = std::make_shared<const tensor::Tensor>(std::move(values));
+        }
+      }
     }
   }
 

@@ -85,6 +85,12 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
       return one(kernels::layer_norm(a, in));
     case Op::kBatchNorm:
       return one(kernels::batch_norm(a, in));
+    case Op::kSimplifiedLayerNorm:
+      return one(kernels::simplified_layer_norm(a, in));
+    case Op::kSkipSimplifiedLayerNorm:
+      return kernels::skip_simplified_layer_norm(a, in);
+    case Op::kRotaryEmbedding:
+      return one(kernels::rotary_embedding(a, in));
     case Op::kReduceMean:
       return one(kernels::reduce_mean(a, in[0]));
     case Op::kTranspose:

@@ -6,6 +6,8 @@
 //   kernels_matmul.cc       MatMul, Gemm and the blocked product under them
 //   kernels_conv.cc         convolution and pooling
 //   kernels_norm.cc         Softmax, LayerNorm, BatchNorm and ReduceMean
+//   kernels_fused.cc        onnxruntime's fused normalizations and rotary
+//                           embedding
 //   kernels_shape.cc        data movement (Transpose to Pad) and the
 //                           rewrites of convolution kernels
 //
@@ -90,6 +92,12 @@ Tensor softmax(const Attributes& attrs, const Tensor& x);
 Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor reduce_mean(const Attributes& attrs, const Tensor& x);
+
+// onnxruntime's fused operators (kernels_fused.cc).
+Tensor simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
+// The normalized sum and the sum.
+std::vector<Tensor> skip_simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
+Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in);
 
 // Data movement and the rewrites of convolution kernels (kernels_shape.cc).
 Tensor transpose(const Attributes& attrs, const Tensor& x);

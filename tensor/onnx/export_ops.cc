@@ -65,6 +65,21 @@ onnx::NodeProto* Exporter::node(std::string_view op_type, std::vector<std::strin
   return n;
 }
 
+onnx::NodeProto* Exporter::runtime_node(Op op, std::vector<std::string> inputs,
+                                        std::vector<std::string> outputs) {
+  const std::string domain(*runtime_domain(op));
+  bool imported = false;
+  for (const auto& o : model_.opset_import()) imported = imported || o.domain() == domain;
+  if (!imported) {
+    auto* o = model_.add_opset_import();
+    o->set_domain(domain);
+    o->set_version(1);
+  }
+  onnx::NodeProto* n = node(op_name(op), std::move(inputs), std::move(outputs));
+  n->set_domain(domain);
+  return n;
+}
+
 std::string Exporter::unary(std::string_view op_type, const std::string& x, std::string out) {
   if (out.empty()) out = fresh("saturn_tmp");
   node(op_type, {x}, {out});
@@ -117,6 +132,21 @@ absl::Status Exporter::emit(int i) {
       return emit_softmax(a, in, out, rank);
     case Op::kLayerNorm:
       return emit_layer_norm(a, in, out, rank);
+    case Op::kSimplifiedLayerNorm:
+      return emit_simplified_layer_norm(a, in, out, rank);
+    case Op::kSkipSimplifiedLayerNorm: {
+      auto* s = runtime_node(n.op, in, {names_[i][0], "", "", names_[i][1]});
+      set_float(s, "epsilon", *a.get_float("epsilon"));
+      return absl::OkStatus();
+    }
+    case Op::kRotaryEmbedding: {
+      // Position ids of shape [1] give the first position; token s then reads
+      // row (first + s) of the tables.
+      const std::string first = constant(Tensor(TensorType{DType::kInt64, {1}}, Ints{0}));
+      auto* r = runtime_node(n.op, {in[0], first, in[1], in[2]}, {out});
+      set_int(r, "interleaved", *a.get_int("interleaved"));
+      return absl::OkStatus();
+    }
     case Op::kBatchNorm:
       set_float(node("BatchNormalization", in, {out}), "epsilon", *a.get_float("epsilon"));
       return absl::OkStatus();
@@ -262,6 +292,23 @@ absl::Status Exporter::emit_layer_norm(const Attributes& a, const std::vector<st
   std::string denom = unary("Sqrt", binary("Add", var, scalar_constant(eps)));
   std::string scaled = binary("Mul", binary("Div", centred, denom), in[1]);
   binary("Add", scaled, in[2], out);
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::emit_simplified_layer_norm(const Attributes& a,
+                                                  const std::vector<std::string>& in,
+                                                  const std::string& out, std::size_t rank) {
+  // onnxruntime has no SimplifiedLayerNormalization in a domain the ONNX
+  // checker accepts, but fuses this spelling (PyTorch's RMSNorm export) into
+  // that kernel when it loads the model.
+  Ints axes;
+  for (auto k = *normalize_axis(*a.get_int("axis"), rank); k < static_cast<std::int64_t>(rank); ++k)
+    axes.push_back(k);
+  std::string squares = binary("Pow", in[0], scalar_constant(2.0));
+  std::string mean = fresh("saturn_tmp");
+  set_ints(node("ReduceMean", {squares}, {mean}), "axes", axes);
+  std::string denom = unary("Sqrt", binary("Add", mean, scalar_constant(*a.get_float("epsilon"))));
+  binary("Mul", binary("Div", in[0], denom), in[1], out);
   return absl::OkStatus();
 }
 

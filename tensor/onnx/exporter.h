@@ -67,6 +67,10 @@ class Exporter {
   std::string scalar_constant(double value);
   onnx::NodeProto* node(std::string_view op_type, std::vector<std::string> inputs,
                         std::vector<std::string> outputs);
+  // A node of one of onnxruntime's fused operators, in its domain (imported
+  // at version 1 when the model does not import it yet).
+  onnx::NodeProto* runtime_node(Op op, std::vector<std::string> inputs,
+                                std::vector<std::string> outputs);
   // `x` transformed by a chain of unary ONNX operators into `out`.
   std::string unary(std::string_view op_type, const std::string& x, std::string out = {});
   std::string binary(std::string_view op_type, const std::string& a, const std::string& b,
@@ -93,6 +97,8 @@ class Exporter {
                             const std::string& out, std::size_t rank);
   absl::Status emit_layer_norm(const Attributes& a, const std::vector<std::string>& in,
                                const std::string& out, std::size_t rank);
+  absl::Status emit_simplified_layer_norm(const Attributes& a, const std::vector<std::string>& in,
+                                          const std::string& out, std::size_t rank);
   absl::Status emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
                                 const std::string& out);
   // Shape operators.

@@ -274,7 +274,7 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
       return absl::OkStatus();
     }
   }
-  if (is_default_domain(n.domain())) {
+  if (is_default_domain(n.domain()) || n.domain() == "com.microsoft") {
     absl::StatusOr<bool> mapped = add_known(n);
     if (!mapped.ok()) return error("{}: {}", where(n, k), message(mapped.status()));
     if (*mapped) return absl::OkStatus();
@@ -291,9 +291,13 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   std::vector<ValueType> in;
   for (int i : m->inputs) in.push_back(types_[i]);
   absl::StatusOr<ValueType> ir = infer_type(m->op, *a, in);
-  if (!ir.ok() || ir->parts.size() != static_cast<std::size_t>(n.output_size())) return false;
-  for (int o = 0; o < n.output_size(); ++o) {
-    if (!agrees(ir->parts[o], n.output(o))) return false;
+  std::vector<int> outputs = m->outputs;
+  if (outputs.empty()) {
+    for (int o = 0; o < n.output_size(); ++o) outputs.push_back(o);
+  }
+  if (!ir.ok() || ir->parts.size() != outputs.size()) return false;
+  for (std::size_t p = 0; p < outputs.size(); ++p) {
+    if (outputs[p] < n.output_size() && !agrees(ir->parts[p], n.output(outputs[p]))) return false;
   }
   std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);
   absl::StatusOr<int> id = append(m->op, std::move(*a), std::move(m->inputs), name);
@@ -302,14 +306,17 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
     values_[n.output(0)] = *id;
     return true;
   }
-  return add_tuple_gets(n, *id).ok();  // Split: a tuple, even of one part
+  return add_tuple_gets(n, *id, outputs).ok();  // Split: a tuple, even of one part
 }
 
-absl::Status Importer::add_tuple_gets(const onnx::NodeProto& n, int tuple) {
-  for (int o = 0; o < n.output_size(); ++o) {
-    if (n.output(o).empty()) continue;
-    absl::StatusOr<int> get =
-        append(Op::kTupleGet, {{"index", std::int64_t{o}}}, {tuple}, n.output(o));
+absl::Status Importer::add_tuple_gets(const onnx::NodeProto& n, int tuple,
+                                      const std::vector<int>& outputs) {
+  const std::size_t parts = outputs.empty() ? static_cast<std::size_t>(n.output_size()) : outputs.size();
+  for (std::size_t p = 0; p < parts; ++p) {
+    const int o = outputs.empty() ? static_cast<int>(p) : outputs[p];
+    if (o >= n.output_size() || n.output(o).empty()) continue;
+    absl::StatusOr<int> get = append(Op::kTupleGet, {{"index", static_cast<std::int64_t>(p)}},
+                                     {tuple}, n.output(o));
     if (!get.ok()) return get.status();
     values_[n.output(o)] = *get;
   }
@@ -379,7 +386,7 @@ absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
     values_[n.output(0)] = *id;
     return absl::OkStatus();
   }
-  return add_tuple_gets(n, *id);
+  return add_tuple_gets(n, *id, {});
 }
 
 void Importer::prune() {

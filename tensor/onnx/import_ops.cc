@@ -56,7 +56,9 @@ std::optional<Ints> window_pads(AttrReader& r, const Dims& in, const Ints& kerne
 std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
   std::vector<int> in;
   for (const std::string& name : n.input()) in.push_back(name.empty() ? -1 : values_.at(name));
-  if (n.output_size() != 1 && n.op_type() != "Split") return std::nullopt;
+  if (n.output_size() != 1 && n.op_type() != "Split" &&
+      n.op_type() != "SkipSimplifiedLayerNormalization")
+    return std::nullopt;
   if (in.empty() || in[0] < 0) return std::nullopt;
   for (int i : in) {
     if (i >= 0 && (types_[i].is_tuple || types_[i].parts[0].dtype == DType::kOther ||
@@ -82,6 +84,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
       {"MatMul", Op::kMatMul},     {"GlobalAveragePool", Op::kGlobalAveragePool},
       {"Identity", Op::kIdentity},
   };
+  if (node.proto.domain() == "com.microsoft") return map_runtime(node);
   const std::string& t = node.proto.op_type();
   AttrReader& r = node.attrs;
   for (const auto& [name, op] : kSame) {
@@ -297,6 +300,35 @@ std::optional<Mapped> Importer::map_dropout(KnownNode& node) {
   node.attrs.f("ratio");
   node.attrs.i("seed");
   return Mapped{Op::kDropout, {}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
+  const onnx::NodeProto& n = node.proto;
+  AttrReader& r = node.attrs;
+  if (n.op_type() == "RotaryEmbedding") {
+    // Position ids [0]: token s reads row s of the tables. Packed batches,
+    // partial rotation, a scale or 3-D input (num_heads) stay opaque.
+    if (node.in.size() != 4 || !node.present(1) || constant_ints(n.input(1)) != Ints{0})
+      return std::nullopt;
+    if (r.i("num_heads").value_or(0) != 0 || r.i("rotary_embedding_dim").value_or(0) != 0 ||
+        r.i("is_packed_batching").value_or(0) != 0 || r.f("scale").value_or(1.0) != 1.0)
+      return std::nullopt;
+    return Mapped{Op::kRotaryEmbedding,
+                  {{"interleaved", r.i("interleaved").value_or(0)}},
+                  {node.in[0], node.in[2], node.in[3]}};
+  }
+  if (n.op_type() == "SkipSimplifiedLayerNormalization") {
+    // Without a bias, and without the mean and inverse deviation outputs.
+    if (node.in.size() != 3 || n.output_size() > 4) return std::nullopt;
+    for (int o = 1; o < 3 && o < n.output_size(); ++o) {
+      if (!n.output(o).empty()) return std::nullopt;
+    }
+    return Mapped{Op::kSkipSimplifiedLayerNorm,
+                  {{"epsilon", r.f("epsilon").value_or(1e-5)}},
+                  node.first(3),
+                  {0, 3}};
+  }
+  return std::nullopt;
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -95,6 +95,8 @@ struct Mapped {
   Op op;
   Attributes attributes;
   std::vector<int> inputs;
+  // For a tuple: the ONNX output each part is (empty: part i is output i).
+  std::vector<int> outputs;
 };
 
 // A default-domain node being mapped: the node, a reader of its attributes
@@ -155,7 +157,9 @@ class Importer {
   // Adds a known operator; false when it stays opaque (not mappable, or the
   // IR's type for it differs from ONNX's).
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
-  absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple);
+  // Names ONNX output outputs[p] (output p when `outputs` is empty) part p
+  // of `tuple`.
+  absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple, const std::vector<int>& outputs);
   // Whether the IR's type for a value agrees with what ONNX inferred for it
   // (dimensions ONNX left unknown agree with anything).
   bool agrees(const TensorType& ir, const std::string& name) const;
@@ -178,7 +182,7 @@ class Importer {
 
   // Known operators (import_ops.cc).
 
-  // Maps a default-domain node onto an IR operator when the IR computes the
+  // Maps a default-domain (or com.microsoft) node onto an IR operator when the IR computes the
   // same thing; nullopt keeps it opaque.
   std::optional<Mapped> map_known(const onnx::NodeProto& n);
   // The mapping of `node` by its operator type, before the checks that
@@ -194,6 +198,8 @@ class Importer {
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);
   std::optional<Mapped> map_dropout(KnownNode& node);
+  // onnxruntime's fused operators, in the forms saturn writes them.
+  std::optional<Mapped> map_runtime(KnownNode& node);
 
   std::string file_;
   const OnnxImportOptions& options_;
