@@ -179,7 +179,7 @@ TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
 INSTANTIATE_TEST_SUITE_P(Onnx, Fixtures,
                          ::testing::Values("resnet50", "inception_v3", "squeezenet1_1",
                                            "mobilenet_v2", "bert_base", "llama_decoder",
-                                           "swin_like"),
+                                           "llama_block", "vit_encoder", "swin_like"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

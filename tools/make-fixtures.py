@@ -7,7 +7,7 @@ and python3-onnx; nothing is downloaded, all weights are seeded random):
     /usr/bin/python3 tools/make-fixtures.py [--out tensor/fixtures] [--keep-weights]
 
 Writes resnet50, inception_v3, squeezenet1_1, mobilenet_v2, bert_base,
-llama_decoder and swin_like .onnx and a README.md into --out (default: tensor/fixtures/ of this repository): eval mode,
+llama_decoder, llama_block, vit_encoder and swin_like .onnx and a README.md into --out (default: tensor/fixtures/ of this repository): eval mode,
 batch 1, static shapes, opset 13, constant folding, input `input`, output `output`.
 By default each float32 initializer with more than 64 elements (computed tables
 named *_table aside) is replaced by a graph input of the same name, type and shape, and the metadata entry
@@ -188,9 +188,9 @@ class LlamaDecoder(torch.nn.Module):
     The causal mask and the rotary tables are buffers named *_table, which keep
     their values (they are computed, not learned)."""
 
-    def __init__(self):
+    def __init__(self, layers=L_LAYERS):
         super().__init__()
-        self.layers = torch.nn.ModuleList(DecoderLayer() for _ in range(L_LAYERS))
+        self.layers = torch.nn.ModuleList(DecoderLayer() for _ in range(layers))
         self.norm = RMSNorm(L_HIDDEN)
         self.register_buffer("mask_table", torch.triu(torch.full((L_SEQ, L_SEQ), -1e4), 1))
         cos, sin = rotary_tables()
@@ -201,6 +201,53 @@ class LlamaDecoder(torch.nn.Module):
         for layer in self.layers:
             x = layer(x, self.mask_table, self.cos_table, self.sin_table)
         return self.norm(x)
+
+
+# ---------------------------------------------------------- ViT-style encoder --
+# ViT-Tiny/16 at 224x224: 16x16 patches (196 tokens) and a class token,
+# embedding 192, 3 heads of 64, MLP 768, 12 pre-norm blocks, exact GELU,
+# learned position embeddings, the class token's output into a 1000-class head.
+V_IMAGE, V_PATCH, V_EMBED, V_HEADS, V_MLP, V_LAYERS = 224, 16, 192, 3, 768, 12
+V_TOKENS, V_HEAD_DIM = (V_IMAGE // V_PATCH) ** 2 + 1, V_EMBED // V_HEADS
+
+
+class VitBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        linear = torch.nn.Linear
+        self.q, self.k, self.v = (linear(V_EMBED, V_EMBED) for _ in range(3))
+        self.proj = linear(V_EMBED, V_EMBED)
+        self.fc1, self.fc2 = linear(V_EMBED, V_MLP), linear(V_MLP, V_EMBED)
+        self.norm1, self.norm2 = LayerNorm(V_EMBED, 1e-6), LayerNorm(V_EMBED, 1e-6)
+
+    @staticmethod
+    def heads(x):  # [1, TOKENS, EMBED] -> [1, HEADS, TOKENS, HEAD_DIM]
+        return x.reshape(1, V_TOKENS, V_HEADS, V_HEAD_DIM).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        q, k, v = self.heads(self.q(h)), self.heads(self.k(h)), self.heads(self.v(h))
+        scores = q @ k.transpose(-1, -2) / float(V_HEAD_DIM) ** 0.5
+        context = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(context.permute(0, 2, 1, 3).reshape(1, V_TOKENS, V_EMBED))
+        return x + self.fc2(gelu(self.fc1(self.norm2(x))))
+
+
+class VitEncoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, V_EMBED, V_PATCH, V_PATCH)
+        self.cls = torch.nn.Parameter(0.02 * torch.randn(1, 1, V_EMBED))
+        self.position = torch.nn.Parameter(0.02 * torch.randn(1, V_TOKENS, V_EMBED))
+        self.blocks = torch.nn.Sequential(*(VitBlock() for _ in range(V_LAYERS)))
+        self.norm = LayerNorm(V_EMBED, 1e-6)
+        self.head = torch.nn.Linear(V_EMBED, 1000)
+
+    def forward(self, image):
+        x = self.embed(image).reshape(1, V_EMBED, -1).permute(0, 2, 1)  # [1, 196, EMBED]
+        x = torch.cat((self.cls, x), dim=1) + self.position
+        x = self.norm(self.blocks(x))
+        return self.head(x[:, :1].reshape(1, V_EMBED))
 
 
 # ------------------------------------------------------------ Swin-like ViT --
@@ -323,6 +370,10 @@ MODELS = {  # name -> (constructor, input shape, description for the README)
     "llama_decoder": (LlamaDecoder, (1, L_SEQ, L_HIDDEN), "24-layer LLaMA-style decoder "
                       "(hidden 128, RMSNorm, rotary, grouped-query causal attention, "
                       "SwiGLU) on embedded input"),
+    "llama_block": (lambda: LlamaDecoder(1), (1, L_SEQ, L_HIDDEN), "one LLaMA-style decoder "
+                    "layer (as llama_decoder's layers) on embedded input"),
+    "vit_encoder": (VitEncoder, (1, 3, V_IMAGE, V_IMAGE), "ViT-style encoder: 16x16 patches "
+                    "and a class token, embedding 192, 3 heads, MLP 768, 12 pre-norm blocks"),
     "swin_like": (SwinLike, (1, 3, S_IMAGE, S_IMAGE), "Swin-like transformer: stages of "
                   "2, 2, 6, 2 blocks, embedding 64, shifted 7x7 windows"),
 }

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,7 +32,8 @@ using tensor::Graph;
 namespace {
 
 struct OptimizeCommandOptions {
-  std::string model, out, report, dot_dir, cost = "roofline", search = "mcts";
+  std::string model, out, report, dot_dir, cost = "roofline", search = "mcts",
+      target = "onnxruntime";
   bool quiet = false, verify = false, keep_faster = false;
   std::optional<double> min_speedup;
   std::optional<double> min_gain_percent;
@@ -221,6 +221,7 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   o.verify = o.verify || o.min_speedup.has_value();
   if (int rc = check_optimize_options(app, o); rc != 0) return rc;
   o.optimize.search.strategy = *parse_strategy(o.search);
+  o.optimize.target = o.target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
   absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
   if (!graph.ok()) return fail(graph.status());
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
@@ -284,12 +285,11 @@ void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
                  "a rule file (repeatable; default: the shipped tensor rules); its rules are "
                  "verified first and a file with an unsound rule is refused")
       ->allow_extra_args(false);
-  app.add_option("--target", o.optimize.target,
+  app.add_option("--target", o.target,
                  "onnxruntime: onnxruntime's fused operators (com.microsoft domain) may be chosen; "
                  "onnx: standard ONNX operators only")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Target>{{"onnxruntime", Target::kOnnxRuntime}, {"onnx", Target::kOnnx}}))
-      ->default_str("onnxruntime");
+      ->capture_default_str()
+      ->check(CLI::IsMember({"onnxruntime", "onnx"}));
   app.add_flag("--unverified-rules", o.optimize.unverified_rules,
                "use the --rules files without verifying their rules");
   app.add_option("--threads", o.optimize.search.threads, "search threads")

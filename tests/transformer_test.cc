@@ -1,0 +1,272 @@
+// Transformer patterns and onnxruntime's fused operators: each recognition
+// rule of rules/tensor/transformer.rules fires on the spelling PyTorch
+// exports and on another spelling, and the rewritten graph computes what the
+// original computes in the interpreter; each fused operator, run by
+// onnxruntime's kernel, computes what the standard operators it replaces
+// compute there; the fused operators import back from the ONNX saturn
+// writes.
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+
+#include "base/file.h"
+#include "base/status.h"
+#include "costmodel/cost_model.h"
+#include "extract/extractor.h"
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "rules/runner.h"
+#include "rules/tensor/tensor_rules.h"
+#include "tensor/analysis.h"
+#include "tensor/builder.h"
+#include "tensor/interpreter/interpreter.h"
+#include "tensor/onnx/onnx.h"
+
+namespace saturn::tensor {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kSeq = 8, kHeads = 2, kHead = 16, kHidden = 32;
+constexpr std::int64_t kEnd = std::numeric_limits<std::int64_t>::max();
+
+// How a test spells a pattern: as PyTorch exports it (the fixtures'), or
+// otherwise.
+enum class Spelling { kExported, kOther };
+
+// RMSNorm over the last axis. Exported: x / sqrt(mean(x^2) + eps) * w;
+// other: w * (x * (1 / sqrt(mean(x^2) + eps))), as Hugging Face's LLaMA.
+Value rms_norm(GraphBuilder& b, Value x, Value w, Spelling s) {
+  Value root = b.sqrt(b.add(b.reduce_mean(b.pow(x, b.constant(2)), {-1}), b.constant(1e-6f)));
+  if (s == Spelling::kExported) return b.mul(b.div(x, root), w);
+  return b.mul(w, b.mul(x, b.div(b.constant(1), root)));
+}
+
+// Rotary tables [kSeq, kHead]: each row repeats its first half.
+Tensor rotary_table(std::uint64_t seed) {
+  Tensor half = random_tensor(TensorType{DType::kFloat32, {kSeq, kHead / 2}}, seed, -1, 1);
+  Tensor full(TensorType{DType::kFloat32, {kSeq, kHead}});
+  for (std::int64_t r = 0; r < kSeq; ++r) {
+    for (std::int64_t i = 0; i < kHead; ++i)
+      full.mutable_floats()[r * kHead + i] = half.floats()[r * kHead / 2 + i % (kHead / 2)];
+  }
+  return full;
+}
+
+// x * cos + rotate_half(x) * sin on x [1, heads, seq, head]. Exported:
+// slices to the end on axis -1, in that order; other: the slices' exact
+// bounds on axis 3, and every product and the sum the other way round.
+Value rotary(GraphBuilder& b, Value x, Value cos, Value sin, Spelling s) {
+  const bool exported = s == Spelling::kExported;
+  const Dims axes = {exported ? -1 : 3};
+  Value second = b.slice(x, {kHead / 2}, {exported ? kEnd : kHead}, axes, {1});
+  Value first = b.slice(x, {0}, {kHead / 2}, axes, {1});
+  Value rotated = b.concat({b.mul(second, b.constant(-1)), first}, -1);
+  if (exported) return b.add(b.mul(x, cos), b.mul(rotated, sin));
+  return b.add(b.mul(sin, rotated), b.mul(cos, x));
+}
+
+// The graph the shipped rules reach from `g` in a few iterations, extracted
+// by operator count; fails the test unless it holds `op`.
+Graph rewritten(const Graph& g, Op op) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(lang, conditions);
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
+  std::vector<Id> roots;
+  std::vector<ClassOutput> outputs;
+  for (const GraphOutput& o : g.outputs) {
+    roots.push_back(ids[o.node]);
+    outputs.push_back({ids[o.node], o.name});
+  }
+  OpCountCostModel opcount;
+  ExtractionProblem p =
+      problem_from_egraph(egraph, roots, egraph_cost_function(opcount, egraph, shapes));
+  ExtractionResult r = IlpExtractor().extract(p);
+  absl::StatusOr<Graph> out =
+      graph_from_egraph(egraph, g, outputs, chosen_enodes(egraph, p, r.selection));
+  EXPECT_TRUE(out.ok()) << message(out.status());
+  if (!out.ok()) return g;
+  EXPECT_GE(op_counts(*out)[op], 1) << op_name(op) << " not reached";
+  return *out;
+}
+
+void expect_same_outputs(const Graph& a, const Graph& b) {
+  Inputs in = random_inputs(a, 11);
+  std::vector<Tensor> want = *evaluate(a, in), got = *evaluate(b, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_LE(max_error_ratio(got[i], want[i], 1e-4, 1e-5), 1.0) << "output " << i;
+}
+
+class Spellings : public ::testing::TestWithParam<Spelling> {};
+
+TEST_P(Spellings, RmsNormBecomesOneOperator) {
+  GraphBuilder b("rmsnorm");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  b.output(rms_norm(b, x, b.weight("w", {kHidden}, 0.5f, 1.5f), GetParam()), "y");
+  Graph g = *b.build();
+  Graph out = rewritten(g, Op::kSimplifiedLayerNorm);
+  EXPECT_EQ(total_ops(out), 1);
+  expect_same_outputs(g, out);
+}
+
+TEST_P(Spellings, ResidualAndRmsNormBecomeOneKernel) {
+  GraphBuilder b("skip");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  Value h = b.input("h", {1, kSeq, kHidden});
+  Value sum = b.add(x, h);
+  b.output(rms_norm(b, sum, b.weight("w", {kHidden}, 0.5f, 1.5f), GetParam()), "y");
+  b.output(sum, "residual");
+  Graph g = *b.build();
+  Graph out = rewritten(g, Op::kSkipSimplifiedLayerNorm);
+  EXPECT_EQ(op_counts(out)[Op::kAdd], 0);
+  expect_same_outputs(g, out);
+}
+
+TEST_P(Spellings, RotaryEmbeddingBecomesOneOperator) {
+  GraphBuilder b("rotary");
+  Value x = b.input("x", {1, kHeads, kSeq, kHead});
+  Value cos = b.weight("cos_table", rotary_table(1));
+  Value sin = b.weight("sin_table", rotary_table(2));
+  b.output(rotary(b, x, cos, sin, GetParam()), "y");
+  Graph g = *b.build();
+  Graph out = rewritten(g, Op::kRotaryEmbedding);
+  // What is left besides is the tables' halves, sliced once at load time.
+  std::map<Op, int> ops = op_counts(out);
+  EXPECT_EQ(ops[Op::kMul] + ops[Op::kAdd] + ops[Op::kConcat], 0);
+  expect_same_outputs(g, out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transformer, Spellings,
+                         ::testing::Values(Spelling::kExported, Spelling::kOther),
+                         [](const auto& info) {
+                           return info.param == Spelling::kExported ? "Exported" : "Other";
+                         });
+
+// Tables whose halves differ are not rotary tables: the rule leaves them.
+TEST(Transformer, RotaryNeedsTablesWithEqualHalves) {
+  GraphBuilder b("not-rotary");
+  Value x = b.input("x", {1, kHeads, kSeq, kHead});
+  Value cos = b.weight("cos_table", random_tensor(TensorType{DType::kFloat32, {kSeq, kHead}}, 1, -1, 1));
+  Value sin = b.weight("sin_table", rotary_table(2));
+  b.output(rotary(b, x, cos, sin, Spelling::kExported), "y");
+  Graph g = *b.build();
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(lang, conditions);
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  ASSERT_TRUE(add_graph(egraph, g).ok());
+  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
+  for (Id c : egraph.class_ids()) {
+    for (const ENode& n : egraph.nodes(c)) EXPECT_NE(TensorLanguage::op(n.op), Op::kRotaryEmbedding);
+  }
+}
+
+// --target onnx searches without the rules that build runtime operators.
+TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet all = *load_tensor_rules(lang, conditions);
+  RuleSet standard = standard_onnx_rules(all);
+  EXPECT_LT(standard.size(), all.size());
+  EXPECT_EQ(standard.find("rotary-half-split"), nullptr);
+  EXPECT_EQ(standard.find("skip-rmsnorm"), nullptr);
+  EXPECT_NE(standard.find("rmsnorm-div"), nullptr) << "RMSNorm is written as standard operators";
+}
+
+// In onnxruntime: a graph with the fused operator against the same
+// computation in standard operators (which the interpreter computes as
+// ONNX defines them), on the harness's random inputs.
+void expect_onnxruntime_agrees(const Graph& standard, const Graph& fused, const std::string& stem) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("saturn-transformer-{}", stem);
+  fs::create_directories(dir);
+  const std::string a = (dir / "standard.onnx").string(), b = (dir / "fused.onnx").string();
+  ASSERT_TRUE(save_onnx_model(standard, a).ok());
+  ASSERT_TRUE(save_onnx_model(fused, b).ok());
+  absl::StatusOr<Graph> back = load_onnx_model(b);
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (const auto& [op, count] : op_counts(fused)) {
+    if (is_runtime_operator(op)) {
+      EXPECT_EQ(op_counts(*back)[op], count) << op_name(op) << " imports back";
+    }
+  }
+  const std::string log = (dir / "log.txt").string();
+  const std::string cmd = fmt::format("'{}' verify '{}' '{}' --runs 1 --warmup 0 --threads 1 > '{}' 2>&1",
+                                      SATURN_CLI, a, b, log);
+  const int status = std::system(cmd.c_str());
+  const std::string text = *read_text_file(log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("outputs match"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+TEST(TransformerOnnxruntime, RotaryEmbeddingKernelAgrees) {
+  auto build = [](bool fused) {
+    GraphBuilder b("rotary");
+    Value x = b.input("x", {1, kHeads, kSeq, kHead});
+    Tensor cos = rotary_table(1), sin = rotary_table(2);
+    Value y;
+    if (fused) {
+      auto half = [&](const Tensor& t, const char* name) {
+        return b.slice(b.weight(name, t), {0}, {kHead / 2}, {-1}, {1});
+      };
+      y = b.node(Op::kRotaryEmbedding, {x, half(cos, "cos_table"), half(sin, "sin_table")});
+    } else {
+      y = rotary(b, x, b.weight("cos_table", cos), b.weight("sin_table", sin), Spelling::kExported);
+    }
+    b.output(y, "y");
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "rotary");
+}
+
+TEST(TransformerOnnxruntime, SkipSimplifiedLayerNormKernelAgrees) {
+  auto build = [](bool fused) {
+    GraphBuilder b("skip");
+    Value x = b.input("x", {1, kSeq, kHidden});
+    Value h = b.input("h", {1, kSeq, kHidden});
+    Value w = b.weight("w", {kHidden}, 0.5f, 1.5f);
+    if (fused) {
+      Value both = b.node(Op::kSkipSimplifiedLayerNorm, {x, h, w}, {{"epsilon", 1e-6}});
+      b.output(b.node(Op::kTupleGet, {both}, {{"index", std::int64_t{0}}}), "y");
+      b.output(b.node(Op::kTupleGet, {both}, {{"index", std::int64_t{1}}}), "residual");
+    } else {
+      Value sum = b.add(x, h);
+      b.output(rms_norm(b, sum, w, Spelling::kExported), "y");
+      b.output(sum, "residual");
+    }
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "skip");
+}
+
+TEST(TransformerOnnxruntime, SimplifiedLayerNormAgrees) {
+  auto build = [](bool fused) {
+    GraphBuilder b("rmsnorm");
+    Value x = b.input("x", {1, kSeq, kHidden});
+    Value w = b.weight("w", {kHidden}, 0.5f, 1.5f);
+    b.output(fused ? b.node(Op::kSimplifiedLayerNorm, {x, w}, {{"epsilon", 1e-6}})
+                   : rms_norm(b, x, w, Spelling::kOther),
+             "y");
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "rmsnorm");
+}
+
+}  // namespace
+}  // namespace saturn::tensor
