@@ -57,10 +57,20 @@ enum class FromConvolution : std::uint8_t { kNo, kMaybe, kYes };
 // on extraction's choice (kMaybe), the operator is priced as if its inputs
 // were all convolution outputs and the difference is charged to the choice
 // that causes it (reorder_penalty).
+//
+// A Softmax over scores that an additive mask pushes to -1e4 or below
+// (`masked`: an Add of a weight holding such values, as causal attention
+// masks are) costs more than over plain scores: onnxruntime's exp takes a
+// slow path on such inputs (measured on its CPU provider, 1.30: about 50 us
+// against 9 us for [1,4,64,64]).
 struct OpContext {
   FromConvolution input = FromConvolution::kNo;  // over its non-weight inputs
   FromConvolution mixed = FromConvolution::kNo;
+  bool masked = false;
 };
+
+// Whether a tensor holds mask values (-1e4 or below; see OpContext::masked).
+bool holds_mask_values(const tensor::Tensor& values);
 
 struct DeviceProfile;
 
@@ -150,18 +160,21 @@ class MeasuredCostModel final : public CostModel {
   // missing there costs its time between convolutions); `fallback` prices
   // the signatures missing from all.
   // `measured_on` names the machine the table was timed on (empty: unknown).
+  // `masked` maps Softmax signatures to microseconds over masked scores
+  // (OpContext::masked; one missing there costs its time alone).
   MeasuredCostModel(Table alone, Table between_convolutions, Table mixed,
-                    RooflineCostModel fallback, std::string measured_on = {})
+                    RooflineCostModel fallback, std::string measured_on = {}, Table masked = {})
       : alone_(std::move(alone)),
         between_(std::move(between_convolutions)),
         mixed_(std::move(mixed)),
+        masked_(std::move(masked)),
         fallback_(std::move(fallback)),
         measured_on_(std::move(measured_on)) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
                    OpContext context) const override;
-  bool uses_context() const override { return !between_.empty(); }
+  bool uses_context() const override { return !between_.empty() || !masked_.empty(); }
   double mixed_surcharge(tensor::Op op, const Attributes& attributes,
                          std::span<const tensor::ValueType> inputs) const override;
   const DeviceProfile* device() const override { return fallback_.device(); }
@@ -173,7 +186,7 @@ class MeasuredCostModel final : public CostModel {
   const std::string& measured_on() const { return measured_on_; }
 
  private:
-  Table alone_, between_, mixed_;
+  Table alone_, between_, mixed_, masked_;
   RooflineCostModel fallback_;
   std::string measured_on_;
   mutable std::atomic<std::size_t> fallbacks_{0};

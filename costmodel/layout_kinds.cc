@@ -153,13 +153,31 @@ ValueKinds ConvolutionOutputs::of_node(const ENode& node) const {
                       inputs);
 }
 
+bool holds_mask_values(const tensor::Tensor& values) {
+  if (values.type().dtype != tensor::DType::kFloat32) return false;
+  for (float v : values.floats()) {
+    if (v <= -1e4f) return true;
+  }
+  return false;
+}
+
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
                        const std::vector<ValueKinds>& kinds, int x) {
+  const tensor::Node& node = graph.nodes[x];
   absl::InlinedVector<ValueKinds, 4> inputs;
-  for (int in : graph.nodes[x].inputs) {
+  for (int in : node.inputs) {
     if (!weight_only[in]) inputs.push_back(kinds[in]);
   }
-  return context_of(graph.nodes[x].op, inputs);
+  OpContext context = context_of(node.op, inputs);
+  if (node.op == Op::kSoftmax && graph.nodes[node.inputs[0]].op == Op::kAdd) {
+    for (int in : graph.nodes[node.inputs[0]].inputs) {
+      const tensor::Node& w = graph.nodes[in];
+      if (w.op != Op::kWeight) continue;
+      auto it = graph.weights.find(*w.attributes.get_string("name"));
+      context.masked |= it != graph.weights.end() && it->second.data && holds_mask_values(*it->second.data);
+    }
+  }
+  return context;
 }
 
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
@@ -169,7 +187,17 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
     const Id c = egraph.find(child);
     if (!analysis.info(c).weight_only) inputs.push_back(conv_outputs.of_class(c));
   }
-  return context_of(tensor::TensorLanguage::op(node.op), inputs);
+  OpContext context = context_of(tensor::TensorLanguage::op(node.op), inputs);
+  if (tensor::TensorLanguage::op(node.op) == Op::kSoftmax) {
+    for (const ENode& sum : egraph.nodes(egraph.find(node.children[0]))) {
+      if (tensor::TensorLanguage::op(sum.op) != Op::kAdd) continue;
+      for (Id child : sum.children) {
+        const tensor::Tensor* values = analysis.weight_values(egraph, child);
+        context.masked |= values != nullptr && holds_mask_values(*values);
+      }
+    }
+  }
+  return context;
 }
 
 }  // namespace saturn

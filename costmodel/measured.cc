@@ -51,6 +51,9 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
     return total;
   }
   const std::string signature = op_signature(op, a, inputs);
+  if (context.masked) {
+    if (auto it = masked_.find(signature); it != masked_.end()) return it->second;
+  }
   auto mixed = context.mixed == FromConvolution::kNo ? mixed_.end() : mixed_.find(signature);
   if (mixed != mixed_.end() && context.mixed == FromConvolution::kYes) return mixed->second;
   auto alone = alone_.find(signature);
@@ -117,7 +120,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
       return absl::InvalidArgumentError(fmt::format("{}: \"machine\" must be a string", path));
     machine = it->get<std::string>();
   }
-  MeasuredCostModel::Table alone, between, mixed;
+  MeasuredCostModel::Table alone, between, mixed, masked;
   const nlohmann::json& entries = (*j)["entries"];
   auto microseconds = [](const nlohmann::json& e, const char* key) -> std::optional<double> {
     auto it = e.find(key);
@@ -132,6 +135,14 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
           "{}: entries[{}]: needs a \"signature\" string and a non-negative \"us\"", path, i));
     }
     std::string signature = e["signature"].get<std::string>();
+    if (e.contains("masked_us")) {
+      std::optional<double> masked_us = microseconds(e, "masked_us");
+      if (!masked_us) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: entries[{}]: \"masked_us\" must be a non-negative number", path, i));
+      }
+      masked[signature] = *masked_us;
+    }
     if (!e.contains("context")) {
       alone[std::move(signature)] = *us;
       continue;
@@ -155,7 +166,8 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
     alone[std::move(signature)] = *alone_us;
   }
   return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between), std::move(mixed),
-                                             std::move(fallback), std::move(machine));
+                                             std::move(fallback), std::move(machine),
+                                             std::move(masked));
 }
 
 std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::size_t num_inputs) {

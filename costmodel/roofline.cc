@@ -66,6 +66,13 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
     case Op::kMatMul:
       w.flops = 2 * out * static_cast<double>(inputs[0].tensor().dims.back());
       break;
+    case Op::kGroupQueryAttention: {
+      // Two products over the causal half of the scores, and their softmax.
+      const double seq = static_cast<double>(inputs[0].tensor().dims[1]);
+      w.flops = 2 * out * (seq + 1) + 5 * out / static_cast<double>(inputs[0].tensor().dims[2]) *
+                                          static_cast<double>(*a.get_int("num_heads")) * seq / 2;
+      break;
+    }
     case Op::kGemm: {
       const tensor::Dims& d = inputs[0].tensor().dims;
       double k = static_cast<double>(a.get_int("transA").value_or(0) != 0 ? d[0] : d[1]);

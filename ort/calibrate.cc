@@ -42,8 +42,9 @@ constexpr int kAttribution = 2;
 // The table so far (the cache).
 struct CalibrationTable {
   nlohmann::json table;
-  // Timed; timed between convolutions too; timed mixed too.
-  std::set<std::string> known, known_between, known_mixed;
+  // Timed; timed between convolutions too; timed mixed too; over masked
+  // scores too.
+  std::set<std::string> known, known_between, known_mixed, known_masked;
   std::string recorded;  // the machine the table's entries come from
   std::optional<ProfilerCorrection> correction;  // what the kept entries were corrected by
 };
@@ -80,6 +81,7 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
       t.known.insert(e["signature"].get<std::string>());
       if (between) t.known_between.insert(e["signature"].get<std::string>());
       if (e.contains("mixed_us")) t.known_mixed.insert(e["signature"].get<std::string>());
+      if (e.contains("masked_us")) t.known_masked.insert(e["signature"].get<std::string>());
       t.table["entries"].push_back(std::move(e));
     }
     if (old.contains("device")) t.table["device"] = old["device"];
@@ -99,7 +101,7 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
 // A signature to time, and its models.
 struct Timing {
   std::string signature;
-  int alone = -1, between = -1, mixed = -1;  // indices into `files`
+  int alone = -1, between = -1, mixed = -1, masked = -1;  // indices into `files`
   std::vector<tensor::Dims> in, out;         // its 4-D activations
 };
 
@@ -136,9 +138,11 @@ TimingPlan plan_timings(const SignatureCollector& signatures, const CalibrationT
       if (!o.in_weight[k] && is_image(o.in[k])) t.in.push_back(o.in[k].tensor().dims);
     const bool between = o.after_conv && o.op != Op::kConv && !t.in.empty();
     const bool mixed = between && o.mixed && t.in.size() >= 2;
+    const bool masked = o.masked && o.op == Op::kSoftmax;
     if (!options.refresh && table.known.contains(signature) &&
         (!between || table.known_between.contains(signature)) &&
-        (!mixed || table.known_mixed.contains(signature))) {
+        (!mixed || table.known_mixed.contains(signature)) &&
+        (!masked || table.known_masked.contains(signature))) {
       ++stats.cached;
       continue;
     }
@@ -158,6 +162,7 @@ TimingPlan plan_timings(const SignatureCollector& signatures, const CalibrationT
         if (is_image(part)) t.out.push_back(part.dims);
     }
     if (mixed) t.mixed = model(Placement::kMixed);
+    if (masked) t.masked = model(Placement::kMaskedScores);
     if (table.known.contains(signature)) plan.retimed.insert(signature);
     plan.timings.push_back(std::move(t));
   }
@@ -225,6 +230,12 @@ void record_entries(const std::vector<Timing>& timings, const nlohmann::json& mo
         if (std::optional<double> us = cost_between_convolutions(
                 models[t.mixed].value("kernels", nlohmann::json::array()), t.in, either_way))
           entry["mixed_us"] = *us;
+      }
+    }
+    if (ran(t.masked)) {
+      // The Softmax's own kernel, not the Add that masks its input.
+      for (const nlohmann::json& k : models[t.masked].value("kernels", nlohmann::json::array())) {
+        if (k.value("op", "") == "Softmax") entry["masked_us"] = k.value("us", 0.0);
       }
     }
     table["entries"].push_back(std::move(entry));

@@ -174,7 +174,11 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const tensor::Graph
 // Onnxruntime then runs the operator in the plain layout and reorders the
 // convolutions' outputs into it. Nothing when the operator has fewer such
 // inputs.
-enum class Placement : std::uint8_t { kAlone, kBetweenConvolutions, kMixed };
+//
+// Over masked scores (`kMaskedScores`, for a Softmax): its input is the sum
+// of an input and a causal mask (0 on and below the diagonal of its last two
+// axes, -1e4 above; see OpContext::masked).
+enum class Placement : std::uint8_t { kAlone, kBetweenConvolutions, kMixed, kMaskedScores };
 std::optional<tensor::Graph> timing_model(tensor::Op op, const Attributes& attributes,
                                           std::span<const tensor::ValueType> in,
                                           const std::vector<bool>& in_weight,

@@ -127,6 +127,7 @@ void SignatureCollector::add(Op op, const Attributes& attributes,
   }
   it->second.after_conv |= context.input != FromConvolution::kNo;
   it->second.mixed |= context.mixed != FromConvolution::kNo;
+  it->second.masked |= context.masked;
 }
 
 absl::StatusOr<SignatureCollector> collect_signatures(const std::vector<const Graph*>& graphs,

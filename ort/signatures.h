@@ -36,6 +36,7 @@ class SignatureCollector {
     bool after_conv = false;
     const tensor::Opsets* opsets = nullptr;  // of the model it comes from
     bool mixed = false;
+    bool masked = false;  // some occurrence is a Softmax over masked scores
   };
 
   // The operators of `graph` (those that cost something).

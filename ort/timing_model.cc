@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,6 +60,24 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
     if (activations++ == 0 && placement == Placement::kMixed) plain = k;
   }
   if (placement == Placement::kMixed && activations < 2) return std::nullopt;
+  if (placement == Placement::kMaskedScores) {
+    if (op != Op::kSoftmax || in[0].is_tuple || in[0].tensor().dtype != tensor::DType::kFloat32 ||
+        in[0].tensor().rank() < 2 || !in[0].tensor().is_static())
+      return std::nullopt;
+    const tensor::Dims& d = in[0].tensor().dims;
+    const std::int64_t rows = d[d.size() - 2], cols = d.back();
+    tensor::Tensor mask(tensor::TensorType{tensor::DType::kFloat32, {rows, cols}});
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) mask.mutable_floats()[i * cols + j] = j > i ? -1e4f : 0.0f;
+    }
+    const int x = leaf(Op::kInput, "in0", d, tensor::DType::kFloat32);
+    const int m = leaf(Op::kWeight, "mask", {rows, cols}, tensor::DType::kFloat32);
+    g.weights["mask"] = tensor::WeightInit{std::make_shared<const tensor::Tensor>(std::move(mask))};
+    g.nodes.push_back(Node{Op::kAdd, {}, {x, m}, "scores"});
+    g.nodes.push_back(Node{op, attributes, {g.size() - 1}, "y"});
+    g.outputs.push_back({g.size() - 1, "y"});
+    return g;
+  }
   Node copy{op, attributes, {}, "y"};
   for (std::size_t k = 0; k < in.size(); ++k) {
     const tensor::ValueType& t = in[k];

@@ -78,6 +78,8 @@ absl::StatusOr<ValueType> Inference::infer() {
       return skip_simplified_layer_norm();
     case Op::kRotaryEmbedding:
       return rotary_embedding();
+    case Op::kGroupQueryAttention:
+      return group_query_attention();
     case Op::kBatchNorm:
       return batch_norm();
     case Op::kReduceMean:

@@ -185,6 +185,26 @@ absl::StatusOr<ValueType> Inference::rotary_embedding() {
   return in_[0];
 }
 
+// Causal self-attention without a cache: q [batch, sequence, num_heads *
+// head], k and v [batch, sequence, kv_num_heads * head]; query head h reads
+// key and value head h / (num_heads / kv_num_heads).
+absl::StatusOr<ValueType> Inference::group_query_attention() {
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+    if (auto s = need_rank(i, 3); !s.ok()) return s;
+  }
+  const std::int64_t heads = int_attr(a_, "num_heads"), kv_heads = int_attr(a_, "kv_num_heads");
+  if (heads < 1 || kv_heads < 1 || heads % kv_heads != 0)
+    return fail(op_, "num_heads {} must be a positive multiple of kv_num_heads {}", heads, kv_heads);
+  if (d(0)[2] % heads != 0)
+    return fail(op_, "query width {} is not a multiple of num_heads {}", d(0)[2], heads);
+  const Dims kv = {d(0)[0], d(0)[1], d(0)[2] / heads * kv_heads};
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (d(i) != kv) return fail(op_, "input {} must be {}, is {}", i, to_string(kv), to_string(t(i)));
+  }
+  return in_[0];
+}
+
 absl::StatusOr<ValueType> Inference::batch_norm() {
   for (std::size_t i = 0; i < 5; ++i) {
     if (auto s = need_float(i); !s.ok()) return s;

@@ -6,7 +6,7 @@
 //                     elementwise operators, tuples and opaque operators
 //   infer_compute.cc  matrix products, convolution and pooling,
 //                     normalizations and reductions, and onnxruntime's
-//                     fused normalizations and rotary embedding
+//                     fused normalizations, rotary embedding and attention
 //   infer_shape.cc    the shape operators (Transpose to Pad) and the
 //                     rewrites of convolution kernels
 #pragma once
@@ -85,6 +85,7 @@ class Inference {
   absl::StatusOr<ValueType> simplified_layer_norm();
   absl::StatusOr<ValueType> skip_simplified_layer_norm();
   absl::StatusOr<ValueType> rotary_embedding();
+  absl::StatusOr<ValueType> group_query_attention();
   absl::StatusOr<ValueType> batch_norm();
   absl::StatusOr<ValueType> reduce_mean();
 

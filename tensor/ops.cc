@@ -79,6 +79,11 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"epsilon", Kind::kFloat, 1e-5}};
     case Op::kRotaryEmbedding:
       return {{"interleaved", Kind::kInt, std::int64_t{0}}};
+    case Op::kGroupQueryAttention:
+      // scale 0: 1 / sqrt(head size).
+      return {{"num_heads", Kind::kInt, {}},
+              {"kv_num_heads", Kind::kInt, {}},
+              {"scale", Kind::kFloat, 0.0}};
     case Op::kReduceMean:
       return {{"axes", Kind::kInts, Ints{}}, {"keepdims", Kind::kInt, std::int64_t{1}}};
     case Op::kTranspose:
@@ -194,6 +199,7 @@ std::optional<std::string_view> runtime_domain(Op op) {
   switch (op) {
     case Op::kSkipSimplifiedLayerNorm:
     case Op::kRotaryEmbedding:
+    case Op::kGroupQueryAttention:
       return "com.microsoft";
     default:
       return std::nullopt;

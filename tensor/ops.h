@@ -7,8 +7,8 @@
 //   // a->get_ints("strides") == {1, 1}: defaults are filled in, so two
 //   // spellings of the same convolution are the same e-node.
 //
-// onnxruntime's fused kernels: SkipSimplifiedLayerNormalization and
-// RotaryEmbedding are not standard ONNX but operators of onnxruntime's
+// onnxruntime's fused kernels: SkipSimplifiedLayerNormalization,
+// RotaryEmbedding and GroupQueryAttention are not standard ONNX but operators of onnxruntime's
 // com.microsoft domain (see runtime_domain); `saturn optimize --target onnx`
 // never chooses them. SimplifiedLayerNormalization (RMSNorm) is written as
 // the standard operators onnxruntime fuses into its kernel of that name.
@@ -74,6 +74,7 @@ namespace saturn::tensor {
   X(kSimplifiedLayerNorm, "SimplifiedLayerNormalization", 2) \
   X(kSkipSimplifiedLayerNorm, "SkipSimplifiedLayerNormalization", 3) \
   X(kRotaryEmbedding, "RotaryEmbedding", 3)     \
+  X(kGroupQueryAttention, "GroupQueryAttention", 3) \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {

@@ -5,6 +5,7 @@
 // onnxruntime's kernel, computes what the standard operators it replaces
 // compute there; the fused operators import back from the ONNX saturn
 // writes.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -71,6 +72,27 @@ Value rotary(GraphBuilder& b, Value x, Value cos, Value sin, Spelling s) {
   Value rotated = b.concat({b.mul(second, b.constant(-1)), first}, -1);
   if (exported) return b.add(b.mul(x, cos), b.mul(rotated, sin));
   return b.add(b.mul(sin, rotated), b.mul(cos, x));
+}
+
+// A causal mask [kSeq, kSeq]: 0 on and below the diagonal, -1e4 above.
+Tensor causal_mask() {
+  Tensor m(TensorType{DType::kFloat32, {kSeq, kSeq}});
+  for (std::int64_t i = 0; i < kSeq; ++i) {
+    for (std::int64_t j = 0; j < kSeq; ++j) m.mutable_floats()[i * kSeq + j] = j > i ? -1e4f : 0.0f;
+  }
+  return m;
+}
+
+// softmax(q k^T / sqrt(head) + mask) v with heads merged, on q, k, v
+// [1, heads, seq, head]. Exported: divided by sqrt(head); other: multiplied
+// by its reciprocal.
+Value causal_attention(GraphBuilder& b, Value q, Value k, Value v, Value mask, Spelling s) {
+  Value scores = b.matmul(q, b.transpose(k, {0, 1, 3, 2}));
+  const float root = std::sqrt(static_cast<float>(kHead));
+  scores = s == Spelling::kExported ? b.div(scores, b.constant(root))
+                                    : b.mul(scores, b.constant(1 / root));
+  Value context = b.matmul(b.softmax(b.add(scores, mask)), v);
+  return b.reshape(b.transpose(context, {0, 2, 1, 3}), {1, kSeq, kHeads * kHead});
 }
 
 // The graph the shipped rules reach from `g` in a few iterations, extracted
@@ -148,6 +170,19 @@ TEST_P(Spellings, RotaryEmbeddingBecomesOneOperator) {
   expect_same_outputs(g, out);
 }
 
+TEST_P(Spellings, CausalAttentionBecomesOneKernel) {
+  GraphBuilder b("attention");
+  Value q = b.input("q", {1, kHeads, kSeq, kHead});
+  Value k = b.input("k", {1, kHeads, kSeq, kHead});
+  Value v = b.input("v", {1, kHeads, kSeq, kHead});
+  b.output(causal_attention(b, q, k, v, b.weight("mask_table", causal_mask()), GetParam()), "y");
+  Graph g = *b.build();
+  Graph out = rewritten(g, Op::kGroupQueryAttention);
+  std::map<Op, int> ops = op_counts(out);
+  EXPECT_EQ(ops[Op::kSoftmax] + ops[Op::kMatMul], 0);
+  expect_same_outputs(g, out);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transformer, Spellings,
                          ::testing::Values(Spelling::kExported, Spelling::kOther),
                          [](const auto& info) {
@@ -174,6 +209,26 @@ TEST(Transformer, RotaryNeedsTablesWithEqualHalves) {
   }
 }
 
+// A mask that lets a query see a later key is not causal: the rule leaves it.
+TEST(Transformer, AttentionNeedsACausalMask) {
+  GraphBuilder b("not-causal");
+  Value q = b.input("q", {1, kHeads, kSeq, kHead});
+  Tensor mask = causal_mask();
+  mask.mutable_floats()[1] = 0;  // query 0 sees key 1
+  b.output(causal_attention(b, q, q, q, b.weight("mask_table", mask), Spelling::kExported), "y");
+  Graph g = *b.build();
+  TensorLanguage lang;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules = *load_tensor_rules(lang, conditions);
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  ASSERT_TRUE(add_graph(egraph, g).ok());
+  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
+  for (Id c : egraph.class_ids()) {
+    for (const ENode& n : egraph.nodes(c)) EXPECT_NE(TensorLanguage::op(n.op), Op::kGroupQueryAttention);
+  }
+}
+
 // --target onnx searches without the rules that build runtime operators.
 TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
   TensorLanguage lang;
@@ -183,6 +238,7 @@ TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
   EXPECT_LT(standard.size(), all.size());
   EXPECT_EQ(standard.find("rotary-half-split"), nullptr);
   EXPECT_EQ(standard.find("skip-rmsnorm"), nullptr);
+  EXPECT_EQ(standard.find("causal-attention"), nullptr);
   EXPECT_NE(standard.find("rmsnorm-div"), nullptr) << "RMSNorm is written as standard operators";
 }
 
@@ -266,6 +322,61 @@ TEST(TransformerOnnxruntime, SimplifiedLayerNormAgrees) {
   };
   expect_same_outputs(build(false), build(true));
   expect_onnxruntime_agrees(build(false), build(true), "rmsnorm");
+}
+
+TEST(TransformerOnnxruntime, GroupQueryAttentionKernelAgrees) {
+  auto build = [](bool fused) {
+    GraphBuilder b("attention");
+    Value q = b.input("q", {1, kHeads, kSeq, kHead});
+    Value k = b.input("k", {1, kHeads, kSeq, kHead});
+    Value v = b.input("v", {1, kHeads, kSeq, kHead});
+    Value y;
+    if (fused) {
+      auto merged = [&](Value x) {
+        return b.reshape(b.transpose(x, {0, 2, 1, 3}), {1, kSeq, kHeads * kHead});
+      };
+      y = b.node(Op::kGroupQueryAttention, {merged(q), merged(k), merged(v)},
+                 {{"num_heads", kHeads}, {"kv_num_heads", kHeads}});
+    } else {
+      y = causal_attention(b, q, k, v, b.weight("mask_table", causal_mask()), Spelling::kExported);
+    }
+    b.output(y, "y");
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "attention");
+}
+
+// Grouped heads: query head h reads key and value head h / 2.
+TEST(TransformerOnnxruntime, GroupedKeyValueHeadsAgree) {
+  auto build = [](bool fused) {
+    GraphBuilder b("grouped");
+    Value q = b.input("q", {1, kSeq, 4 * kHead});
+    Value k = b.input("k", {1, kSeq, 2 * kHead});
+    Value v = b.input("v", {1, kSeq, 2 * kHead});
+    if (fused) {
+      b.output(b.node(Op::kGroupQueryAttention, {q, k, v}, {{"num_heads", std::int64_t{4}},
+                                                             {"kv_num_heads", std::int64_t{2}}}),
+               "y");
+      return *b.build();
+    }
+    auto heads = [&](Value x, std::int64_t n) {
+      return b.transpose(b.reshape(x, {1, kSeq, n, kHead}), {0, 2, 1, 3});
+    };
+    // Each key/value head serves two query heads in a row.
+    auto repeated = [&](Value x) {
+      std::vector<Value> parts = b.split(heads(x, 2), 1, {1, 1});
+      return b.concat({parts[0], parts[0], parts[1], parts[1]}, 1);
+    };
+    Value qh = heads(q, 4), kh = repeated(k), vh = repeated(v);
+    Value scores = b.div(b.matmul(qh, b.transpose(kh, {0, 1, 3, 2})),
+                         b.constant(std::sqrt(static_cast<float>(kHead))));
+    Value context = b.matmul(b.softmax(b.add(scores, b.weight("mask_table", causal_mask()))), vh);
+    b.output(b.reshape(b.transpose(context, {0, 2, 1, 3}), {1, kSeq, 4 * kHead}), "y");
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "grouped");
 }
 
 }  // namespace

@@ -91,7 +91,77 @@ bool slices_half(const EGraph& g, std::span<const Id> a, bool second) {
   return r.count == dim / 2 && r.start == (second ? dim / 2 : 0);
 }
 
-constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal}};
+// Masks at least this negative make a softmax weight exactly 0 in float32
+// (exp underflows long before), as a causal kernel's skipped positions are.
+constexpr float kMasked = -1e4f;
+
+// Whether an additive mask ([S, S], with leading ones allowed) keeps key j
+// for query i exactly when j <= i: 0 there, kMasked or less above the
+// diagonal.
+bool is_causal_mask(const tensor::Tensor& m, std::int64_t seq) {
+  const tensor::Dims& d = m.dims();
+  if (m.type().dtype != tensor::DType::kFloat32 || d.size() < 2 || d[d.size() - 1] != seq ||
+      d[d.size() - 2] != seq)
+    return false;
+  for (std::size_t i = 0; i + 2 < d.size(); ++i) {
+    if (d[i] != 1) return false;
+  }
+  std::span<const float> v = m.floats();
+  for (std::int64_t i = 0; i < seq; ++i) {
+    for (std::int64_t j = 0; j < seq; ++j) {
+      const float x = v[i * seq + j];
+      if (j <= i ? x != 0.0f : !(x <= kMasked)) return false;
+    }
+  }
+  return true;
+}
+
+bool make_causal_mask(tensor::Tensor& m) {
+  const tensor::Dims& d = m.dims();
+  if (m.type().dtype != tensor::DType::kFloat32 || d.size() < 2 || d[d.size() - 1] != d[d.size() - 2])
+    return false;
+  const std::int64_t seq = d.back();
+  std::span<float> v = m.mutable_floats();
+  for (std::int64_t r = 0; r < m.size() / (seq * seq); ++r) {
+    for (std::int64_t i = 0; i < seq; ++i) {
+      for (std::int64_t j = 0; j < seq; ++j) v[(r * seq + i) * seq + j] = j <= i ? 0.0f : kMasked;
+    }
+  }
+  return true;
+}
+
+// The dimensions of a reshape of `in` to `shape` (0 copies, -1 infers);
+// nullopt when it does not resolve.
+std::optional<Ints> reshaped(const tensor::Dims& in, const Ints& shape) {
+  std::int64_t total = 1, known = 1;
+  for (std::int64_t x : in) total *= x;
+  Ints out;
+  int infer = -1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    std::int64_t s = shape[i];
+    if (s == 0) {
+      if (i >= in.size()) return std::nullopt;
+      s = in[i];
+    }
+    if (s == -1) {
+      if (infer >= 0) return std::nullopt;
+      infer = static_cast<int>(i);
+      out.push_back(1);
+      continue;
+    }
+    if (s < 0) return std::nullopt;
+    known *= s;
+    out.push_back(s);
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0) return std::nullopt;
+    out[static_cast<std::size_t>(infer)] = total / known;
+  }
+  return out;
+}
+
+constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal},
+                                               {"causal-mask", make_causal_mask}};
 
 }  // namespace
 
@@ -274,6 +344,45 @@ ConditionRegistry tensor_conditions() {
       },
       "(halves-equal ?t): ?t is a matrix of weights whose values the model gives, and each "
       "row's second half repeats its first (rotary tables of the half-split layout)");
+  r.add(
+      "causal-mask", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& q = type_of(g, a[1]);
+        const tensor::Tensor* mask = shapes_of(g).weight_values(g, a[0]);
+        return !q.is_tuple && q.tensor().rank() == 4 && mask != nullptr &&
+               is_causal_mask(*mask, q.tensor().dims[2]);
+      },
+      "(causal-mask ?m ?q): ?m is an additive mask of weights whose values the model gives, "
+      "[S, S] (leading ones allowed) for the queries ?q [batch, heads, S, head]: 0 on and below "
+      "the diagonal, -1e4 or less above");
+  r.add(
+      "merges-heads", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& q = type_of(g, a[0]);
+        const auto* shape = std::get_if<Ints>(&g.attr_value(AttrId(a[1].value)));
+        if (q.is_tuple || q.tensor().rank() != 4 || shape == nullptr) return false;
+        const tensor::Dims& d = q.tensor().dims;  // [batch, heads, sequence, head]
+        std::optional<Ints> out = reshaped({d[0], d[2], d[1], d[3]}, *shape);
+        return out && *out == Ints{d[0], d[2], d[1] * d[3]};
+      },
+      "(merges-heads ?q ?s): the reshape target ?s turns ?q [batch, heads, sequence, head], "
+      "transposed to [batch, sequence, heads, head], into [batch, sequence, heads * head]");
+  r.add_function(
+      "heads", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        if (t.is_tuple || t.tensor().rank() != 4) return std::nullopt;
+        return t.tensor().dims[1];
+      },
+      "(heads ?q): d1 of ?q [batch, heads, sequence, head]");
+  r.add_function(
+      "reciprocal", 1,
+      [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {
+        const auto* x = std::get_if<double>(&g.attr_value(AttrId(a[0].value)));
+        if (x == nullptr || *x == 0 || !std::isfinite(1.0 / *x)) return std::nullopt;
+        return 1.0 / *x;
+      },
+      "(reciprocal ?c): 1 / ?c (a scale from a divisor)");
   r.add_function(
       "half-last-dim", 1,
       [](const EGraph& g, std::span<const Id> a) -> std::optional<AttrValue> {

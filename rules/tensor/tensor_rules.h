@@ -27,10 +27,11 @@ namespace saturn {
 // tensor::TensorAnalysis): is-weight, same-shape, rank-2, ...
 ConditionRegistry tensor_conditions();
 
-// A condition that reads a weight's values, not only its type (such a
-// condition holds only for weights whose values the model file gives), and
-// how the verifier makes a drawn value satisfy it: `make_hold` changes the
-// values in place, or returns false when the shape cannot satisfy it.
+// A condition that reads the values of its first argument, a weight, not only
+// its type (such a condition holds only for weights whose values the model
+// file gives), and how the verifier makes a drawn value satisfy it:
+// `make_hold` changes the values in place, or returns false when the shape
+// cannot satisfy it.
 struct ValueCondition {
   std::string_view name;
   bool (*make_hold)(tensor::Tensor& values);

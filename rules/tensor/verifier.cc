@@ -122,6 +122,7 @@ std::vector<int> rank_hints_of(const Rule& rule) {
         absl::SimpleAtoi(absl::string_view(name).substr(5), &rank))
       hints[static_cast<std::size_t>(c.args[0])] = rank;
     if (c.args.size() == 1 && name == "halves-equal") hints[static_cast<std::size_t>(c.args[0])] = 2;
+    if (c.args.size() == 2 && name == "causal-mask") hints[static_cast<std::size_t>(c.args[0])] = 2;
   }
   return hints;
 }
@@ -231,6 +232,10 @@ void fit_attributes(const RuleVars& vars, Rng& rng, Assignment& a) {
       const auto pads = static_cast<std::size_t>(c.args[0]);
       const auto kernel = static_cast<std::size_t>(c.args[1]);
       if (std::optional<Ints> same = same_pads(a.dims[kernel])) a.attrs[pads] = *std::move(same);
+    }
+    if (name == "merges-heads" && c.args.size() == 2 && rng() % 8 != 0) {
+      const tensor::Dims& q = a.dims[static_cast<std::size_t>(c.args[0])];
+      if (q.size() == 4) a.attrs[static_cast<std::size_t>(c.args[1])] = Ints{q[0], q[2], q[1] * q[3]};
     }
     if ((name == "first-half" || name == "second-half") && c.args.size() == 5 && rng() % 8 != 0) {
       // Slice attributes (starts, ends, axes, steps) taking that half of an
@@ -388,19 +393,18 @@ class Draw {
       source_.weights[name] =
           tensor::WeightInit{nullptr, seed ^ tensor::stable_hash(name), low, high};
     }
-    // Weights a value condition reads get values; three draws in four make
-    // the condition hold (the fourth sees it refuse).
+    // The weight a value condition reads (its first argument) gets values;
+    // three draws in four make the condition hold (the fourth sees it refuse).
     if (seed % 4 == 0) return;
     for (const RuleCondition& c : rule_.conditions) {
       for (const ValueCondition& vc : value_conditions()) {
         if (vc.name != c.predicate->name) continue;
-        for (int v : c.args) {
-          if (rule_.attr_vars[v]) continue;
-          tensor::WeightInit& w = source_.weights[rule_.var_names[v].substr(1)];
-          tensor::Tensor values = tensor::random_tensor(
-              tensor::TensorType{tensor::DType::kFloat32, a.dims[v]}, w.seed, w.low, w.high);
-          if (vc.make_hold(values)) w.data = std::make_shared<const tensor::Tensor>(std::move(values));
-        }
+        const int v = c.args.empty() ? -1 : c.args[0];
+        if (v < 0 || rule_.attr_vars[v]) continue;
+        tensor::WeightInit& w = source_.weights[rule_.var_names[v].substr(1)];
+        tensor::Tensor values = tensor::random_tensor(
+            tensor::TensorType{tensor::DType::kFloat32, a.dims[v]}, w.seed, w.low, w.high);
+        if (vc.make_hold(values)) w.data = std::make_shared<const tensor::Tensor>(std::move(values));
       }
     }
   }

@@ -91,6 +91,8 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
       return kernels::skip_simplified_layer_norm(a, in);
     case Op::kRotaryEmbedding:
       return one(kernels::rotary_embedding(a, in));
+    case Op::kGroupQueryAttention:
+      return one(kernels::group_query_attention(a, in));
     case Op::kReduceMean:
       return one(kernels::reduce_mean(a, in[0]));
     case Op::kTranspose:

@@ -1,5 +1,6 @@
 // Reference kernels of onnxruntime's fused operators: SimplifiedLayerNormalization
-// (RMSNorm), SkipSimplifiedLayerNormalization and RotaryEmbedding, written from
+// (RMSNorm), SkipSimplifiedLayerNormalization, RotaryEmbedding and
+// GroupQueryAttention (causal, without a cache), written from
 // their definitions in onnxruntime's contrib operator documentation.
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,46 @@ Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in) {
         const std::int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
         w[a] = v[a] * c - v[b] * sn;
         w[b] = v[b] * c + v[a] * sn;
+      }
+    }
+  });
+  return out;
+}
+
+// Each query position i attends to key positions 0..i.
+Tensor group_query_attention(const Attributes& attrs, std::span<const Tensor> in) {
+  const Dims& d = in[0].dims();
+  const std::int64_t batch = d[0], seq = d[1], heads = *attrs.get_int("num_heads");
+  const std::int64_t kv_heads = *attrs.get_int("kv_num_heads"), head = d[2] / heads;
+  const std::int64_t group = heads / kv_heads, kv_width = kv_heads * head;
+  const double given = *attrs.get_float("scale");
+  const double scale = given != 0 ? given : 1.0 / std::sqrt(static_cast<double>(head));
+  const float* q = in[0].floats().data();
+  const float* k = in[1].floats().data();
+  const float* v = in[2].floats().data();
+  Tensor out(in[0].type());
+  float* o = out.mutable_floats().data();
+  parallel(batch * heads * seq, 16, [&](std::int64_t s, std::int64_t e) {
+    std::vector<double> p(static_cast<std::size_t>(seq));
+    for (std::int64_t r = s; r < e; ++r) {
+      const std::int64_t b = r / (heads * seq), h = r / seq % heads, i = r % seq;
+      const float* qi = q + (b * seq + i) * d[2] + h * head;
+      const std::int64_t kv_offset = (h / group) * head;
+      double top = -INFINITY;
+      for (std::int64_t j = 0; j <= i; ++j) {
+        const float* kj = k + (b * seq + j) * kv_width + kv_offset;
+        double dot = 0;
+        for (std::int64_t c = 0; c < head; ++c) dot += static_cast<double>(qi[c]) * kj[c];
+        p[j] = dot * scale;
+        top = std::max(top, p[j]);
+      }
+      double sum = 0;
+      for (std::int64_t j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - top));
+      float* oi = o + (b * seq + i) * d[2] + h * head;
+      for (std::int64_t c = 0; c < head; ++c) {
+        double acc = 0;
+        for (std::int64_t j = 0; j <= i; ++j) acc += p[j] * v[(b * seq + j) * kv_width + kv_offset + c];
+        oi[c] = static_cast<float>(acc / sum);
       }
     }
   });

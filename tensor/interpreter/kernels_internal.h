@@ -98,6 +98,7 @@ Tensor simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in
 // The normalized sum and the sum.
 std::vector<Tensor> skip_simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in);
+Tensor group_query_attention(const Attributes& attrs, std::span<const Tensor> in);
 
 // Data movement and the rewrites of convolution kernels (kernels_shape.cc).
 Tensor transpose(const Attributes& attrs, const Tensor& x);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -137,6 +138,24 @@ absl::Status Exporter::emit(int i) {
     case Op::kSkipSimplifiedLayerNorm: {
       auto* s = runtime_node(n.op, in, {names_[i][0], "", "", names_[i][1]});
       set_float(s, "epsilon", *a.get_float("epsilon"));
+      return absl::OkStatus();
+    }
+    case Op::kGroupQueryAttention: {
+      // Without a cache: every sequence holds all its tokens.
+      const Dims& q = types_[n.inputs[0]].parts[0].dims;
+      auto int32s = [&](Dims dims, std::int64_t value) {
+        const std::int32_t v = static_cast<std::int32_t>(value);
+        std::int64_t count = 1;
+        for (std::int64_t x : dims) count *= x;
+        std::vector<std::byte> bytes(static_cast<std::size_t>(count) * sizeof v);
+        for (std::int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
+        return constant(Tensor(TensorType{DType::kInt32, std::move(dims)}, std::move(bytes)));
+      };
+      auto* g = runtime_node(n.op, {in[0], in[1], in[2], "", "", int32s({q[0]}, q[1] - 1), int32s({}, q[1])},
+                             {out});
+      set_int(g, "num_heads", *a.get_int("num_heads"));
+      set_int(g, "kv_num_heads", *a.get_int("kv_num_heads"));
+      if (*a.get_float("scale") != 0) set_float(g, "scale", *a.get_float("scale"));
       return absl::OkStatus();
     }
     case Op::kRotaryEmbedding: {

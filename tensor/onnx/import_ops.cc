@@ -317,6 +317,27 @@ std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
                   {{"interleaved", r.i("interleaved").value_or(0)}},
                   {node.in[0], node.in[2], node.in[3]}};
   }
+  if (n.op_type() == "GroupQueryAttention") {
+    // Causal attention over the whole sequence (sequence lengths S - 1 and
+    // S, no cache, no rotary, no window), as saturn writes it.
+    if (node.in.size() != 7 || node.present(3) || node.present(4) || !node.present(5) ||
+        !node.present(6) || node.dims(0).size() != 3)
+      return std::nullopt;
+    const std::int64_t seq = node.dims(0)[1];
+    std::optional<Ints> lengths = constant_ints(n.input(5)), total = constant_ints(n.input(6));
+    if (!lengths || !total || *total != Ints{seq} ||
+        *lengths != Ints(static_cast<std::size_t>(node.dims(0)[0]), seq - 1))
+      return std::nullopt;
+    if (r.i("do_rotary").value_or(0) != 0 || r.i("local_window_size").value_or(-1) != -1 ||
+        r.f("softcap").value_or(0.0) != 0.0 || r.i("smooth_softmax").value_or(0) != 0)
+      return std::nullopt;
+    std::optional<std::int64_t> heads = r.i("num_heads"), kv_heads = r.i("kv_num_heads");
+    if (!heads || !kv_heads) return std::nullopt;
+    r.i("rotary_interleaved");
+    return Mapped{Op::kGroupQueryAttention,
+                  {{"num_heads", *heads}, {"kv_num_heads", *kv_heads}, {"scale", r.f("scale").value_or(0.0)}},
+                  node.first(3)};
+  }
   if (n.op_type() == "SkipSimplifiedLayerNormalization") {
     // Without a bias, and without the mean and inverse deviation outputs.
     if (node.in.size() != 3 || n.output_size() > 4) return std::nullopt;
