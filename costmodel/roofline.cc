@@ -44,6 +44,8 @@ double flops_per_element(Op op) {
       return 5;
     case Op::kSkipSimplifiedLayerNorm:
       return 3;  // per element of each of its two results
+    case Op::kSkipLayerNorm:
+      return 4;
     case Op::kRotaryEmbedding:
       return 3;
     case Op::kBatchNorm:

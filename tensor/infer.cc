@@ -75,7 +75,8 @@ absl::StatusOr<ValueType> Inference::infer() {
     case Op::kSimplifiedLayerNorm:
       return simplified_layer_norm();
     case Op::kSkipSimplifiedLayerNorm:
-      return skip_simplified_layer_norm();
+    case Op::kSkipLayerNorm:
+      return skip_layer_norm();
     case Op::kRotaryEmbedding:
       return rotary_embedding();
     case Op::kGroupQueryAttention:

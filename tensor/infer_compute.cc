@@ -154,17 +154,21 @@ absl::StatusOr<ValueType> Inference::simplified_layer_norm() {
   return in_[0];
 }
 
-// onnxruntime's kernel normalizes the last axis of a rank-2 or rank-3 input
-// after adding `skip` (same shape) to it; the second result is that sum.
-absl::StatusOr<ValueType> Inference::skip_simplified_layer_norm() {
-  for (std::size_t i = 0; i < 3; ++i) {
+// onnxruntime's kernels normalize the last axis of a rank-2 or rank-3 input
+// after adding `skip` (same shape) to it: its scale (and, for
+// SkipLayerNormalization, bias) are as long as that axis. The second result
+// is the sum.
+absl::StatusOr<ValueType> Inference::skip_layer_norm() {
+  for (std::size_t i = 0; i < in_.size(); ++i) {
     if (auto s = need_float(i); !s.ok()) return s;
   }
   if (t(0).rank() != 2 && t(0).rank() != 3)
     return fail(op_, "input must have rank 2 or 3, is {}", to_string(t(0)));
   if (d(1) != d(0)) return fail(op_, "skip must be {}, is {}", to_string(t(0)), to_string(t(1)));
-  if (d(2) != Dims{d(0).back()})
-    return fail(op_, "input 2 must be [{}], is {}", d(0).back(), to_string(d(2)));
+  for (std::size_t i = 2; i < in_.size(); ++i) {
+    if (d(i) != Dims{d(0).back()})
+      return fail(op_, "input {} must be [{}], is {}", i, d(0).back(), to_string(d(i)));
+  }
   return ValueType::tuple({t(0), t(0)});
 }
 

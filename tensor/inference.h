@@ -83,7 +83,7 @@ class Inference {
   absl::StatusOr<ValueType> softmax();
   absl::StatusOr<ValueType> layer_norm();
   absl::StatusOr<ValueType> simplified_layer_norm();
-  absl::StatusOr<ValueType> skip_simplified_layer_norm();
+  absl::StatusOr<ValueType> skip_layer_norm();
   absl::StatusOr<ValueType> rotary_embedding();
   absl::StatusOr<ValueType> group_query_attention();
   absl::StatusOr<ValueType> batch_norm();

@@ -76,6 +76,7 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kSimplifiedLayerNorm:
       return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
     case Op::kSkipSimplifiedLayerNorm:
+    case Op::kSkipLayerNorm:
       return {{"epsilon", Kind::kFloat, 1e-5}};
     case Op::kRotaryEmbedding:
       return {{"interleaved", Kind::kInt, std::int64_t{0}}};
@@ -198,6 +199,7 @@ bool is_unary_elementwise(Op op) {
 std::optional<std::string_view> runtime_domain(Op op) {
   switch (op) {
     case Op::kSkipSimplifiedLayerNorm:
+    case Op::kSkipLayerNorm:
     case Op::kRotaryEmbedding:
     case Op::kGroupQueryAttention:
       return "com.microsoft";

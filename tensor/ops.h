@@ -7,8 +7,9 @@
 //   // a->get_ints("strides") == {1, 1}: defaults are filled in, so two
 //   // spellings of the same convolution are the same e-node.
 //
-// onnxruntime's fused kernels: SkipSimplifiedLayerNormalization,
-// RotaryEmbedding and GroupQueryAttention are not standard ONNX but operators of onnxruntime's
+// onnxruntime's fused kernels: SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization, RotaryEmbedding and GroupQueryAttention
+// are not standard ONNX but operators of onnxruntime's
 // com.microsoft domain (see runtime_domain); `saturn optimize --target onnx`
 // never chooses them. SimplifiedLayerNormalization (RMSNorm) is written as
 // the standard operators onnxruntime fuses into its kernel of that name.
@@ -73,6 +74,7 @@ namespace saturn::tensor {
   X(kTupleGet, "TupleGet", 1)                   \
   X(kSimplifiedLayerNorm, "SimplifiedLayerNormalization", 2) \
   X(kSkipSimplifiedLayerNorm, "SkipSimplifiedLayerNormalization", 3) \
+  X(kSkipLayerNorm, "SkipLayerNormalization", 4) \
   X(kRotaryEmbedding, "RotaryEmbedding", 3)     \
   X(kGroupQueryAttention, "GroupQueryAttention", 3) \
   X(kOpaque, "Opaque", -1)

@@ -50,6 +50,16 @@ Value rms_norm(GraphBuilder& b, Value x, Value w, Spelling s) {
   return b.mul(w, b.mul(x, b.div(b.constant(1), root)));
 }
 
+// LayerNorm over the last axis. Exported: (x - mean) / sqrt(var + eps) * g + b
+// in primitives, as opset 13 exports it; other: the LayerNormalization
+// operator, as opset 17 exports it.
+Value layer_norm(GraphBuilder& b, Value x, Value g, Value beta, Spelling s) {
+  if (s == Spelling::kOther) return b.layer_norm(x, g, beta, -1, 1e-5f);
+  Value centred = b.sub(x, b.reduce_mean(x, {-1}));
+  Value var = b.reduce_mean(b.pow(centred, b.constant(2)), {-1});
+  return b.add(b.mul(b.div(centred, b.sqrt(b.add(var, b.constant(1e-5f)))), g), beta);
+}
+
 // Rotary tables [kSeq, kHead]: each row repeats its first half.
 Tensor rotary_table(std::uint64_t seed) {
   Tensor half = random_tensor(TensorType{DType::kFloat32, {kSeq, kHead / 2}}, seed, -1, 1);
@@ -156,6 +166,20 @@ TEST_P(Spellings, ResidualAndRmsNormBecomeOneKernel) {
   expect_same_outputs(g, out);
 }
 
+TEST_P(Spellings, ResidualAndLayerNormBecomeOneKernel) {
+  GraphBuilder b("skip-layernorm");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  Value h = b.input("h", {1, kSeq, kHidden});
+  Value sum = b.add(x, h);
+  Value g = b.weight("g", {kHidden}, 0.5f, 1.5f), beta = b.weight("beta", {kHidden});
+  b.output(layer_norm(b, sum, g, beta, GetParam()), "y");
+  b.output(sum, "residual");
+  Graph graph = *b.build();
+  Graph out = rewritten(graph, Op::kSkipLayerNorm);
+  EXPECT_EQ(op_counts(out)[Op::kAdd], 0);
+  expect_same_outputs(graph, out);
+}
+
 TEST_P(Spellings, RotaryEmbeddingBecomesOneOperator) {
   GraphBuilder b("rotary");
   Value x = b.input("x", {1, kHeads, kSeq, kHead});
@@ -239,6 +263,7 @@ TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
   EXPECT_EQ(standard.find("rotary-half-split"), nullptr);
   EXPECT_EQ(standard.find("skip-rmsnorm"), nullptr);
   EXPECT_EQ(standard.find("causal-attention"), nullptr);
+  EXPECT_EQ(standard.find("skip-layernorm"), nullptr);
   EXPECT_NE(standard.find("rmsnorm-div"), nullptr) << "RMSNorm is written as standard operators";
 }
 
@@ -308,6 +333,27 @@ TEST(TransformerOnnxruntime, SkipSimplifiedLayerNormKernelAgrees) {
   };
   expect_same_outputs(build(false), build(true));
   expect_onnxruntime_agrees(build(false), build(true), "skip");
+}
+
+TEST(TransformerOnnxruntime, SkipLayerNormKernelAgrees) {
+  auto build = [](bool fused) {
+    GraphBuilder b("skip-layernorm");
+    Value x = b.input("x", {1, kSeq, kHidden});
+    Value h = b.input("h", {1, kSeq, kHidden});
+    Value g = b.weight("g", {kHidden}, 0.5f, 1.5f), beta = b.weight("beta", {kHidden});
+    if (fused) {
+      Value both = b.node(Op::kSkipLayerNorm, {x, h, g, beta}, {{"epsilon", 1e-5}});
+      b.output(b.node(Op::kTupleGet, {both}, {{"index", std::int64_t{0}}}), "y");
+      b.output(b.node(Op::kTupleGet, {both}, {{"index", std::int64_t{1}}}), "residual");
+    } else {
+      Value sum = b.add(x, h);
+      b.output(layer_norm(b, sum, g, beta, Spelling::kExported), "y");
+      b.output(sum, "residual");
+    }
+    return *b.build();
+  };
+  expect_same_outputs(build(false), build(true));
+  expect_onnxruntime_agrees(build(false), build(true), "skip-layernorm");
 }
 
 TEST(TransformerOnnxruntime, SimplifiedLayerNormAgrees) {

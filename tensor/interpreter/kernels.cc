@@ -88,7 +88,8 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
     case Op::kSimplifiedLayerNorm:
       return one(kernels::simplified_layer_norm(a, in));
     case Op::kSkipSimplifiedLayerNorm:
-      return kernels::skip_simplified_layer_norm(a, in);
+    case Op::kSkipLayerNorm:
+      return kernels::skip_layer_norm(a, in);
     case Op::kRotaryEmbedding:
       return one(kernels::rotary_embedding(a, in));
     case Op::kGroupQueryAttention:

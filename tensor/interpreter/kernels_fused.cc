@@ -1,5 +1,6 @@
 // Reference kernels of onnxruntime's fused operators: SimplifiedLayerNormalization
-// (RMSNorm), SkipSimplifiedLayerNormalization, RotaryEmbedding and
+// (RMSNorm), SkipLayerNormalization and SkipSimplifiedLayerNormalization,
+// RotaryEmbedding and
 // GroupQueryAttention (causal, without a cache), written from
 // their definitions in onnxruntime's contrib operator documentation.
 #include <algorithm>
@@ -45,12 +46,16 @@ Tensor simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in
   return out;
 }
 
-std::vector<Tensor> skip_simplified_layer_norm(const Attributes& attrs,
-                                               std::span<const Tensor> in) {
+std::vector<Tensor> skip_layer_norm(const Attributes& attrs, std::span<const Tensor> in) {
   const Tensor& x = in[0];
   Tensor sum(x.type());
   std::span<float> s = sum.mutable_floats();
   for (std::size_t i = 0; i < s.size(); ++i) s[i] = x.floats()[i] + in[1].floats()[i];
+  if (in.size() == 4) {
+    const Attributes last_axis{{"axis", std::int64_t{-1}}, {"epsilon", *attrs.get_float("epsilon")}};
+    Tensor out = layer_norm(last_axis, std::vector<Tensor>{sum, in[2], in[3]});
+    return {std::move(out), std::move(sum)};
+  }
   const std::int64_t width = x.dims().back();
   Tensor out(x.type());
   rms_rows(s.data(), in[2].floats().data(), out.mutable_floats().data(),

@@ -95,8 +95,9 @@ Tensor reduce_mean(const Attributes& attrs, const Tensor& x);
 
 // onnxruntime's fused operators (kernels_fused.cc).
 Tensor simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
-// The normalized sum and the sum.
-std::vector<Tensor> skip_simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
+// The normalized sum and the sum: RMSNorm with the scale in[2], or, with
+// a bias in[3] too, LayerNorm.
+std::vector<Tensor> skip_layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in);
 Tensor group_query_attention(const Attributes& attrs, std::span<const Tensor> in);
 

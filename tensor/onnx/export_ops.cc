@@ -135,7 +135,8 @@ absl::Status Exporter::emit(int i) {
       return emit_layer_norm(a, in, out, rank);
     case Op::kSimplifiedLayerNorm:
       return emit_simplified_layer_norm(a, in, out, rank);
-    case Op::kSkipSimplifiedLayerNorm: {
+    case Op::kSkipSimplifiedLayerNorm:
+    case Op::kSkipLayerNorm: {
       auto* s = runtime_node(n.op, in, {names_[i][0], "", "", names_[i][1]});
       set_float(s, "epsilon", *a.get_float("epsilon"));
       return absl::OkStatus();

@@ -57,7 +57,7 @@ std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
   std::vector<int> in;
   for (const std::string& name : n.input()) in.push_back(name.empty() ? -1 : values_.at(name));
   if (n.output_size() != 1 && n.op_type() != "Split" &&
-      n.op_type() != "SkipSimplifiedLayerNormalization")
+      n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization")
     return std::nullopt;
   if (in.empty() || in[0] < 0) return std::nullopt;
   for (int i : in) {
@@ -338,15 +338,17 @@ std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
                   {{"num_heads", *heads}, {"kv_num_heads", *kv_heads}, {"scale", r.f("scale").value_or(0.0)}},
                   node.first(3)};
   }
-  if (n.op_type() == "SkipSimplifiedLayerNormalization") {
+  if (n.op_type() == "SkipSimplifiedLayerNormalization" || n.op_type() == "SkipLayerNormalization") {
     // Without a bias, and without the mean and inverse deviation outputs.
-    if (node.in.size() != 3 || n.output_size() > 4) return std::nullopt;
+    const bool simplified = n.op_type() == "SkipSimplifiedLayerNormalization";
+    const std::size_t inputs = simplified ? 3 : 4;
+    if (node.in.size() != inputs || n.output_size() > 4) return std::nullopt;
     for (int o = 1; o < 3 && o < n.output_size(); ++o) {
       if (!n.output(o).empty()) return std::nullopt;
     }
-    return Mapped{Op::kSkipSimplifiedLayerNorm,
+    return Mapped{simplified ? Op::kSkipSimplifiedLayerNorm : Op::kSkipLayerNorm,
                   {{"epsilon", r.f("epsilon").value_or(1e-5)}},
-                  node.first(3),
+                  node.first(static_cast<int>(inputs)),
                   {0, 3}};
   }
   return std::nullopt;
