@@ -41,8 +41,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFixtures[] = {"resnet50", "inception_v3", "squeezenet1_1", "mobilenet_v2",
-                                 "bert_base"};
+const char* const kFixtures[] = {"resnet50",      "inception_v3", "squeezenet1_1",
+                                 "mobilenet_v2",  "bert_base",    "llama_decoder",
+                                 "llama_block",   "vit_encoder",  "swin_like"};
 
 struct Args {
   std::vector<std::string> models, strategies = {"mcts", "greedy", "default", "taso"};

@@ -337,6 +337,22 @@ ConditionRegistry tensor_conditions() {
       "(second-half ?x ?starts ?ends ?axes ?steps): Slice attributes that take the second half "
       "of ?x's last axis");
   r.add(
+      "not-centred", 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        for (const ENode& n : g.nodes(g.find(a[0]))) {
+          if (tensor::TensorLanguage::op(n.op) != tensor::Op::kSub) continue;
+          const Id y = g.find(n.children[0]);
+          for (const ENode& m : g.nodes(g.find(n.children[1]))) {
+            if (tensor::TensorLanguage::op(m.op) == tensor::Op::kReduceMean && g.find(m.children[0]) == y)
+              return false;
+          }
+        }
+        return true;
+      },
+      "(not-centred ?x): ?x is not spelled as y - mean(y). (An RMSNorm of a centred value is a "
+      "LayerNorm, and written out, onnxruntime fuses it into one, with a residual Add before it "
+      "into its SkipLayerNormalization kernel, which its price alone does not show.)");
+  r.add(
       "halves-equal", 1,
       [](const EGraph& g, std::span<const Id> a) {
         const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0]);
