@@ -152,6 +152,10 @@ std::string op_signature(tensor::Op op, const Attributes& attributes,
 
 class MeasuredCostModel final : public CostModel {
  public:
+  // The price of one of onnxruntime's fused operators (tensor::
+  // is_runtime_operator) missing from the table: high enough that
+  // extraction never chooses one it has no measurement for.
+  static constexpr double kUnmeasuredRuntimeOperator = 1e9;
   using Table = absl::flat_hash_map<std::string, double>;
   // `alone` maps signatures to microseconds when the operator runs alone,
   // `between_convolutions` to microseconds when it reads a convolution's

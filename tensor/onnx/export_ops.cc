@@ -132,7 +132,7 @@ absl::Status Exporter::emit(int i) {
     case Op::kSoftmax:
       return emit_softmax(a, in, out, rank);
     case Op::kLayerNorm:
-      return emit_layer_norm(a, in, out, rank);
+      return emit_layer_norm(i, in, out, rank);
     case Op::kSimplifiedLayerNorm:
       return emit_simplified_layer_norm(a, in, out, rank);
     case Op::kSkipSimplifiedLayerNorm:
@@ -283,8 +283,9 @@ absl::Status Exporter::emit_softmax(const Attributes& a, const std::vector<std::
   return absl::OkStatus();
 }
 
-absl::Status Exporter::emit_layer_norm(const Attributes& a, const std::vector<std::string>& in,
+absl::Status Exporter::emit_layer_norm(int i, const std::vector<std::string>& in,
                                        const std::string& out, std::size_t rank) {
+  const Attributes& a = g_.nodes[i].attributes;
   std::int64_t axis = *normalize_axis(*a.get_int("axis"), rank);
   double eps = *a.get_float("epsilon");
   if (opset_ >= 17) {
@@ -293,13 +294,24 @@ absl::Status Exporter::emit_layer_norm(const Attributes& a, const std::vector<st
     set_float(l, "epsilon", eps);
     return absl::OkStatus();
   }
-  // Before opset 17: the normalization spelled out. The variance
-  // squares with Mul, not Pow 2 as PyTorch spells it: onnxruntime fuses
-  // the Pow spelling (and the residual Add before it) into its
-  // SkipLayerNormalization kernel, which on this project's 2-core x86
-  // machine (onnxruntime 1.30, one thread) took about 800 us per call
-  // on BERT-base's [1,128,768] activations against about 330 us for
-  // the separate kernels: 4-5% of the whole model's latency.
+  // Before opset 17: the normalization spelled out as PyTorch exports it,
+  // which onnxruntime fuses into its LayerNormalization kernel (on ViT's
+  // [1,197,192], 27 us against about 76 us for the separate kernels). But
+  // after an Add read by nothing else (a post-norm residual, as in BERT) it
+  // fuses both into its SkipLayerNormalization kernel, which was 3-4x slower
+  // than the separate kernels on both x86 machines of the recorded results
+  // (onnxruntime 1.30, one thread; BERT-base's [1,128,768]: 433 us against
+  // 121 us alone and 18 us for the Add); there the variance squares with
+  // Mul, which onnxruntime does not fuse. (The IR's SkipLayerNormalization
+  // is that kernel, for where it pays.)
+  const int x = g_.nodes[i].inputs[0];
+  int readers = 0;
+  for (int j = 0; j < g_.size(); ++j) {
+    if (!live_[j]) continue;
+    for (int input : g_.nodes[j].inputs) readers += input == x;
+  }
+  for (const GraphOutput& o : g_.outputs) readers += o.node == x;
+  const bool blocks_fusion = g_.nodes[x].op == Op::kAdd && readers == 1;
   Ints axes;
   for (auto k = axis; k < static_cast<std::int64_t>(rank); ++k) axes.push_back(k);
   auto mean = [&](const std::string& x) {
@@ -308,7 +320,8 @@ absl::Status Exporter::emit_layer_norm(const Attributes& a, const std::vector<st
     return m;
   };
   std::string centred = binary("Sub", in[0], mean(in[0]));
-  std::string var = mean(binary("Mul", centred, centred));
+  std::string var = mean(blocks_fusion ? binary("Mul", centred, centred)
+                                       : binary("Pow", centred, scalar_constant(2.0)));
   std::string denom = unary("Sqrt", binary("Add", var, scalar_constant(eps)));
   std::string scaled = binary("Mul", binary("Div", centred, denom), in[1]);
   binary("Add", scaled, in[2], out);

@@ -95,8 +95,8 @@ class Exporter {
   // Normalizations and reductions.
   absl::Status emit_softmax(const Attributes& a, const std::vector<std::string>& in,
                             const std::string& out, std::size_t rank);
-  absl::Status emit_layer_norm(const Attributes& a, const std::vector<std::string>& in,
-                               const std::string& out, std::size_t rank);
+  absl::Status emit_layer_norm(int i, const std::vector<std::string>& in, const std::string& out,
+                               std::size_t rank);
   absl::Status emit_simplified_layer_norm(const Attributes& a, const std::vector<std::string>& in,
                                           const std::string& out, std::size_t rank);
   absl::Status emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
