@@ -54,8 +54,11 @@ struct GreedyOptions {
 
 struct DefaultOrderOptions {
   // Rule groups in pipeline order; rules of other groups run last, in one
-  // group of their own.
-  std::vector<std::string> groups = {"elementwise", "layout", "matmul", "conv", "pooling", "merge"};
+  // group of their own. The transformer fusions come first, as a compiler
+  // fuses patterns on the graph as exported, before algebra rewrites
+  // them and fills the budget.
+  std::vector<std::string> groups = {"transformer", "elementwise", "layout", "matmul",
+                                     "conv",        "pooling",     "merge"};
   std::size_t iterations_per_group = 8;  // default 8
 };
 
