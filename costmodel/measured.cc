@@ -132,6 +132,19 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
     if (it == e.end() || !it->is_number() || it->get<double>() < 0) return std::nullopt;
     return it->get<double>();
   };
+  // An optional time of entry `i` (`key`, e.g. "mixed_us") into `table`.
+  auto optional_entry = [&](const nlohmann::json& e, std::size_t i, const char* key,
+                            const std::string& signature,
+                            MeasuredCostModel::Table& table) -> absl::Status {
+    if (!e.contains(key)) return absl::OkStatus();
+    std::optional<double> us = microseconds(e, key);
+    if (!us) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: entries[{}]: \"{}\" must be a non-negative number", path, i, key));
+    }
+    table[signature] = *us;
+    return absl::OkStatus();
+  };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const nlohmann::json& e = entries[i];
     std::optional<double> us = e.is_object() ? microseconds(e, "us") : std::nullopt;
@@ -140,14 +153,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
           "{}: entries[{}]: needs a \"signature\" string and a non-negative \"us\"", path, i));
     }
     std::string signature = e["signature"].get<std::string>();
-    if (e.contains("masked_us")) {
-      std::optional<double> masked_us = microseconds(e, "masked_us");
-      if (!masked_us) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: entries[{}]: \"masked_us\" must be a non-negative number", path, i));
-      }
-      masked[signature] = *masked_us;
-    }
+    if (absl::Status st = optional_entry(e, i, "masked_us", signature, masked); !st.ok()) return st;
     if (!e.contains("context")) {
       alone[std::move(signature)] = *us;
       continue;
@@ -159,14 +165,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
           "{}: entries[{}]: a \"context\" must be \"{}\", with a non-negative \"alone_us\"", path,
           i, kBetweenConvolutions));
     }
-    if (e.contains("mixed_us")) {
-      std::optional<double> mixed_us = microseconds(e, "mixed_us");
-      if (!mixed_us) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: entries[{}]: \"mixed_us\" must be a non-negative number", path, i));
-      }
-      mixed[signature] = *mixed_us;
-    }
+    if (absl::Status st = optional_entry(e, i, "mixed_us", signature, mixed); !st.ok()) return st;
     between[signature] = *us;
     alone[std::move(signature)] = *alone_us;
   }

@@ -107,14 +107,34 @@ Value causal_attention(GraphBuilder& b, Value q, Value k, Value v, Value mask, S
 
 // The graph the shipped rules reach from `g` in a few iterations, extracted
 // by operator count; fails the test unless it holds `op`.
-Graph rewritten(const Graph& g, Op op) {
+// `g`'s e-graph after a few iterations of the shipped rules.
+struct Grown {
+  explicit Grown(const Graph& g) : egraph(lang, &shapes) {
+    rules = *load_tensor_rules(lang, conditions);
+    ids = *add_graph(egraph, g);
+    Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
+  }
+  // Whether some e-node is an `op`.
+  bool holds(Op op) const {
+    for (Id c : egraph.class_ids()) {
+      for (const ENode& n : egraph.nodes(c)) {
+        if (TensorLanguage::op(n.op) == op) return true;
+      }
+    }
+    return false;
+  }
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();
-  RuleSet rules = *load_tensor_rules(lang, conditions);
+  RuleSet rules;
   TensorAnalysis shapes;
-  EGraph egraph(lang, &shapes);
-  std::vector<Id> ids = *add_graph(egraph, g);
-  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
+  EGraph egraph;
+  std::vector<Id> ids;
+};
+
+Graph rewritten(const Graph& g, Op op) {
+  Grown grown(g);
+  const EGraph& egraph = grown.egraph;
+  const std::vector<Id>& ids = grown.ids;
   std::vector<Id> roots;
   std::vector<ClassOutput> outputs;
   for (const GraphOutput& o : g.outputs) {
@@ -123,7 +143,7 @@ Graph rewritten(const Graph& g, Op op) {
   }
   OpCountCostModel opcount;
   ExtractionProblem p =
-      problem_from_egraph(egraph, roots, egraph_cost_function(opcount, egraph, shapes));
+      problem_from_egraph(egraph, roots, egraph_cost_function(opcount, egraph, grown.shapes));
   ExtractionResult r = IlpExtractor().extract(p);
   absl::StatusOr<Graph> out =
       graph_from_egraph(egraph, g, outputs, chosen_enodes(egraph, p, r.selection));
@@ -220,17 +240,7 @@ TEST(Transformer, RotaryNeedsTablesWithEqualHalves) {
   Value cos = b.weight("cos_table", random_tensor(TensorType{DType::kFloat32, {kSeq, kHead}}, 1, -1, 1));
   Value sin = b.weight("sin_table", rotary_table(2));
   b.output(rotary(b, x, cos, sin, Spelling::kExported), "y");
-  Graph g = *b.build();
-  TensorLanguage lang;
-  ConditionRegistry conditions = tensor_conditions();
-  RuleSet rules = *load_tensor_rules(lang, conditions);
-  TensorAnalysis shapes;
-  EGraph egraph(lang, &shapes);
-  ASSERT_TRUE(add_graph(egraph, g).ok());
-  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
-  for (Id c : egraph.class_ids()) {
-    for (const ENode& n : egraph.nodes(c)) EXPECT_NE(TensorLanguage::op(n.op), Op::kRotaryEmbedding);
-  }
+  EXPECT_FALSE(Grown(*b.build()).holds(Op::kRotaryEmbedding));
 }
 
 // A mask that lets a query see a later key is not causal: the rule leaves it.
@@ -240,17 +250,7 @@ TEST(Transformer, AttentionNeedsACausalMask) {
   Tensor mask = causal_mask();
   mask.mutable_floats()[1] = 0;  // query 0 sees key 1
   b.output(causal_attention(b, q, q, q, b.weight("mask_table", mask), Spelling::kExported), "y");
-  Graph g = *b.build();
-  TensorLanguage lang;
-  ConditionRegistry conditions = tensor_conditions();
-  RuleSet rules = *load_tensor_rules(lang, conditions);
-  TensorAnalysis shapes;
-  EGraph egraph(lang, &shapes);
-  ASSERT_TRUE(add_graph(egraph, g).ok());
-  Runner().with_iteration_limit(3).with_node_limit(30'000).run(egraph, rules);
-  for (Id c : egraph.class_ids()) {
-    for (const ENode& n : egraph.nodes(c)) EXPECT_NE(TensorLanguage::op(n.op), Op::kGroupQueryAttention);
-  }
+  EXPECT_FALSE(Grown(*b.build()).holds(Op::kGroupQueryAttention));
 }
 
 // --target onnx searches without the rules that build runtime operators.
