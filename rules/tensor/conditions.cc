@@ -130,34 +130,14 @@ bool make_causal_mask(tensor::Tensor& m) {
   return true;
 }
 
-// The dimensions of a reshape of `in` to `shape` (0 copies, -1 infers);
-// nullopt when it does not resolve.
-std::optional<Ints> reshaped(const tensor::Dims& in, const Ints& shape) {
-  std::int64_t total = 1, known = 1;
-  for (std::int64_t x : in) total *= x;
-  Ints out;
-  int infer = -1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    std::int64_t s = shape[i];
-    if (s == 0) {
-      if (i >= in.size()) return std::nullopt;
-      s = in[i];
-    }
-    if (s == -1) {
-      if (infer >= 0) return std::nullopt;
-      infer = static_cast<int>(i);
-      out.push_back(1);
-      continue;
-    }
-    if (s < 0) return std::nullopt;
-    known *= s;
-    out.push_back(s);
-  }
-  if (infer >= 0) {
-    if (known == 0 || total % known != 0) return std::nullopt;
-    out[static_cast<std::size_t>(infer)] = total / known;
-  }
-  return out;
+// The dimensions of a float tensor `in` reshaped to `shape` (0 copies, -1
+// infers), as shape inference gives them; nullopt when it does not resolve.
+std::optional<tensor::Dims> reshaped(tensor::Dims in, const Ints& shape) {
+  const tensor::ValueType input = tensor::ValueType::of(tensor::TensorType{tensor::DType::kFloat32, std::move(in)});
+  absl::StatusOr<tensor::ValueType> out =
+      tensor::infer_type(tensor::Op::kReshape, Attributes{{"shape", shape}}, std::span(&input, 1));
+  if (!out.ok()) return std::nullopt;
+  return out->tensor().dims;
 }
 
 constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal},
@@ -378,7 +358,7 @@ ConditionRegistry tensor_conditions() {
         const auto* shape = std::get_if<Ints>(&g.attr_value(AttrId(a[1].value)));
         if (q.is_tuple || q.tensor().rank() != 4 || shape == nullptr) return false;
         const tensor::Dims& d = q.tensor().dims;  // [batch, heads, sequence, head]
-        std::optional<Ints> out = reshaped({d[0], d[2], d[1], d[3]}, *shape);
+        std::optional<tensor::Dims> out = reshaped({d[0], d[2], d[1], d[3]}, *shape);
         return out && *out == Ints{d[0], d[2], d[1] * d[3]};
       },
       "(merges-heads ?q ?s): the reshape target ?s turns ?q [batch, heads, sequence, head], "
