@@ -83,10 +83,11 @@ absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
 namespace {
 
 // The source's graph inputs, all of them and in their order, come first
-// (they are the model's interface, used or not); the source's opsets and
-// input defaults carry over.
+// (they are the model's interface, used or not); the source's opsets,
+// input defaults and symbolic dimensions carry over.
 void keep_interface(const Graph& source, Graph& out) {
   out.opsets = source.opsets;
+  out.symbols = source.symbols;
   out.input_defaults = source.input_defaults;
   std::vector<Node> nodes;
   std::vector<int> remap(out.nodes.size(), -1);

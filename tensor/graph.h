@@ -47,6 +47,20 @@ struct WeightInit {
 // ONNX operator-set imports: (domain, version) pairs.
 using Opsets = std::vector<std::pair<std::string, std::int64_t>>;
 
+// The symbolic dimensions (ONNX dim_param) of a model's interface. Shapes in
+// the IR are concrete: each symbol stands at the size it was given for shape
+// inference and costing. Exporters write the symbols back, and write
+// size-dependent constants so that the model holds for any size.
+struct Symbols {
+  std::map<std::string, std::int64_t> sizes;
+  // The axes of a graph input or output, by its name: each axis's symbol,
+  // "" for a fixed axis.
+  std::map<std::string, std::vector<std::string>> axes;
+
+  bool empty() const { return sizes.empty(); }
+  bool operator==(const Symbols&) const = default;
+};
+
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
@@ -61,6 +75,7 @@ struct Graph {
   // ({"", 13} is the default domain at version 13); empty for models built
   // in saturn. Exporters write the model back for the same opsets.
   Opsets opsets;
+  Symbols symbols;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };

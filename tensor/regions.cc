@@ -241,6 +241,7 @@ class Stitcher {
     out_.weights = graph.weights;
     out_.input_defaults = graph.input_defaults;
     out_.opsets = graph.opsets;
+    out_.symbols = graph.symbols;
     for (int i = 0; i < graph.size(); ++i) {
       if (graph.nodes[i].op == Op::kInput) value_[i] = push(graph.nodes[i]);
     }

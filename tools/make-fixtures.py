@@ -354,6 +354,76 @@ class SwinLike(torch.nn.Module):
         return self.head(self.norm(x).mean(1))
 
 
+# ----------------------------------------------------- dynamic-shape models --
+# Exported with dynamic axes at opset 17, as exporters give models to users:
+# the batch (and the sequence) are symbolic dimensions, and the reshapes are
+# computed from Shape ops.  Small, so they keep their weights.
+DYN_OPSET = 17
+E_HIDDEN, E_HEADS, E_FFN, E_LAYERS = 64, 4, 256, 2
+
+
+class DynCnn(torch.nn.Module):
+    """A small residual CNN: [batch, 3, 32, 32] -> [batch, 10]."""
+
+    def __init__(self):
+        super().__init__()
+
+        def conv(cin, cout, stride=1):
+            return torch.nn.Sequential(
+                torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+                torch.nn.BatchNorm2d(cout), torch.nn.ReLU())
+        self.stem, self.a, self.b = conv(3, 16), conv(16, 16), conv(16, 16)
+        self.down, self.c = conv(16, 32, 2), conv(32, 32)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = x + self.b(self.a(x))
+        x = self.down(x)
+        x = x + self.c(x)
+        pooled = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        return self.head(torch.flatten(pooled, 1))
+
+
+class DynEncoderLayer(torch.nn.Module):
+    """A post-norm encoder layer on [batch, seq, E_HIDDEN] (torch's LayerNorm,
+    which opset 17 exports as LayerNormalization)."""
+
+    def __init__(self):
+        super().__init__()
+        linear = torch.nn.Linear
+        self.q, self.k, self.v = (linear(E_HIDDEN, E_HIDDEN) for _ in range(3))
+        self.attn_out = linear(E_HIDDEN, E_HIDDEN)
+        self.ffn_in, self.ffn_out = linear(E_HIDDEN, E_FFN), linear(E_FFN, E_HIDDEN)
+        self.ln1, self.ln2 = torch.nn.LayerNorm(E_HIDDEN), torch.nn.LayerNorm(E_HIDDEN)
+
+    @staticmethod
+    def heads(x):  # [batch, seq, hidden] -> [batch, heads, seq, head_dim]
+        batch, seq, _ = x.shape
+        return x.reshape(batch, seq, E_HEADS, -1).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        q, k, v = self.heads(self.q(x)), self.heads(self.k(x)), self.heads(self.v(x))
+        scores = q @ k.transpose(-1, -2) / 4.0  # 4 = sqrt(head_dim)
+        context = torch.softmax(scores, dim=-1) @ v
+        context = context.permute(0, 2, 1, 3).reshape(batch, seq, E_HIDDEN)
+        x = self.ln1(x + self.attn_out(context))
+        return self.ln2(x + self.ffn_out(torch.nn.functional.gelu(self.ffn_in(x))))
+
+
+class DynEncoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(DynEncoderLayer() for _ in range(E_LAYERS))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+
 tv = torchvision.models
 MODELS = {  # name -> (constructor, input shape, description for the README)
     "resnet50": (lambda: tv.resnet50(weights=None), (1, 3, 224, 224),
@@ -377,17 +447,28 @@ MODELS = {  # name -> (constructor, input shape, description for the README)
     "swin_like": (SwinLike, (1, 3, S_IMAGE, S_IMAGE), "Swin-like transformer: stages of "
                   "2, 2, 6, 2 blocks, embedding 64, shifted 7x7 windows"),
 }
+DYNAMIC_MODELS = {  # name -> (constructor, traced input shape, symbolic axes, description)
+    "dyn_cnn": (DynCnn, (2, 3, 32, 32), {0: "batch"},
+                "small residual CNN (16 and 32 channels), dynamic batch"),
+    "dyn_encoder": (DynEncoder, (2, 16, E_HIDDEN), {0: "batch", 1: "seq"},
+                    f"{E_LAYERS}-layer post-norm encoder (hidden {E_HIDDEN}, {E_HEADS} heads, "
+                    "LayerNormalization), dynamic batch and sequence"),
+}
 
 
-def export(name, make, shape):
-    """Export one model with torch.onnx and return it loaded as an onnx proto."""
+def export(name, make, shape, axes=None):
+    """Export one model with torch.onnx and return it loaded as an onnx proto.
+    `axes` (symbolic axes of the input and the output) exports at DYN_OPSET."""
     torch.manual_seed(0)
     model = make().eval()
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(model, (torch.randn(*shape),), path, opset_version=OPSET,
+        dynamic = None if axes is None else {"input": axes, "output": axes}
+        torch.onnx.export(model, (torch.randn(*shape),), path,
+                          opset_version=OPSET if axes is None else DYN_OPSET,
                           do_constant_folding=True, input_names=["input"],
-                          output_names=["output"], training=torch.onnx.TrainingMode.EVAL)
+                          output_names=["output"], training=torch.onnx.TrainingMode.EVAL,
+                          dynamic_axes=dynamic)
         if os.listdir(tmp) != [name + ".onnx"]:  # torch does this for > 2 GB only
             sys.exit(f"{name}: the exporter wrote external data: {os.listdir(tmp)}")
         return onnx.load(path, load_external_data=False)
@@ -436,9 +517,34 @@ def strip_weights(model):
     return len(ranges)
 
 
-def check(name, model):
+def to_float16(model):
+    """The model with float16 in place of float32 everywhere: initializers,
+    Constant values, Cast targets, inputs, outputs and value_info."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+
+    def convert(tensor):
+        if tensor.data_type == onnx.TensorProto.FLOAT:
+            tensor.CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(tensor).astype(np.float16), tensor.name))
+
+    for init in graph.initializer:
+        convert(init)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                convert(attr.t)
+            elif attr.name == "to" and attr.i == onnx.TensorProto.FLOAT:
+                attr.i = onnx.TensorProto.FLOAT16
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if value.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    return model
+
+
+def check(name, model, ops=ALLOWED_OPS):
     """Op set, input/output names, checker, strict shape inference."""
-    bad = sorted({n.op_type for n in model.graph.node} - ALLOWED_OPS)
+    bad = sorted({n.op_type for n in model.graph.node} - ops)
     if bad:
         sys.exit(f"{name}: the exporter emitted unsupported ops {bad}")
     if model.graph.input[0].name != "input" or [o.name for o in model.graph.output] != ["output"]:
@@ -450,12 +556,14 @@ def check(name, model):
         sys.exit(f"{name}: ONNX validation failed: {err}")
 
 
-def write_readme(out, rows, command):
+def write_readme(out, rows, dynamic_rows, command):
     """rows: (name, description, shape, op histogram, bytes, seeded count)."""
-    table = "\n".join(
-        f"| `{name}.onnx` | {desc} | {'x'.join(map(str, shape))} | {size:,} B | {seeded} | "
-        + ", ".join(f"{op} {n}" for op, n in sorted(hist.items())) + " |"
-        for name, desc, shape, hist, size, seeded in rows)
+    def lines(rows):
+        return "\n".join(
+            f"| `{name}.onnx` | {desc} | {'x'.join(map(str, shape))} | {size:,} B | {seeded} | "
+            + ", ".join(f"{op} {n}" for op, n in sorted(hist.items())) + " |"
+            for name, desc, shape, hist, size, seeded in rows)
+    table, dynamic_table = lines(rows), lines(dynamic_rows)
     text = f"""# ONNX fixture models
 
 Small ONNX models for testing saturn's ONNX import, generated (do not edit by
@@ -484,6 +592,18 @@ shape constants, small biases) keep their data.
 | file | model | input | size | seeded weights | ops by type |
 | --- | --- | --- | --- | --- | --- |
 {table}
+
+## Dynamic-shape models
+
+Exported with dynamic axes at opset {DYN_OPSET}, as exporters give models to users:
+the input and output dimensions named in the input column are symbolic
+(ONNX `dim_param`), and the reshapes are computed from Shape ops. They keep
+their weights (no `{METADATA_KEY}`). `fp16_encoder.onnx` is
+`dyn_encoder.onnx` with every float32 tensor, type and Cast target in float16.
+
+| file | model | input | size | seeded weights | ops by type |
+| --- | --- | --- | --- | --- | --- |
+{dynamic_table}
 """
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(text)
@@ -516,9 +636,23 @@ def main():
               f"{seeded} seeded weights")
         for op, n in sorted(hist.items()):
             print(f"  {op:20s} {n}")
+    dynamic_rows = []
+    for name, (make, shape, axes, desc) in DYNAMIC_MODELS.items():
+        model = export(name, make, shape, axes)
+        shown = [axes.get(k, d) for k, d in enumerate(shape)]
+        variants = [(name, model, desc)]
+        if name == "dyn_encoder":
+            variants.append(("fp16_encoder", to_float16(model), desc + ", float16"))
+        for file, variant, text in variants:
+            check(file, variant, ops={n.op_type for n in variant.graph.node})
+            path = os.path.join(out, file + ".onnx")
+            onnx.save(variant, path)
+            hist = collections.Counter(node.op_type for node in variant.graph.node)
+            dynamic_rows.append((file, text, shown, hist, os.path.getsize(path), 0))
+            print(f"\n{file}.onnx: {dynamic_rows[-1][4]:,} bytes, {len(variant.graph.node)} nodes")
     command = "/usr/bin/python3 tools/make-fixtures.py" + "".join(
         f" {arg}" for arg in sys.argv[1:])
-    write_readme(out, rows, command)
+    write_readme(out, rows, dynamic_rows, command)
     print(f"\nwrote {len(rows)} models and README.md to {out}")
 
 

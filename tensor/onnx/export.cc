@@ -62,9 +62,14 @@ absl::StatusOr<std::string> Exporter::run() {
   mark_live_and_foldable();
   assign_names();
   if (absl::Status s = write_folded(); !s.ok()) return s;
+  if (symbolic()) start_probe();
   for (int i = 0; i < g_.size(); ++i) {
     if (!live_[i] || folded_[i]) continue;
-    if (absl::Status s = emit(i); !s.ok())
+    const int first_proto = out_->node_size();
+    absl::Status s = symbolic() ? probe_node(i) : absl::OkStatus();
+    if (s.ok()) s = emit(i);
+    if (s.ok() && symbolic() && g_.nodes[i].op == Op::kOpaque) s = probe_opaque(i, first_proto);
+    if (!s.ok())
       return with_context(s,
                           fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));
   }
@@ -218,6 +223,7 @@ absl::Status Exporter::value_type(int i, std::size_t p, onnx::TypeProto* type) c
   const TensorType& t = types_[i].parts[p];
   if (t.dtype != DType::kOther) {
     set_tensor_type(t, type);
+    name_axes(i, p, type);
     return absl::OkStatus();
   }
   const Attributes& a = g_.nodes[i].attributes;
@@ -236,6 +242,8 @@ absl::Status Exporter::write_interface() {
     auto* v = out_->add_input();
     v->set_name(names_[i][0]);
     if (absl::Status s = value_type(i, 0, v->mutable_type()); !s.ok()) return s;
+    if (absl::Status s = name_interface_axes(v->name(), i, 0, v->mutable_type()); !s.ok())
+      return s;
     if (auto d = g_.input_defaults.find(names_[i][0]); d != g_.input_defaults.end())
       tensor_to_proto(*d->second, names_[i][0], out_->add_initializer());
   }
@@ -255,6 +263,8 @@ absl::Status Exporter::write_interface() {
       node = g_.nodes[node].inputs[0];
     }
     if (absl::Status s = value_type(node, part, v->mutable_type()); !s.ok()) return s;
+    if (absl::Status s = name_interface_axes(o.name, node, part, v->mutable_type()); !s.ok())
+      return s;
   }
   for (int i = 0; i < g_.size(); ++i) {
     const Op op = g_.nodes[i].op;
@@ -268,6 +278,7 @@ absl::Status Exporter::write_interface() {
       auto* v = out_->add_value_info();
       v->set_name(names_[i][p]);
       set_tensor_type(t, v->mutable_type());
+      name_axes(i, p, v->mutable_type());
     }
   }
   return absl::OkStatus();

@@ -101,7 +101,8 @@ std::int64_t Exporter::axis_of(const Node& n, std::size_t k) const {
 
 absl::Status Exporter::emit(int i) {
   const Node& n = g_.nodes[i];
-  const Attributes& a = n.attributes;
+  auto written = written_.find(i);
+  const Attributes& a = written == written_.end() ? n.attributes : written->second;
   std::vector<std::string> in;
   for (int x : n.inputs) in.push_back(names_[x].empty() ? std::string() : names_[x][0]);
   const std::string out = names_[i].empty() ? std::string() : names_[i][0];

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +30,16 @@ namespace saturn::tensor::onnx_io {
 using Ints = std::vector<std::int64_t>;
 
 inline constexpr std::int64_t kDefaultOpset = 17;
+
+// A reshape written for any size of the symbolic dimensions (export_symbolic.cc).
+struct GenericReshape {
+  Ints shape;  // to write: 0 copies the input's axis, -1 takes the rest
+  Dims probe;  // the output shape at the probe sizes
+};
+// The shape that reshapes `in_base` to `out_base` and gives a consistent
+// shape for `in_probe` (the input at other sizes of its symbols), or nullopt.
+std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
+                                              const Dims& out_base);
 
 class Exporter {
  public:
@@ -59,6 +71,29 @@ class Exporter {
   absl::Status value_type(int i, std::size_t p, onnx::TypeProto* type) const;
   // Graph inputs, outputs and value_info.
   absl::Status write_interface();
+
+  // Symbolic dimensions (export_symbolic.cc): every value's type at the
+  // probe sizes, and the attributes written for any size.
+
+  bool symbolic() const { return !g_.symbols.empty(); }
+  // The probe sizes, and the probe types of the inputs (the rest start as
+  // their base types).
+  void start_probe();
+  // Node `i`'s probe type, before it is written; a Reshape or Slice gets the
+  // attributes to write in written_. An error when the node holds at the
+  // base sizes only.
+  absl::Status probe_node(int i);
+  // An opaque node's probe types, by ONNX shape inference on the protos it
+  // was written as (from `first_proto` on).
+  absl::Status probe_opaque(int i, int first_proto);
+  // The symbols whose axes `inputs` carry, for messages.
+  std::string following_symbols(std::span<const int> inputs) const;
+  // Names the axes of `type` (part `p` of node `i`) that follow one symbol,
+  // and clears those that follow several.
+  void name_axes(int i, std::size_t p, onnx::TypeProto* type) const;
+  // A graph input's or output's axes as the model named them.
+  absl::Status name_interface_axes(const std::string& name, int i, std::size_t p,
+                                   onnx::TypeProto* type) const;
 
   // The operators (export_ops.cc).
 
@@ -124,6 +159,9 @@ class Exporter {
   std::set<std::string> taken_, reserved_;
   std::map<std::string, std::string> aliases_;
   int counter_ = 0;
+  std::map<std::string, std::int64_t> probe_sizes_;
+  std::vector<ValueType> probe_;
+  std::map<int, Attributes> written_;
 };
 
 }  // namespace saturn::tensor::onnx_io

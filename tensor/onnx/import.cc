@@ -42,27 +42,49 @@ bool is_random_op(const std::string& op_type) {
   return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Multinomial";
 }
 
-// Gives the symbolic dimensions of the graph inputs their sizes.
-absl::Status resolve_input_dims(onnx::ModelProto& model, const OnnxImportOptions& options) {
-  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+}  // namespace
+
+absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
+                                           const OnnxImportOptions& options) {
+  Symbols symbols;
+  // Each axis's symbol; an unnamed dynamic axis is named as onnxruntime names it.
+  auto axes_of = [&](const onnx::ValueInfoProto& v) {
+    std::vector<std::string> axes;
     int axis = 0;
-    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
-      if (!d.has_dim_value()) {
-        auto it = options.dims.find(d.dim_param());
-        if (d.dim_param().empty() || it == options.dims.end()) {
-          return absl::InvalidArgumentError(fmt::format(
-              "input '{}' has a dynamic dimension {} ('{}'); give its size (saturn: --dim "
-              "NAME=SIZE)",
-              v.name(), axis, d.dim_param()));
-        }
-        d.set_dim_value(it->second);
-      }
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value())
+        axes.emplace_back();
+      else
+        axes.push_back(d.dim_param().empty() ? fmt::format("unk__{}_{}", v.name(), axis)
+                                             : d.dim_param());
       ++axis;
     }
+    return axes;
+  };
+  for (const onnx::ValueInfoProto& v : model.graph().output()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    std::vector<std::string> axes = axes_of(v);
+    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
+      symbols.axes[v.name()] = std::move(axes);
   }
-  return absl::OkStatus();
+  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    std::vector<std::string> axes = axes_of(v);
+    auto& dims = *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    for (int axis = 0; axis < dims.size(); ++axis) {
+      if (axes[axis].empty()) continue;
+      auto it = options.dims.find(axes[axis]);
+      const std::int64_t size = it == options.dims.end() ? kDefaultSymbolSize : it->second;
+      symbols.sizes.emplace(axes[axis], size);
+      dims[axis].set_dim_value(size);
+    }
+    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
+      symbols.axes[v.name()] = std::move(axes);
+  }
+  return symbols;
 }
+
+namespace {
 
 // The window attributes of convolutions and pools, checked before ONNX's
 // own shape inference runs: it divides by strides and groups without
@@ -166,8 +188,9 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return error("{}", message(seeded.status()));
   seeded_ = std::move(*seeded);
-  if (absl::Status st = resolve_input_dims(model, options_); !st.ok())
-    return error("{}", message(st));
+  absl::StatusOr<Symbols> symbols = resolve_input_dims(model, options_);
+  if (!symbols.ok()) return error("{}", message(symbols.status()));
+  graph_.symbols = std::move(*symbols);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -471,8 +494,8 @@ absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
           onnx_io::inline_external_data(model, std::filesystem::path(path).parent_path());
       !s.ok())
     return with_context(s, path);
-  if (absl::Status s = onnx_io::resolve_input_dims(model, options); !s.ok())
-    return with_context(s, path);
+  if (absl::StatusOr<Symbols> s = onnx_io::resolve_input_dims(model, options); !s.ok())
+    return with_context(s.status(), path);
   absl::StatusOr<onnx_io::SeededWeights> seeded = onnx_io::seeded_weights(model);
   if (!seeded.ok()) return with_context(seeded.status(), path);
   onnx::GraphProto* g = model.mutable_graph();

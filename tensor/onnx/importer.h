@@ -47,6 +47,12 @@ using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
 
 absl::StatusOr<SeededWeights> seeded_weights(const onnx::ModelProto& model);
 
+// Gives the symbolic dimensions of `model`'s graph inputs their sizes
+// (`options.dims`, else kDefaultSymbolSize) and says which axes of its inputs
+// and outputs are symbolic.
+absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
+                                           const OnnxImportOptions& options);
+
 // Reads a node's attributes and remembers which were read, so a node with an
 // attribute the mapping does not understand stays opaque.
 class AttrReader {

@@ -35,9 +35,14 @@
 
 namespace saturn::tensor {
 
+// The size of a symbolic dimension that OnnxImportOptions::dims does not name.
+inline constexpr std::int64_t kDefaultSymbolSize = 1;
+
 struct OnnxImportOptions {
-  // Sizes for symbolic dimensions (ONNX dim_param), e.g. {"batch", 1}. A
-  // graph input with a symbolic dimension not named here is an error.
+  // Sizes for symbolic dimensions (ONNX dim_param), e.g. {"batch", 8}, for
+  // shape inference and costing. The graph keeps them as symbols
+  // (Graph::symbols) and the exporter writes them back as symbols. An unnamed
+  // dynamic axis of input X is named "unk__X_AXIS".
   absl::flat_hash_map<std::string, std::int64_t> dims;
 };
 

@@ -1,0 +1,283 @@
+// Symbolic dimensions in the exported model (Graph::symbols).
+//
+// The IR's shapes are concrete: each symbol stands at the size it was given
+// (its base). To write a model that holds at any size, the exporter types
+// every value a second time with each symbol at another size (its probe: the
+// base plus a prime of its own, so that no two symbols nor their products
+// are mistaken for each other), node by node as it writes them:
+//   - an axis whose size differs between base and probe follows the
+//     symbols: value_info names it by its symbol when it is exactly one
+//     symbol, and leaves it unnamed otherwise (a product of symbols, say);
+//   - a Reshape's shape is rewritten with 0 (copy the input's axis) and -1
+//     (the axis that takes the rest), as onnxruntime reads them, so that it
+//     gives the base shape at the base and a consistent shape at the probe;
+//   - a Slice that runs to the end of a following axis gets an open end;
+//   - every other operator must type-check at the probe with its attributes
+//     as they are (a Split of a following axis does not, for example).
+//     Where one does not, the graph holds for the base size only and the
+//     export fails, naming the node and the symbols.
+// Opaque nodes are typed at the probe by ONNX's shape inference.
+//
+// Typing at a second size is necessary, not sufficient: a reshape can be
+// consistent at both sizes and still mean another layout. Callers that
+// changed the graph check it at other sizes numerically (tools/optimize).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <exception>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/status.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "tensor/infer.h"
+#include "tensor/onnx/exporter.h"
+#include "tensor/onnx/proto.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+constexpr std::int64_t kPrimes[] = {7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47};
+
+std::int64_t product(const Dims& dims, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t k = from; k < to; ++k) p *= dims[k];
+  return p;
+}
+
+// The element count of `dims` with `unknown` (-1) taking what is left of
+// `total`, or nullopt when it does not divide.
+std::optional<Dims> fill_rest(Dims dims, std::size_t unknown, std::int64_t total) {
+  const std::int64_t known = product(dims, 0, unknown) * product(dims, unknown + 1, dims.size());
+  if (known <= 0 || total % known != 0) return std::nullopt;
+  dims[unknown] = total / known;
+  return dims;
+}
+
+}  // namespace
+
+std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
+                                              const Dims& out_base) {
+  if (in_base == in_probe) return GenericReshape{out_base, out_base};
+  const std::int64_t total = product(in_probe, 0, in_probe.size());
+  // Axes that keep the input's following axis copy it.
+  GenericReshape r{out_base, out_base};
+  for (std::size_t k = 0; k < std::min(in_base.size(), out_base.size()); ++k) {
+    if (in_probe[k] != in_base[k] && out_base[k] == in_base[k]) r.shape[k] = 0, r.probe[k] = in_probe[k];
+  }
+  if (product(r.probe, 0, r.probe.size()) == total) return r;
+  // One axis takes the rest: the one that holds the following input axes in
+  // row-major order (what comes before it and after it is fixed).
+  std::size_t first = in_base.size(), last = 0;
+  for (std::size_t k = 0; k < in_base.size(); ++k) {
+    if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
+  }
+  const std::int64_t before = product(in_base, 0, first);
+  const std::int64_t after = product(in_base, last + 1, in_base.size());
+  for (std::size_t j = 0; j < out_base.size(); ++j) {
+    if (r.shape[j] == 0) continue;
+    const std::int64_t out_before = product(out_base, 0, j);
+    const std::int64_t out_after = product(out_base, j + 1, out_base.size());
+    if (out_before == 0 || out_after == 0 || before % out_before != 0 || after % out_after != 0)
+      continue;
+    std::optional<Dims> probe = fill_rest(r.probe, j, total);
+    if (!probe) continue;
+    r.shape[j] = -1;
+    r.probe = std::move(*probe);
+    return r;
+  }
+  return std::nullopt;
+}
+
+void Exporter::start_probe() {
+  int k = 0;
+  for (const auto& [symbol, size] : g_.symbols.sizes)
+    probe_sizes_[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
+  probe_.assign(g_.nodes.size(), ValueType{});
+  for (int i = 0; i < g_.size(); ++i) {
+    probe_[i] = types_[i];
+    if (g_.nodes[i].op != Op::kInput) continue;
+    auto it = g_.symbols.axes.find(*g_.nodes[i].attributes.get_string("name"));
+    if (it == g_.symbols.axes.end()) continue;
+    Dims& dims = probe_[i].parts[0].dims;
+    for (std::size_t a = 0; a < dims.size() && a < it->second.size(); ++a) {
+      if (!it->second[a].empty()) dims[a] = probe_sizes_.at(it->second[a]);
+    }
+  }
+}
+
+std::string Exporter::following_symbols(std::span<const int> inputs) const {
+  std::vector<std::string> names;
+  for (int in : inputs) {
+    for (std::size_t p = 0; p < types_[in].parts.size(); ++p) {
+      const Dims& base = types_[in].parts[p].dims;
+      const Dims& probe = probe_[in].parts[p].dims;
+      for (std::size_t a = 0; a < base.size(); ++a) {
+        if (base[a] == probe[a]) continue;
+        for (const auto& [symbol, size] : g_.symbols.sizes) {
+          if (size == base[a] && probe_sizes_.at(symbol) == probe[a]) names.push_back(symbol);
+        }
+      }
+    }
+  }
+  std::ranges::sort(names);
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names.empty() ? "a product of symbolic dimensions" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+absl::Status Exporter::probe_node(int i) {
+  const Node& n = g_.nodes[i];
+  std::vector<ValueType> in;
+  bool changed = false;
+  for (int x : n.inputs) {
+    in.push_back(probe_[x]);
+    changed = changed || probe_[x].parts != types_[x].parts;
+  }
+  if (!changed || n.op == Op::kInput || n.op == Op::kOpaque) return absl::OkStatus();
+  auto depends = [&](std::string_view why) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the graph holds only at the given size of {}: {}", following_symbols(n.inputs), why));
+  };
+  Attributes attributes = n.attributes;
+  if (n.op == Op::kReshape) {
+    std::optional<GenericReshape> r = generic_reshape(
+        types_[n.inputs[0]].parts[0].dims, in[0].parts[0].dims, types_[i].parts[0].dims);
+    if (!r) return depends("no reshape with 0 and -1 gives its shape at other sizes");
+    attributes.set("shape", r->shape);
+    written_[i] = attributes;
+    probe_[i] = ValueType::of(TensorType{types_[i].parts[0].dtype, r->probe});
+    return absl::OkStatus();
+  }
+  if (n.op == Op::kSlice) {
+    const Dims& base = types_[n.inputs[0]].parts[0].dims;
+    const Dims& probe = in[0].parts[0].dims;
+    Ints axes = *attributes.get_ints("axes"), ends = *attributes.get_ints("ends");
+    const Ints& starts = *attributes.get_ints("starts");
+    const Ints& steps = *attributes.get_ints("steps");
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+      const std::int64_t axis =
+          normalize_axis(axes.empty() ? static_cast<std::int64_t>(k) : axes[k], base.size())
+              .value_or(0);
+      const std::int64_t step = steps.empty() ? 1 : steps[k];
+      if (base[axis] == probe[axis] || step <= 0) continue;
+      const SliceRange range = slice_range(base[axis], starts[k], ends[k], step);
+      if (range.count > 0 && range.start + range.count * step >= base[axis]) ends[k] = INT64_MAX;
+    }
+    attributes.set("ends", ends);
+    written_[i] = attributes;
+  }
+  if (n.op == Op::kGroupQueryAttention)
+    return depends("GroupQueryAttention's sequence lengths are written as constants");
+  absl::StatusOr<ValueType> t = infer_type(n.op, attributes, in);
+  if (!t.ok()) return depends(message(t.status()));
+  probe_[i] = std::move(*t);
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::probe_opaque(int i, int first_proto) {
+  const Node& n = g_.nodes[i];
+  bool changed = false;
+  for (int x : n.inputs) changed = changed || probe_[x].parts != types_[x].parts;
+  if (!changed) return absl::OkStatus();
+  // The nodes written for it, alone in a model whose inputs have their probe types.
+  onnx::ModelProto model;
+  *model.mutable_opset_import() = model_.opset_import();
+  model.set_ir_version(model_.ir_version());
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("probe");
+  for (int k = first_proto; k < out_->node_size(); ++k) *g->add_node() = out_->node(k);
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const int x = n.inputs[k];
+    if (names_[x].empty() || probe_[x].is_tuple) continue;
+    const std::string& name = names_[x][0];
+    if (folded_[x]) {
+      for (const onnx::TensorProto& t : out_->initializer()) {
+        if (t.name() == name) *g->add_initializer() = t;
+      }
+    }
+    auto* v = g->add_input();
+    v->set_name(name);
+    if (absl::Status s = value_type(x, 0, v->mutable_type()); !s.ok()) return s;
+    auto* dims = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    dims->clear_dim();
+    for (std::int64_t d : probe_[x].parts[0].dims) dims->add_dim()->set_dim_value(d);
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
+                                        /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("ONNX shape inference fails at other sizes of {}: {}",
+                    following_symbols(n.inputs), e.what()));
+  }
+  for (std::size_t p = 0; p < probe_[i].parts.size(); ++p) {
+    if (p >= names_[i].size() || types_[i].parts[p].dtype == DType::kOther) continue;
+    const onnx::ValueInfoProto* found = nullptr;
+    for (const onnx::ValueInfoProto& v : model.graph().value_info()) {
+      if (v.name() == names_[i][p]) found = &v;
+    }
+    Dims dims;
+    if (found != nullptr && found->type().tensor_type().has_shape()) {
+      for (const auto& d : found->type().tensor_type().shape().dim())
+        dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    if (dims.size() != types_[i].parts[p].rank() || std::ranges::count(dims, -1) > 0)
+      return absl::InvalidArgumentError(
+          fmt::format("ONNX shape inference cannot type output {} at other sizes of {}", p,
+                      following_symbols(n.inputs)));
+    probe_[i].parts[p].dims = std::move(dims);
+  }
+  return absl::OkStatus();
+}
+
+void Exporter::name_axes(int i, std::size_t p, onnx::TypeProto* type) const {
+  if (!symbolic() || type->value_case() != onnx::TypeProto::kTensorType) return;
+  const Dims& base = types_[i].parts[p].dims;
+  const Dims& probe = probe_[i].parts[p].dims;
+  auto* dims = type->mutable_tensor_type()->mutable_shape()->mutable_dim();
+  for (int a = 0; a < dims->size() && a < static_cast<int>(base.size()); ++a) {
+    if (base[a] == probe[a]) continue;
+    auto& d = (*dims)[a];
+    d.Clear();
+    for (const auto& [symbol, size] : g_.symbols.sizes) {
+      if (size == base[a] && probe_sizes_.at(symbol) == probe[a]) d.set_dim_param(symbol);
+    }
+  }
+}
+
+absl::Status Exporter::name_interface_axes(const std::string& name, int i, std::size_t p,
+                                           onnx::TypeProto* type) const {
+  auto it = g_.symbols.axes.find(name);
+  if (it == g_.symbols.axes.end() || type->value_case() != onnx::TypeProto::kTensorType)
+    return absl::OkStatus();
+  auto* dims = type->mutable_tensor_type()->mutable_shape()->mutable_dim();
+  const Dims& base = types_[i].parts[p].dims;
+  const Dims& probe = probe_[i].parts[p].dims;
+  for (int a = 0; a < dims->size() && a < static_cast<int>(it->second.size()); ++a) {
+    const std::string& symbol = it->second[a];
+    if (!symbol.empty() && base[a] == probe[a] && g_.symbols.sizes.contains(symbol))
+      return absl::InvalidArgumentError(fmt::format(
+          "'{}' axis {} is {} in the model, but here it keeps the size {}", name, a, symbol,
+          base[a]));
+    if (symbol.empty()) {
+      if (base[a] != probe[a])
+        return absl::InvalidArgumentError(fmt::format(
+            "'{}' axis {} is fixed in the model, but here it follows {}", name, a,
+            following_symbols(std::vector<int>{i})));
+      continue;
+    }
+    (*dims)[a].Clear();
+    (*dims)[a].set_dim_param(symbol);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace saturn::tensor::onnx_io
