@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "base/stopwatch.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "mcts/protocol.h"
 #include "rules/parser.h"
 #include "rules/tensor/tensor_rules.h"
@@ -101,15 +102,34 @@ void print_cost_by_op(const Graph& graph, const CostModel& cost_model,
                sum_count.second == 1 ? "" : "s");
 }
 
+// "  as [batch,seq,64]" for an input or output with symbolic axes.
+std::string symbolic_shape(const Graph& graph, const std::string& name, const ValueType& type) {
+  auto it = graph.symbols.axes.find(name);
+  if (it == graph.symbols.axes.end() || type.is_tuple) return "";
+  std::vector<std::string> axes;
+  for (std::size_t a = 0; a < type.tensor().rank(); ++a) {
+    const bool named = a < it->second.size() && !it->second[a].empty();
+    axes.push_back(named ? it->second[a] : fmt::format("{}", type.tensor().dims[a]));
+  }
+  return fmt::format("  as [{}]", fmt::join(axes, ","));
+}
+
 // Inputs, outputs, weights and opaque operators of `graph`.
 void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
+  if (!graph.symbols.empty()) {
+    std::vector<std::string> sizes;
+    for (const auto& [symbol, size] : graph.symbols.sizes)
+      sizes.push_back(fmt::format("{}={}", symbol, size));
+    fmt::print("  symbolic dimensions (sized for costing): {}\n", fmt::join(sizes, ", "));
+  }
   std::int64_t weight_bytes = 0, weights = 0;
   std::map<std::string, int> opaque;
   for (int i = 0; i < graph.size(); ++i) {
     const Node& n = graph.nodes[i];
     if (n.op == Op::kInput) {
       const std::string& name = *n.attributes.get_string("name");
-      fmt::print("  input  {:<24} {}{}\n", name, to_string(types[i]),
+      fmt::print("  input  {:<24} {}{}{}\n", name, to_string(types[i]),
+                 symbolic_shape(graph, name, types[i]),
                  graph.input_defaults.contains(name) ? "  (has a default)" : "");
     }
     if (n.op == Op::kWeight) {
@@ -119,7 +139,8 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
     if (n.op == Op::kOpaque) ++opaque[*n.attributes.get_string("op_type")];
   }
   for (const GraphOutput& o : graph.outputs)
-    fmt::print("  output {:<24} {}\n", o.name, to_string(types[o.node]));
+    fmt::print("  output {:<24} {}{}\n", o.name, to_string(types[o.node]),
+               symbolic_shape(graph, o.name, types[o.node]));
   fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
   fmt::print("  ops: {}\n", op_summary(graph));
   for (const auto& [op_type, count] : opaque)

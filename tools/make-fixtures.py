@@ -424,6 +424,24 @@ class DynEncoder(torch.nn.Module):
 
 
 
+def halves_model():
+    """input [batch, 4] -> output [half, 4]: the two halves of the batch
+    added, then transposed twice.  Its Split has no sizes, so it halves any
+    even batch; saturn's IR fixes the halves' sizes, so its optimized graph
+    (without the transposes) holds at the given batch only."""
+    h = onnx.helper
+    nodes = [h.make_node("Split", ["input"], ["a", "b"], axis=0),
+             h.make_node("Add", ["a", "b"], ["sum"]),
+             h.make_node("Transpose", ["sum"], ["t"], perm=[1, 0]),
+             h.make_node("Transpose", ["t"], ["output"], perm=[1, 0])]
+    graph = h.make_graph(
+        nodes, "dyn_halves",
+        [h.make_tensor_value_info("input", onnx.TensorProto.FLOAT, ["batch", 4])],
+        [h.make_tensor_value_info("output", onnx.TensorProto.FLOAT, ["half", 4])])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)],
+                        producer_name="make-fixtures")
+
+
 tv = torchvision.models
 MODELS = {  # name -> (constructor, input shape, description for the README)
     "resnet50": (lambda: tv.resnet50(weights=None), (1, 3, 224, 224),
@@ -650,6 +668,13 @@ def main():
             hist = collections.Counter(node.op_type for node in variant.graph.node)
             dynamic_rows.append((file, text, shown, hist, os.path.getsize(path), 0))
             print(f"\n{file}.onnx: {dynamic_rows[-1][4]:,} bytes, {len(variant.graph.node)} nodes")
+    halves = halves_model()
+    check("dyn_halves", halves, ops={"Split", "Add", "Transpose"})
+    onnx.save(halves, os.path.join(out, "dyn_halves.onnx"))
+    dynamic_rows.append(("dyn_halves", halves_model.__doc__.split(":")[0].strip() +
+                         " (hand-built)", ["batch", 4],
+                         collections.Counter(n.op_type for n in halves.graph.node),
+                         os.path.getsize(os.path.join(out, "dyn_halves.onnx")), 0))
     command = "/usr/bin/python3 tools/make-fixtures.py" + "".join(
         f" {arg}" for arg in sys.argv[1:])
     write_readme(out, rows, dynamic_rows, command)

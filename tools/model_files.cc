@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "base/status.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "tensor/json/json_model.h"
 #include "tensor/zoo/zoo.h"
 
@@ -82,6 +83,19 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view
 int fail(const absl::Status& status) {
   fmt::print(stderr, "saturn: {}\n", message(status));
   return 1;
+}
+
+void note_default_sizes(const tensor::Graph& graph, const tensor::OnnxImportOptions& onnx) {
+  std::vector<std::string> unsized;
+  for (const auto& [symbol, size] : graph.symbols.sizes) {
+    if (!onnx.dims.contains(symbol)) unsized.push_back(symbol);
+  }
+  if (unsized.empty()) return;
+  fmt::print(stderr,
+             "saturn: note: symbolic dimension{} {} sized {} for costing (--dim NAME=SIZE sizes "
+             "{}); the written model keeps {} symbolic\n",
+             unsized.size() == 1 ? "" : "s", fmt::join(unsized, ", "), tensor::kDefaultSymbolSize,
+             unsized.size() == 1 ? "it" : "them", unsized.size() == 1 ? "it" : "them");
 }
 
 void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx) {

@@ -43,6 +43,10 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view
 // Prints "saturn: MESSAGE" on stderr; returns 1.
 int fail(const absl::Status& status);
 
+// Says on stderr (one line) which symbolic dimensions of `graph` no --dim
+// sized, so they stand at tensor::kDefaultSymbolSize.
+void note_default_sizes(const tensor::Graph& graph, const tensor::OnnxImportOptions& onnx);
+
 // `--dim NAME=SIZE` (repeatable) on `command`: sizes a symbolic ONNX input
 // dimension. The sizes land in `onnx` as they are parsed.
 void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx);

@@ -19,6 +19,7 @@
 #include "base/stopwatch.h"
 #include "fmt/format.h"
 #include "mcts/optimize.h"
+#include "mcts/self_check.h"
 #include "nlohmann/json.hpp"
 #include "tensor/json/json_model.h"
 #include "tools/commands.h"
@@ -103,7 +104,43 @@ bool kept_onnx_input(const OptimizeCommandOptions& o, const OptimizeResult& r) {
   return r.kept_input && o.model.ends_with(".onnx") && o.out.ends_with(".onnx");
 }
 
-void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o) {
+// Why the optimized graph of a model with symbolic dimensions does not hold
+// at other sizes, or nullopt when it does: the export must write it for any
+// size (tensor/onnx/export_symbolic.cc), and the input and the export, both
+// read with every symbol 2 larger than it was, must compute the same in the
+// interpreter (the self-check at those sizes).
+std::optional<std::string> fails_at_other_sizes(const OptimizeCommandOptions& o,
+                                                const OptimizeResult& r) {
+  absl::StatusOr<std::string> bytes = tensor::to_onnx_model(r.graph);
+  if (!bytes.ok()) return std::string(message(bytes.status()));
+  tensor::OnnxImportOptions other;
+  for (const auto& [symbol, size] : r.graph.symbols.sizes) other.dims[symbol] = size + 2;
+  absl::StatusOr<Graph> input = tensor::load_onnx_model(o.model, other);
+  if (!input.ok()) return std::string(message(input.status()));
+  absl::StatusOr<Graph> output = tensor::parse_onnx_model(*bytes, o.out, other);
+  if (!output.ok()) return std::string(message(output.status()));
+  absl::StatusOr<SelfCheck> check = self_check(*input, *output, r.rules_applied);
+  if (!check.ok()) return std::string(message(check.status()));
+  return std::nullopt;
+}
+
+// Keeps the input where the optimized graph holds only at the given sizes
+// of its symbolic dimensions; returns why (empty when it holds at any size).
+std::string keep_input_unless_generic(const Graph& input, const OptimizeCommandOptions& o,
+                                      OptimizeResult& r) {
+  if (r.kept_input || r.graph.symbols.empty() || !o.out.ends_with(".onnx")) return "";
+  std::optional<std::string> why = fails_at_other_sizes(o, r);
+  if (!why) return "";
+  r.graph = input;
+  r.kept_input = true;
+  r.cost_after = r.cost_before;
+  r.self_check = "the input was kept: nothing to check";
+  return *why;
+}
+
+// `sizes_only`: why the optimized graph held at the given sizes only (it was not kept).
+void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o,
+                   const std::string& sizes_only) {
   fmt::print(
       "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
       graph.name, r.stats.strategy, r.cost_model, r.cost_before, r.cost_after,
@@ -124,7 +161,12 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
              r.times.rules, r.times.search, r.times.extract, r.times.total);
   fmt::print("  self-check: {}\n", r.self_check);
-  if (r.kept_input && r.found_cheaper())
+  if (!sizes_only.empty())
+    fmt::print(
+        "  kept the input: the best graph found costs {:.2f}, but it holds only at the given "
+        "sizes of its symbolic dimensions: {}\n",
+        r.cost_found, sizes_only);
+  else if (r.kept_input && r.found_cheaper())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
         "minimum gain of {:.3g}%)\n",
@@ -140,7 +182,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
 
 // The summary as --report writes it.
 nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
-                           const OptimizeCommandOptions& o) {
+                           const OptimizeCommandOptions& o, const std::string& sizes_only) {
   nlohmann::json rules = nlohmann::json::array();
   for (const RuleApplication& a : r.rules_applied)
     rules.push_back({{"rule", a.name}, {"count", a.count}});
@@ -165,6 +207,8 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"cost_after", r.cost_after},
           {"improvement_percent", r.improvement_percent()},
           {"kept_input", r.kept_input},
+          {"symbolic_dimensions", graph.symbols.sizes},
+          {"holds_only_at_given_sizes", sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
           {"cost_found", r.cost_found},
           {"min_gain_percent", 100 * o.optimize.min_gain},
           {"ops_before", tensor::total_ops(graph)},
@@ -224,6 +268,7 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   o.optimize.target = o.target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
   absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
   if (!graph.ok()) return fail(graph.status());
+  note_default_sizes(*graph, o.onnx);
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   o.optimize.cost_model = *cost_model;
@@ -246,6 +291,7 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
                "saturn: warning: rule {} rejected: type mismatch ({} refusals; its result's shape "
                "or dtype differs from the matched value's, so the rule is unsound)\n",
                rule.name, rule.count);
+  const std::string sizes_only = keep_input_unless_generic(*graph, o, *r);
   if (!o.out.empty()) {
     // A kept ONNX input is written as it came, not as saturn would export it.
     absl::Status s = kept_onnx_input(o, *r) ? tensor::copy_onnx_model(o.model, o.out)
@@ -257,9 +303,9 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
       if (absl::Status s = write_dot(*g, o.dot_dir, stem); !s.ok()) return fail(s);
     }
   }
-  if (!o.quiet) print_summary(*graph, *r, o);
+  if (!o.quiet) print_summary(*graph, *r, o, sizes_only);
   if (!o.report.empty()) {
-    const std::string text = report_json(*graph, *r, o).dump(2) + "\n";
+    const std::string text = report_json(*graph, *r, o, sizes_only).dump(2) + "\n";
     if (absl::Status s = write_text_file(o.report, text); !s.ok()) return fail(s);
   }
   if (o.verify)

@@ -70,7 +70,8 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
   // Axes that keep the input's following axis copy it.
   GenericReshape r{out_base, out_base};
   for (std::size_t k = 0; k < std::min(in_base.size(), out_base.size()); ++k) {
-    if (in_probe[k] != in_base[k] && out_base[k] == in_base[k]) r.shape[k] = 0, r.probe[k] = in_probe[k];
+    if (in_probe[k] != in_base[k] && out_base[k] == in_base[k])
+      r.shape[k] = 0, r.probe[k] = in_probe[k];
   }
   if (product(r.probe, 0, r.probe.size()) == total) return r;
   // One axis takes the rest: the one that holds the following input axes in
@@ -129,7 +130,8 @@ std::string Exporter::following_symbols(std::span<const int> inputs) const {
   }
   std::ranges::sort(names);
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names.empty() ? "a product of symbolic dimensions" : fmt::format("{}", fmt::join(names, ", "));
+  return names.empty() ? "a product of symbolic dimensions"
+                       : fmt::format("{}", fmt::join(names, ", "));
 }
 
 absl::Status Exporter::probe_node(int i) {
@@ -147,8 +149,8 @@ absl::Status Exporter::probe_node(int i) {
   };
   Attributes attributes = n.attributes;
   if (n.op == Op::kReshape) {
-    std::optional<GenericReshape> r = generic_reshape(
-        types_[n.inputs[0]].parts[0].dims, in[0].parts[0].dims, types_[i].parts[0].dims);
+    std::optional<GenericReshape> r = generic_reshape(types_[n.inputs[0]].parts[0].dims,
+                                                      in[0].parts[0].dims, types_[i].parts[0].dims);
     if (!r) return depends("no reshape with 0 and -1 gives its shape at other sizes");
     attributes.set("shape", r->shape);
     written_[i] = attributes;
@@ -264,14 +266,14 @@ absl::Status Exporter::name_interface_axes(const std::string& name, int i, std::
   for (int a = 0; a < dims->size() && a < static_cast<int>(it->second.size()); ++a) {
     const std::string& symbol = it->second[a];
     if (!symbol.empty() && base[a] == probe[a] && g_.symbols.sizes.contains(symbol))
-      return absl::InvalidArgumentError(fmt::format(
-          "'{}' axis {} is {} in the model, but here it keeps the size {}", name, a, symbol,
-          base[a]));
+      return absl::InvalidArgumentError(
+          fmt::format("'{}' axis {} is {} in the model, but here it keeps the size {}", name, a,
+                      symbol, base[a]));
     if (symbol.empty()) {
       if (base[a] != probe[a])
-        return absl::InvalidArgumentError(fmt::format(
-            "'{}' axis {} is fixed in the model, but here it follows {}", name, a,
-            following_symbols(std::vector<int>{i})));
+        return absl::InvalidArgumentError(
+            fmt::format("'{}' axis {} is fixed in the model, but here it follows {}", name, a,
+                        following_symbols(std::vector<int>{i})));
       continue;
     }
     (*dims)[a].Clear();

@@ -168,6 +168,14 @@ absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
   return std::move(graph_);
 }
 
+std::vector<std::string> Importer::unsized_symbols() const {
+  std::vector<std::string> unsized;
+  for (const auto& [symbol, size] : graph_.symbols.sizes) {
+    if (!options_.dims.contains(symbol)) unsized.push_back(symbol);
+  }
+  return unsized;
+}
+
 absl::Status Importer::prepare(onnx::ModelProto& model) {
   if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0)
     return error("not an ONNX model (no graph, IR version or opset)");
@@ -449,7 +457,16 @@ absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string
                     "format?)",
                     file));
   }
-  return onnx_io::Importer(file, options).run(model);
+  onnx_io::Importer importer(file, options);
+  absl::StatusOr<Graph> graph = importer.run(model);
+  if (std::vector<std::string> unsized = importer.unsized_symbols();
+      !graph.ok() && !unsized.empty())
+    return absl::Status(graph.status().code(),
+                        fmt::format("{} (with the symbolic dimension{} {} at the default size {}; "
+                                    "--dim NAME=SIZE sizes them)",
+                                    message(graph.status()), unsized.size() == 1 ? "" : "s",
+                                    fmt::join(unsized, ", "), kDefaultSymbolSize));
+  return graph;
 }
 
 absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportOptions& options) {

@@ -131,6 +131,9 @@ class Importer {
       : file_(std::move(file)), options_(options) {}
 
   absl::StatusOr<Graph> run(onnx::ModelProto& model);
+  // The symbolic dimensions that no OnnxImportOptions::dims sized (known
+  // once run() has resolved the inputs).
+  std::vector<std::string> unsized_symbols() const;
 
  private:
   template <typename... Args>

@@ -1,0 +1,118 @@
+// Symbolic dimensions: sized for costing at import, written back as symbols
+// at export, with reshapes and slices that hold at any size; a graph that
+// holds at its given sizes only fails to export, naming the node and symbol.
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "tensor/builder.h"
+#include "tensor/onnx/exporter.h"
+#include "tensor/onnx/onnx.h"
+#include "tests/onnx_models.h"
+
+namespace saturn::tensor {
+namespace {
+
+using onnx_io::generic_reshape;
+using onnx_io::Ints;
+
+// relu_model() with the first axis of its input and output symbolic.
+onnx::ModelProto batch_relu_model() {
+  onnx::ModelProto m = relu_model();
+  for (auto* v : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+        "batch");
+  return m;
+}
+
+std::vector<std::string> dim_names(const onnx::ValueInfoProto& v) {
+  std::vector<std::string> names;
+  for (const auto& d : v.type().tensor_type().shape().dim())
+    names.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+  return names;
+}
+
+TEST(OnnxSymbolic, AnUnsizedDimensionStandsAtOneAndStaysSymbolic) {
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(batch_relu_model()), "m.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(infer_types(*g)->at(g->outputs[0].node).tensor().dims, (Dims{kDefaultSymbolSize, 3}));
+  EXPECT_EQ(g->symbols.sizes, (std::map<std::string, std::int64_t>{{"batch", 1}}));
+  EXPECT_EQ(g->symbols.axes.at("x"), (std::vector<std::string>{"batch", ""}));
+  EXPECT_EQ(g->symbols.axes.at("y"), (std::vector<std::string>{"batch", ""}));
+
+  OnnxImportOptions sized;
+  sized.dims["batch"] = 4;
+  g = parse_onnx_model(bytes_of(batch_relu_model()), "m.onnx", sized);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(infer_types(*g)->at(g->outputs[0].node).tensor().dims, (Dims{4, 3}));
+
+  absl::StatusOr<std::string> bytes = to_onnx_model(*g);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  onnx::ModelProto back;
+  ASSERT_TRUE(back.ParseFromString(*bytes));
+  EXPECT_EQ(dim_names(back.graph().input(0)), (std::vector<std::string>{"batch", "3"}));
+  EXPECT_EQ(dim_names(back.graph().output(0)), (std::vector<std::string>{"batch", "3"}));
+}
+
+TEST(OnnxSymbolic, AnUnnamedDynamicAxisGetsAName) {
+  onnx::ModelProto m = batch_relu_model();
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->clear_dim_param();
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(m), "m.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->symbols.sizes.contains("unk__x_0"));
+}
+
+TEST(OnnxSymbolic, ReshapesAreWrittenWithCopiedAndInferredAxes) {
+  // [B,S,64] -> [B,S,4,16]: the symbolic axes are copied.
+  auto r = generic_reshape({2, 16, 64}, {9, 27, 64}, {2, 16, 4, 16});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{0, 0, 4, 16}));
+  EXPECT_EQ(r->probe, (Dims{9, 27, 4, 16}));
+  // [B,S,64] -> [B*S,64]: the merged axis takes the rest.
+  r = generic_reshape({2, 16, 64}, {9, 27, 64}, {32, 64});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{-1, 64}));
+  EXPECT_EQ(r->probe, (Dims{243, 64}));
+  // A batch of 1 squeezed away comes back as the axis that takes the rest.
+  r = generic_reshape({1, 128, 768}, {8, 128, 768}, {128, 768});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{-1, 768}));
+  // Fixed axes only: written as they are.
+  r = generic_reshape({2, 6}, {2, 6}, {3, 4});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{3, 4}));
+  // [6,4] -> [2,12] with the 6 symbolic: no 0/-1 form keeps the batch's
+  // row-major block in one axis.
+  EXPECT_FALSE(generic_reshape({6, 4}, {13, 4}, {2, 12}));
+}
+
+TEST(OnnxSymbolic, AGraphThatFixesASymbolicSizeDoesNotExport) {
+  // x [batch=2, 4] split into two rows: the split sizes fix the batch.
+  GraphBuilder b("halves");
+  b.output(b.relu(b.split(b.input("x", {2, 4}), 0, {1, 1})[0]), "y");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  g->symbols.sizes["batch"] = 2;
+  g->symbols.axes["x"] = {"batch", ""};
+  absl::StatusOr<std::string> bytes = to_onnx_model(*g);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(message(bytes.status()).find("holds only at the given size of batch"),
+            std::string_view::npos)
+      << bytes.status();
+  EXPECT_NE(message(bytes.status()).find("Split"), std::string_view::npos) << bytes.status();
+
+  // Without the symbol the same graph exports.
+  g->symbols = {};
+  EXPECT_TRUE(to_onnx_model(*g).ok());
+}
+
+}  // namespace
+}  // namespace saturn::tensor
