@@ -1,7 +1,7 @@
 // The self-check before optimize() returns a result: the optimized graph and
 // its input run in saturn's interpreter on seeded random inputs, and every
 // output must match (within onnxruntime verify's tolerances, rtol 1e-3 and
-// atol 1e-4). It catches a rewrite that is wrong for the shapes at hand,
+// atol 1e-4; rtol and atol 1e-2 for a float16 output). It catches a rewrite that is wrong for the shapes at hand,
 // whatever the rule verifier said of its rule.
 //
 //   absl::StatusOr<SelfCheck> c = self_check(input, result.graph, result.rules_applied);

@@ -124,8 +124,11 @@ absl::StatusOr<ValueType> Inference::infer() {
 }
 
 absl::Status Inference::need_float(std::size_t i) const {
-  if (t(i).dtype != DType::kFloat32)
-    return fail(op_, "input {} must be float32, is {}", i, to_string(t(i)));
+  if (!is_float(t(i).dtype))
+    return fail(op_, "input {} must be float32 or float16, is {}", i, to_string(t(i)));
+  if (i > 0 && is_float(t(0).dtype) && t(i).dtype != t(0).dtype)
+    return fail(op_, "input {} must have input 0's element type {}, is {}", i,
+                dtype_name(t(0).dtype), to_string(t(i)));
   return absl::OkStatus();
 }
 
@@ -168,7 +171,7 @@ absl::StatusOr<ValueType> Inference::broadcast() {
   }
   std::optional<Dims> out = broadcast_dims(d(0), d(1));
   if (!out) return fail(op_, "shapes {} and {} do not broadcast", to_string(d(0)), to_string(d(1)));
-  return f32(*out);
+  return like(0, *out);
 }
 
 absl::StatusOr<ValueType> Inference::unary() {

@@ -30,7 +30,7 @@ absl::StatusOr<ValueType> Inference::matmul() {
     return fail(op_, "batch dimensions of {} and {} do not broadcast", to_string(a), to_string(b));
   batch->push_back(a[a.size() - 2]);
   batch->push_back(b.back());
-  return f32(*batch);
+  return like(0, *batch);
 }
 
 absl::StatusOr<ValueType> Inference::gemm() {
@@ -50,7 +50,7 @@ absl::StatusOr<ValueType> Inference::gemm() {
     if (!c || *c != Dims{m, n})
       return fail(op_, "bias {} does not broadcast to [{},{}]", to_string(d(2)), m, n);
   }
-  return f32(Dims{m, n});
+  return like(0, Dims{m, n});
 }
 
 absl::StatusOr<ValueType> Inference::conv() {
@@ -92,7 +92,7 @@ absl::StatusOr<ValueType> Inference::conv() {
                   to_string(pads));
     }
   }
-  return f32(out);
+  return like(0, out);
 }
 
 absl::StatusOr<ValueType> Inference::pool() {
@@ -112,13 +112,13 @@ absl::StatusOr<ValueType> Inference::pool() {
     if (out[2 + i] <= 0)
       return fail(op_, "kernel {} does not fit input {}", to_string(kernel), to_string(d(0)));
   }
-  return f32(out);
+  return like(0, out);
 }
 
 absl::StatusOr<ValueType> Inference::global_average_pool() {
   if (auto s = need_float(0); !s.ok()) return s;
   if (auto s = need_rank(0, 4); !s.ok()) return s;
-  return f32(Dims{d(0)[0], d(0)[1], 1, 1});
+  return like(0, Dims{d(0)[0], d(0)[1], 1, 1});
 }
 
 absl::StatusOr<ValueType> Inference::softmax() {
@@ -238,7 +238,7 @@ absl::StatusOr<ValueType> Inference::reduce_mean() {
     else if (int_attr(a_, "keepdims") != 0)
       out.push_back(1);
   }
-  return f32(out);
+  return like(0, out);
 }
 
 }  // namespace saturn::tensor::inference

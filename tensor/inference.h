@@ -54,9 +54,6 @@ class Inference {
   const TensorType& t(std::size_t i) const { return in_[i].tensor(); }
   const Dims& d(std::size_t i) const { return in_[i].tensor().dims; }
 
-  static ValueType f32(Dims dims) {
-    return ValueType::of(TensorType{DType::kFloat32, std::move(dims)});
-  }
   ValueType like(std::size_t i, Dims dims) const {
     return ValueType::of(TensorType{t(i).dtype, std::move(dims)});
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace saturn::tensor {
@@ -109,6 +110,9 @@ Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, floa
     std::int64_t span = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(high)) - lo);
     for (std::int64_t& x : t.mutable_ints())
       x = lo + static_cast<std::int64_t>(splitmix64(state) % span);
+  } else if (type.dtype == DType::kFloat16) {
+    return narrowed(random_tensor(TensorType{DType::kFloat32, type.dims}, seed, low, high),
+                    type.dtype);
   } else if (type.dtype != DType::kString) {
     std::vector<std::byte> bytes(static_cast<std::size_t>(type.num_bytes()));
     for (std::byte& b : bytes) {
@@ -118,6 +122,29 @@ Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, floa
     return Tensor(type, std::move(bytes));
   }
   return t;
+}
+
+Tensor widened(const Tensor& t) {
+  if (t.dtype() != DType::kFloat16) return t;
+  std::span<const std::byte> raw = t.bytes();
+  std::vector<float> values(static_cast<std::size_t>(t.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    _Float16 h;
+    std::memcpy(&h, raw.data() + i * sizeof h, sizeof h);
+    values[i] = static_cast<float>(h);
+  }
+  return Tensor(TensorType{DType::kFloat32, t.dims()}, std::move(values));
+}
+
+Tensor narrowed(const Tensor& t, DType dtype) {
+  if (t.dtype() != DType::kFloat32 || dtype != DType::kFloat16) return t;
+  std::span<const float> values = t.floats();
+  std::vector<std::byte> raw(values.size() * sizeof(_Float16));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto h = static_cast<_Float16>(values[i]);
+    std::memcpy(raw.data() + i * sizeof h, &h, sizeof h);
+  }
+  return Tensor(TensorType{dtype, t.dims()}, std::move(raw));
 }
 
 std::uint64_t stable_hash(std::string_view text) {
@@ -131,6 +158,7 @@ std::uint64_t stable_hash(std::string_view text) {
 
 double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.type() != b.type()) return std::numeric_limits<double>::infinity();
+  if (a.dtype() == DType::kFloat16) return max_error_ratio(widened(a), widened(b), rtol, atol);
   double worst = 0;
   if (a.dtype() != DType::kFloat32) {
     bool same = a.dtype() == DType::kInt64    ? std::ranges::equal(a.ints(), b.ints())

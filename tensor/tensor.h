@@ -64,12 +64,17 @@ class Tensor {
 // get seeded random bytes (bools 0 or 1; strings are empty).
 Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, float high);
 
+// A float16 tensor's values as float32 (exactly), and float32 values
+// rounded to float16 (to nearest, ties to even). Other tensors pass as they are.
+Tensor widened(const Tensor& t);
+Tensor narrowed(const Tensor& t, DType dtype);
+
 // A 64-bit hash of a string, stable across runs (weight seeds from names).
 std::uint64_t stable_hash(std::string_view text);
 
 // Largest |a-b| / (atol + rtol*|b|) over elements; <= 1 means "close".
-// Shapes must agree (otherwise +infinity). Element types other than float32
-// compare exactly (0 or +infinity).
+// Shapes must agree (otherwise +infinity). float16 compares as float32; other
+// element types compare exactly (0 or +infinity).
 double max_error_ratio(const Tensor& a, const Tensor& b, double rtol, double atol);
 
 }  // namespace saturn::tensor

@@ -51,6 +51,10 @@ std::size_t dtype_bytes(DType dtype);
 inline bool is_computable(DType dtype) {
   return dtype == DType::kFloat32 || dtype == DType::kInt64;
 }
+// The floating-point element types of the IR's arithmetic: float32, and
+// float16, which the interpreter computes in float32 and rounds back after
+// each operator (as a runtime without float16 kernels does).
+inline bool is_float(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat16; }
 
 using Dims = std::vector<std::int64_t>;
 

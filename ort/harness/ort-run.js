@@ -71,6 +71,36 @@ function generator(seed) {
   };
 }
 
+// float16 as its 16 bits (rounded to nearest, ties to even) and back.
+const f32Scratch = new Float32Array(1), u32Scratch = new Uint32Array(f32Scratch.buffer);
+function halfBits(x) {
+  f32Scratch[0] = x;
+  const b = u32Scratch[0];
+  const sign = (b >>> 16) & 0x8000, biased = (b >>> 23) & 0xff;
+  let mant = b & 0x7fffff;
+  if (biased === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const exp = biased - 127 + 15;
+  if (exp >= 31) return sign | 0x7c00;
+  let shift = 13, h;
+  if (exp <= 0) {  // a subnormal half
+    if (exp < -10) return sign;
+    mant |= 0x800000;
+    shift = 14 - exp;
+    h = mant >>> shift;
+  } else {
+    h = (exp << 10) | (mant >>> 13);
+  }
+  const rest = mant & ((1 << shift) - 1), halfway = 1 << (shift - 1);
+  if (rest > halfway || (rest === halfway && (h & 1))) h += 1;  // a carry rounds up the exponent
+  return sign | h;
+}
+function halfValue(h) {
+  const sign = h & 0x8000 ? -1 : 1, exp = (h >>> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 31) return mant ? NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
 function randomTensor(meta, seed) {
   if (!meta.isTensor) throw new Error(`input '${meta.name}' is not a tensor`);
   const dims = meta.shape.map((d) => {
@@ -84,6 +114,11 @@ function randomTensor(meta, seed) {
       const v = new Float32Array(n);
       for (let i = 0; i < n; ++i) v[i] = 2 * next() - 1;
       return new ort.Tensor('float32', v, dims);
+    }
+    case 'float16': {
+      const v = new Uint16Array(n);
+      for (let i = 0; i < n; ++i) v[i] = halfBits(2 * next() - 1);
+      return new ort.Tensor('float16', v, dims);
     }
     case 'int64': {
       const v = new BigInt64Array(n);
@@ -205,8 +240,9 @@ function compare(a, b, rtol, atol) {
     const same = a.data.every((x, i) => x === b.data[i]);
     return same ? { ratio: 0, max_abs: 0 } : { ratio: Infinity, max_abs: Infinity, detail: 'strings differ' };
   }
+  const value = a.type === 'float16' ? halfValue : Number;
   for (let i = 0; i < a.data.length; ++i) {
-    const x = Number(a.data[i]), y = Number(b.data[i]);
+    const x = value(a.data[i]), y = value(b.data[i]);
     if (x === y) continue;  // also equal infinities, and 0 with atol 0
     if (Number.isNaN(x) || Number.isNaN(y)) {
       if (Number.isNaN(x) !== Number.isNaN(y)) return { ratio: Infinity, max_abs: Infinity, detail: `NaN at ${i}` };

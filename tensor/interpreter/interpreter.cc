@@ -88,7 +88,7 @@ Inputs random_inputs(const Graph& graph, std::uint64_t seed) {
     TensorType t{parse_dtype(*n.attributes.get_string("dtype")).value_or(DType::kFloat32),
                  *n.attributes.get_ints("shape")};
     std::uint64_t s = seed ^ stable_hash(input_name(n));
-    if (t.dtype == DType::kFloat32) {
+    if (is_float(t.dtype)) {
       inputs[input_name(n)] = random_tensor(t, s, -1.0f, 1.0f);
     } else {
       auto it = index_bound.find(i);

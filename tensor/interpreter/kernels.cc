@@ -65,8 +65,10 @@ Tensor constant(const Attributes& a) {
 
 }  // namespace kernels
 
-absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
-                                                std::span<const Tensor> in) {
+namespace {
+
+absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
+                                                     std::span<const Tensor> in) {
   auto one = [](Tensor t) { return std::vector<Tensor>{std::move(t)}; };
   if (is_unary_elementwise(op)) return one(kernels::unary(op, a, in[0]));
   if (is_binary_elementwise(op)) return one(kernels::binary(op, in[0], in[1]));
@@ -139,6 +141,22 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
       return absl::InvalidArgumentError(
           fmt::format("{} is not evaluated by a kernel", op_name(op)));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
+                                                std::span<const Tensor> in) {
+  // float16 is computed in float32 and each result rounded back.
+  const auto narrow = std::ranges::find_if(
+      in, [](const Tensor& t) { return t.dtype() == DType::kFloat16; });
+  if (narrow == in.end()) return evaluate_float32(op, a, in);
+  std::vector<Tensor> wide;
+  for (const Tensor& t : in) wide.push_back(widened(t));
+  absl::StatusOr<std::vector<Tensor>> out = evaluate_float32(op, a, wide);
+  if (!out.ok()) return out;
+  for (Tensor& t : *out) t = narrowed(t, narrow->dtype());
+  return out;
 }
 
 }  // namespace saturn::tensor

@@ -99,7 +99,8 @@ void Exporter::mark_live_and_foldable() {
     if (!ok) {
       ok = true;
       for (int in : node.inputs) ok = ok && folded_[in];
-      for (const TensorType& t : types_[i].parts) ok = ok && is_computable(t.dtype);
+      for (const TensorType& t : types_[i].parts)
+        ok = ok && (is_computable(t.dtype) || is_float(t.dtype));
     }
     folded_[i] = ok;
   }

@@ -54,7 +54,7 @@ std::string Exporter::ints_constant(const Ints& values) {
 }
 
 std::string Exporter::scalar_constant(double value) {
-  return constant(Tensor::scalar(static_cast<float>(value)));
+  return constant(narrowed(Tensor::scalar(static_cast<float>(value)), float_type_));
 }
 
 onnx::NodeProto* Exporter::node(std::string_view op_type, std::vector<std::string> inputs,
@@ -107,6 +107,7 @@ absl::Status Exporter::emit(int i) {
   for (int x : n.inputs) in.push_back(names_[x].empty() ? std::string() : names_[x][0]);
   const std::string out = names_[i].empty() ? std::string() : names_[i][0];
   const std::size_t rank = types_[i].parts[0].rank();
+  float_type_ = is_float(types_[i].parts[0].dtype) ? types_[i].parts[0].dtype : DType::kFloat32;
   switch (n.op) {
     case Op::kInput:
     case Op::kTupleGet:

@@ -99,6 +99,7 @@ class Exporter {
 
   std::string constant(const Tensor& value);
   std::string ints_constant(const Ints& values);
+  // In the float type of the node being written (float_type_).
   std::string scalar_constant(double value);
   onnx::NodeProto* node(std::string_view op_type, std::vector<std::string> inputs,
                         std::vector<std::string> outputs);
@@ -162,6 +163,7 @@ class Exporter {
   std::map<std::string, std::int64_t> probe_sizes_;
   std::vector<ValueType> probe_;
   std::map<int, Attributes> written_;
+  DType float_type_ = DType::kFloat32;
 };
 
 }  // namespace saturn::tensor::onnx_io

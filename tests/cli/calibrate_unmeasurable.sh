@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# An operator onnxruntime-node cannot be fed (a float16 input) is counted as
+# An operator onnxruntime-node cannot be fed (a bfloat16 input) is counted as
 # not measurable; the rest of the table is still measured.
 source "$(dirname "$0")/lib.sh"
 
-run_ok out "$SATURN" calibrate "$ONNX_TESTDATA/test_cast_FLOAT16_to_FLOAT/model.onnx" \
+run_ok out "$SATURN" calibrate "$ONNX_TESTDATA/test_cast_BFLOAT16_to_FLOAT/model.onnx" \
   "$DATA/models/conv_split_conv.json" -o "$OUT/costs.json" --runs 2 --passes 1
 expect '[0-9]+ operator signatures: [1-9][0-9]* measured, 0 already in the table, 1 not measurable' "$out"
