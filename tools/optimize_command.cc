@@ -248,6 +248,8 @@ int check_optimize_options(const CLI::App& app, const OptimizeCommandOptions& o)
   inputs.push_back(o.model);
   inputs.push_back(cost_file(o.cost));
   std::vector<std::string> outputs = {o.out, o.report};
+  // A model past 2 GB writes its weights beside it.
+  if (o.out.ends_with(".onnx")) outputs.push_back(tensor::external_data_file(o.out));
   if (!o.dot_dir.empty()) {
     for (const char* file : {"before.dot", "after.dot", "before.svg", "after.svg"})
       outputs.push_back((std::filesystem::path(o.dot_dir) / file).string());

@@ -11,7 +11,7 @@ tools/install-deps.sh
 step "installing"
 tools/build.sh
 step "the Release build"
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+ctest --test-dir build --output-on-failure -j "$(nproc)" -LE large
 step "the Release tests"
 
 # The sanitized build (a Debug build, so the e-graph's invariant checks run

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,7 +44,7 @@ void set_tensor_type(const TensorType& t, onnx::TypeProto* type) {
 
 }  // namespace
 
-absl::StatusOr<std::string> Exporter::run() {
+absl::StatusOr<onnx::ModelProto> Exporter::run() {
   absl::StatusOr<std::vector<ValueType>> types = infer_types(g_);
   if (!types.ok()) return types.status();
   types_ = std::move(*types);
@@ -74,17 +76,7 @@ absl::StatusOr<std::string> Exporter::run() {
                           fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));
   }
   if (absl::Status s = write_interface(); !s.ok()) return s;
-  if (model_.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
-    return absl::ResourceExhaustedError("the ONNX model is larger than protobuf's 2 GB limit");
-  try {
-    onnx::checker::check_model(model_);
-  } catch (const std::exception& e) {
-    return absl::InternalError(
-        fmt::format("the exported model fails the ONNX checker: {}", e.what()));
-  }
-  std::string bytes;
-  model_.SerializeToString(&bytes);
-  return bytes;
+  return std::move(model_);
 }
 
 void Exporter::mark_live_and_foldable() {
@@ -285,16 +277,94 @@ absl::Status Exporter::write_interface() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A model passes protobuf's limit past 2 GiB; its initializers of at least
+// kExternalMinBytes then go to one external data file beside it, each at an
+// offset aligned to kExternalAlignment (as onnxruntime maps them).
+constexpr std::size_t kMaxInlineBytes = INT_MAX;
+constexpr std::size_t kExternalMinBytes = 1024;
+constexpr std::size_t kExternalAlignment = 4096;
+
+absl::Status check_exported(const onnx::ModelProto& model, const std::string& dir) {
+  try {
+    if (dir.empty()) {
+      onnx::checker::check_model(model);
+    } else {
+      onnx::checker::CheckerContext ctx;
+      ctx.set_ir_version(static_cast<int>(model.ir_version()));
+      std::unordered_map<std::string, int> opsets;
+      for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+      ctx.set_opset_imports(opsets);
+      ctx.set_model_dir(dir);
+      onnx::checker::LexicalScopeContext scope;
+      onnx::checker::check_graph(model.graph(), ctx, scope);
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        fmt::format("the exported model fails the ONNX checker: {}", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+// Moves the large initializers of `model` into `data`, to be written as
+// `location` beside the model file.
+void move_to_external_data(onnx::ModelProto& model, const std::string& location,
+                           std::string& data) {
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (!t.has_raw_data() || t.raw_data().size() < kExternalMinBytes) continue;
+    const std::size_t offset =
+        (data.size() + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
+    data.resize(offset);
+    data.append(t.raw_data());
+    auto entry = [&t](const char* key, std::string value) {
+      auto* e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(std::move(value));
+    };
+    entry("location", location);
+    entry("offset", std::to_string(offset));
+    entry("length", std::to_string(t.raw_data().size()));
+    t.clear_raw_data();
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+  }
+}
+
+}  // namespace
+
 }  // namespace onnx_io
 
+std::string external_data_file(const std::string& path) { return path + ".data"; }
+
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
-  return onnx_io::Exporter(graph).run();
+  absl::StatusOr<onnx::ModelProto> model = onnx_io::Exporter(graph).run();
+  if (!model.ok()) return model.status();
+  if (model->ByteSizeLong() > onnx_io::kMaxInlineBytes)
+    return absl::ResourceExhaustedError(
+        "the ONNX model is larger than protobuf's 2 GB limit (saved to a file, its weights go to "
+        "an external data file)");
+  if (absl::Status s = onnx_io::check_exported(*model, ""); !s.ok()) return s;
+  std::string bytes;
+  model->SerializeToString(&bytes);
+  return bytes;
 }
 
 absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
-  absl::StatusOr<std::string> bytes = to_onnx_model(graph);
-  if (!bytes.ok()) return with_context(bytes.status(), path);
-  return write_text_file(path, *bytes);
+  absl::StatusOr<onnx::ModelProto> model = onnx_io::Exporter(graph).run();
+  if (!model.ok()) return with_context(model.status(), path);
+  std::string data;
+  std::string dir;
+  if (model->ByteSizeLong() > onnx_io::kMaxInlineBytes) {
+    const std::filesystem::path data_path = external_data_file(path);
+    onnx_io::move_to_external_data(*model, data_path.filename().string(), data);
+    dir = data_path.parent_path().empty() ? "." : data_path.parent_path().string();
+    if (absl::Status s = write_text_file(data_path.string(), data); !s.ok()) return s;
+  }
+  if (absl::Status s = onnx_io::check_exported(*model, dir); !s.ok())
+    return with_context(s, path);
+  std::string bytes;
+  model->SerializeToString(&bytes);
+  return write_text_file(path, bytes);
 }
 
 }  // namespace saturn::tensor

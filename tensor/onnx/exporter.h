@@ -45,7 +45,8 @@ class Exporter {
  public:
   explicit Exporter(const Graph& graph) : g_(graph) {}
 
-  absl::StatusOr<std::string> run();
+  // The model, not yet checked (see check_exported).
+  absl::StatusOr<onnx::ModelProto> run();
 
  private:
   const TensorType& type(int node) const { return types_[node].parts[0]; }

@@ -2,6 +2,7 @@
 //
 // This file holds the entry points and the graph walk; importer.h says where
 // the rest of the importer is.
+#include <climits>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -447,10 +448,25 @@ std::int64_t max_onnx_opset() {
   return it == map.end() ? 0 : it->second.second;
 }
 
+namespace {
+
+// Protobuf reads one message of at most 2 GiB; ONNX keeps larger models'
+// weights in external data files.
+absl::Status too_large(const std::string& file, std::uintmax_t bytes) {
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: the file holds {:.2f} GiB, past protobuf's 2 GiB limit for an ONNX model file; a "
+      "model this large keeps its weights in external data files (in Python: "
+      "onnx.save_model(model, path, save_as_external_data=True))",
+      file, static_cast<double>(bytes) / (1 << 30)));
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
                                        const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return too_large(file, bytes.size());
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(
         fmt::format("{}: not an ONNX model (the protobuf does not parse; truncated or another "
@@ -470,6 +486,9 @@ absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string
 }
 
 absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportOptions& options) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) return too_large(path, size);
   absl::StatusOr<std::string> bytes = read_text_file(path);
   if (!bytes.ok()) return bytes.status();
   return parse_onnx_model(*bytes, path, options);

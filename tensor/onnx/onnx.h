@@ -53,9 +53,13 @@ absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string
 absl::StatusOr<Graph> load_onnx_model(const std::string& path,
                                       const OnnxImportOptions& options = {});
 
-// The serialized ONNX model (checked with the ONNX checker).
+// The serialized ONNX model (checked with the ONNX checker); an error for a
+// model past protobuf's 2 GB limit.
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph);
+// Writes the model to `path`. A model past 2 GB keeps its weights in the
+// external data file external_data_file(path) beside it.
 absl::Status save_onnx_model(const Graph& graph, const std::string& path);
+std::string external_data_file(const std::string& path);
 // Copies the model file `from` to `to` byte for byte, and the external data
 // files it reads beside `to` (where `to` is in another folder): what a run
 // that keeps its input writes.
