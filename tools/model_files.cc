@@ -110,7 +110,8 @@ void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx) {
               onnx.dims[spec.substr(0, eq)] = size;
             }
           },
-          "NAME=SIZE: the size of a symbolic ONNX input dimension (repeatable)")
+          "NAME=SIZE: the size of a symbolic ONNX input dimension for shape inference and "
+          "costing (repeatable; default 1); written models keep it symbolic")
       ->check(CLI::Validator(
           [](std::string& spec) -> std::string {
             const std::size_t eq = spec.find('=');
