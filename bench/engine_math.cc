@@ -1,7 +1,15 @@
-// The engine benchmark: egg's math_ematching_bench workload. Starts from its
-// seven terms, runs the full math rule set for 7 iterations (backoff
-// scheduler, no effective node limit) and prints e-nodes, e-classes, phase
-// times, e-nodes added per second and peak RSS.
+// The engine benchmark on egg's math workload: its seven terms, the 36 rules
+// of egg's tests/math.rs (rules/math/math.rules), 7 iterations. Prints
+// e-nodes, e-classes, phase times, e-nodes added per second and peak RSS.
+//
+// Two series:
+//   --egg      egg's math_ematching_bench exactly: every rule every iteration
+//              (SimpleScheduler), constant folding that prunes a constant
+//              class to its leaves (ConstantFold's modify), e-nodes counted
+//              as egg counts them (the classes' node lists; EGraph::
+//              num_visible_nodes), with egg's own counts beside saturn's.
+//   (default)  the backoff scheduler (egg's default Runner) without pruning:
+//              the series this benchmark reported before --egg.
 //
 // The workload takes milliseconds, so it runs --repeat times (default 25),
 // each time on a fresh e-graph in the same process; the first run also pays
@@ -14,7 +22,7 @@
 // mallopt telling it to keep freed memory, as a long-lived process's heap
 // would be, that series measures the engine alone. Both medians are printed.
 //
-//   build/bench/engine_math [--iterations N] [--repeat N] [--rules]
+//   build/bench/engine_math [--egg] [--iterations N] [--repeat N] [--rules]
 //
 // --rules adds each rule's matches and applications (summed over the
 // iterations of the last run).
@@ -38,45 +46,44 @@
 
 namespace {
 
-constexpr const char* kTerms[] = {
-    "(i (ln x) x)",
-    "(i (+ x (cos x)) x)",
-    "(i (* (cos x) x) x)",
-    "(d x (+ 1 (* 2 x)))",
-    "(d x (- (pow x 3) (* 7 (pow x 2))))",
-    "(+ (* y (+ x y)) (- (+ x 2) (+ x x)))",
-    "(/ 1 (- (/ (+ 1 (sqrt five)) 2) (/ (- 1 (sqrt five)) 2)))",
-};
-
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// egg's math_ematching_bench (egg f94c346, tests/math.rs and src/test.rs,
+// measured by running it): node limit, the e-nodes before each of its 7
+// iterations, and after the last, e-nodes, e-classes and hash-cons entries.
+constexpr std::size_t kEggNodeLimit = 2'000'000;
+constexpr std::size_t kEggNodesBefore[] = {35, 137, 321, 611, 1420, 3643, 10397};
+constexpr std::size_t kEggNodes = 52'432, kEggClasses = 20'449, kEggMemo = 123'394;
+
 struct Run {
   saturn::RunReport report;
-  std::size_t nodes = 0, classes = 0, memory = 0;
+  std::size_t nodes = 0, memo = 0, classes = 0, memory = 0;
   double added = 0;
 };
 
 // One run on a fresh e-graph.
 absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::RuleSet& rules,
-                             std::size_t iterations) {
-  saturn::ConstantFolding folding(lang);
+                             std::size_t iterations, bool egg) {
+  saturn::ConstantFolding folding(lang, /*prune=*/egg);
   saturn::EGraph egraph(lang, &folding);
-  for (const char* term : kTerms) {
+  for (const char* term : saturn::kEggBenchTerms) {
     if (auto id = saturn::add_term(egraph, term); !id.ok()) return id.status();
   }
   egraph.rebuild();
   const std::size_t added_before = egraph.nodes_added();
   Run run;
-  run.report = saturn::Runner()
-                   .with_iteration_limit(iterations)
-                   .with_node_limit(saturn::Budget::kUnlimited)
-                   .with_time_limit(std::chrono::seconds(600))
-                   .run(egraph, rules);
-  run.nodes = egraph.num_nodes();
+  saturn::Runner runner;
+  runner.with_iteration_limit(iterations)
+      .with_node_limit(egg ? kEggNodeLimit : saturn::Budget::kUnlimited)
+      .with_time_limit(std::chrono::seconds(600));
+  if (egg) runner.with_scheduler(std::make_unique<saturn::SimpleScheduler>());
+  run.report = runner.run(egraph, rules);
+  run.nodes = egg ? egraph.num_visible_nodes() : egraph.num_nodes();
+  run.memo = egraph.num_nodes();
   run.classes = egraph.num_classes();
   run.memory = egraph.memory_bytes();
   // Every e-node created, also those that later merge away as duplicates.
@@ -86,15 +93,56 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
 
 }  // namespace
 
+// The median of `values` (which it sorts).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void print_series(const char* label, const std::vector<double>& rates,
+                  const std::vector<double>& seconds) {
+  std::string per_run;
+  for (double r : rates) per_run += fmt::format(" {:.0f}", r);
+  fmt::print("{} per run:{}\n", label, per_run);
+  fmt::print(
+      "{}: {:.0f} e-nodes added/s, {:.4f} s a run (medians of {} runs; first run {:.0f}/s, "
+      "{:.4f} s)\n",
+      label, median(rates), median(seconds), rates.size(), rates.front(), seconds.front());
+}
+
+// Saturn's counts against egg's, iteration by iteration.
+bool print_egg_counts(const Run& run) {
+  const saturn::RunReport& report = run.report;
+  bool same = true;
+  auto row = [&same](const std::string& what, std::size_t ours, std::size_t eggs) {
+    same = same && ours == eggs;
+    fmt::print("{:<32} {:>10} {:>10}  {}\n", what, ours, eggs, ours == eggs ? "same" : "DIFFERS");
+  };
+  fmt::print("{:<32} {:>10} {:>10}\n", "egg's counting", "saturn", "egg");
+  for (std::size_t i = 0; i < report.iterations.size() && i < std::size(kEggNodesBefore); ++i) {
+    const std::size_t before =
+        i == 0 ? report.initial_visible_nodes : report.iterations[i - 1].visible_nodes;
+    row(fmt::format("e-nodes before iteration {}", i + 1), before, kEggNodesBefore[i]);
+  }
+  row("e-nodes after the last", run.nodes, kEggNodes);
+  row("e-classes after the last", run.classes, kEggClasses);
+  fmt::print("{:<32} {:>10} {:>10}  (egg keeps stale keys)\n", "hash-cons entries", run.memo,
+             kEggMemo);
+  return same;
+}
+
 int main(int argc, char** argv) {
   std::size_t iterations = 7, repeat = 25;
-  bool per_rule = false;
-  CLI::App app{"egg's math_ematching_bench workload on saturn's engine", "engine_math"};
+  bool per_rule = false, egg = false;
+  CLI::App app{"egg's math workload on saturn's engine", "engine_math"};
+  app.add_flag("--egg", egg,
+               "egg's math_ematching_bench exactly: SimpleScheduler, pruning constant folding, "
+               "egg's counting (--repeat 21 as its figures)");
   app.add_option("--iterations", iterations, "rule iterations")->capture_default_str();
   app.add_option("--repeat", repeat, "runs to time")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_flag("--rules", per_rule, "also print the time per rule");
+  app.add_flag("--rules", per_rule, "also print each rule's matches and applications");
   if (std::optional<int> exit = saturn::parse_command_line(app, argc, argv)) return *exit;
   saturn::MathLanguage lang;
   saturn::ConditionRegistry conditions = saturn::math_conditions(lang);
@@ -104,40 +152,44 @@ int main(int argc, char** argv) {
     return 1;
   }
   Run last;
-  // Runs the workload `repeat` times; the rates, e-nodes added per second.
-  auto series = [&]() -> std::optional<std::vector<double>> {
-    std::vector<double> rates;
+  // Runs the workload `repeat` times: e-nodes added per second, and seconds.
+  std::vector<double> rates, seconds;
+  auto series = [&]() -> bool {
+    rates.clear();
+    seconds.clear();
     for (std::size_t r = 0; r < repeat; ++r) {
-      absl::StatusOr<Run> run = run_once(lang, *rules, iterations);
+      absl::StatusOr<Run> run = run_once(lang, *rules, iterations, egg);
       if (!run.ok()) {
         fmt::print(stderr, "{}\n", saturn::message(run.status()));
-        return std::nullopt;
+        return false;
       }
       const double total = run->report.total_seconds();
       rates.push_back(total > 0 ? run->added / total : 0.0);
+      seconds.push_back(total);
       last = std::move(*run);
     }
-    return rates;
+    return true;
   };
-  std::optional<std::vector<double>> rates = series();
-  if (!rates) return 1;
+  if (!series()) return 1;
+  const std::vector<double> cold_rates = rates, cold_seconds = seconds;
   // glibc's largest mmap threshold; the trim threshold keeps the heap's top.
   constexpr int kKeep = 32 << 20;
   if (mallopt(M_MMAP_THRESHOLD, kKeep) != 1 || mallopt(M_TRIM_THRESHOLD, kKeep) != 1) {
     fmt::print(stderr, "engine_math: mallopt failed\n");
     return 1;
   }
-  std::optional<std::vector<double>> kept = series();
-  if (!kept) return 1;
+  if (!series()) return 1;
   const saturn::RunReport& report = last.report;
-  fmt::print("engine_math: {} rules, {} start terms\n", rules->size(), std::size(kTerms));
-  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches", "applied",
-             "e-nodes", "e-classes", "search s", "apply s", "rebuild s");
+  fmt::print("engine_math{}: {} rules, {} start terms, {} scheduler\n", egg ? " --egg" : "",
+             rules->size(), std::size(saturn::kEggBenchTerms),
+             egg ? "simple (every rule)" : "backoff");
+  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches",
+             "applied", "e-nodes", "hash-cons", "e-classes", "search s", "apply s", "rebuild s");
   for (std::size_t i = 0; i < report.iterations.size(); ++i) {
     const auto& it = report.iterations[i];
-    fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i, it.matches,
-               it.applied, it.nodes, it.classes, it.search_seconds, it.apply_seconds,
-               it.rebuild_seconds);
+    fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i + 1,
+               it.matches, it.applied, it.visible_nodes, it.nodes, it.classes, it.search_seconds,
+               it.apply_seconds, it.rebuild_seconds);
   }
   if (per_rule) {
     fmt::print("{:<24} {:>10} {:>10}\n", "rule", "matches", "applied");
@@ -148,6 +200,7 @@ int main(int argc, char** argv) {
   }
   fmt::print("stop reason:        {}\n", saturn::to_string(report.stop_reason));
   fmt::print("e-nodes:            {}\n", last.nodes);
+  fmt::print("hash-cons entries:  {}\n", last.memo);
   fmt::print("e-nodes added:      {:.0f}\n", last.added);
   fmt::print("e-classes:          {}\n", last.classes);
   fmt::print("memory_bytes:       {}\n", last.memory);
@@ -155,17 +208,9 @@ int main(int argc, char** argv) {
   fmt::print("apply seconds:      {:.4f}\n", report.apply_seconds);
   fmt::print("rebuild seconds:    {:.4f}\n", report.rebuild_seconds);
   fmt::print("total seconds:      {:.4f}\n", report.total_seconds());
-  auto print_rates = [](const char* label, std::vector<double> rates) {
-    std::string per_run;
-    for (double r : rates) per_run += fmt::format(" {:.0f}", r);
-    fmt::print("{} per run:{}\n", label, per_run);
-    const double cold = rates.front();
-    std::sort(rates.begin(), rates.end());
-    fmt::print("{}: {:.0f} (median of {} runs; first run {:.0f})\n", label, rates[rates.size() / 2],
-               rates.size(), cold);
-  };
-  print_rates("e-nodes added/s", *rates);
-  print_rates("e-nodes added/s, heap kept", *kept);
+  print_series("fresh heap", cold_rates, cold_seconds);
+  print_series("heap kept", rates, seconds);
   fmt::print("peak RSS MiB:       {:.1f}\n", peak_rss_mib());
+  if (egg && iterations == std::size(kEggNodesBefore)) print_egg_counts(last);
   return 0;
 }

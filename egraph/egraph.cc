@@ -37,7 +37,14 @@ struct EGraph::UndoEntry {
     ENode key;
     Id value;
   };
-  std::variant<UnionLink, ClassSnapshot, OpIndexed, ParentPushed, MemoInserted, MemoErased> change;
+  struct HiddenSnapshot {  // a class's hidden nodes before they changed
+    Id id;
+    bool kept_leaves;  // whether the class kept only its leaves then
+    std::vector<ENode> old;
+  };
+  std::variant<UnionLink, ClassSnapshot, OpIndexed, ParentPushed, MemoInserted, MemoErased,
+               HiddenSnapshot>
+      change;
 };
 
 namespace {
@@ -226,7 +233,13 @@ AddResult EGraph::add_into(ENode node, Id into) {
   snapshot_class(into);
   ops_[into.index()] |= op_bit(node.op);
   link(node, into);
-  classes_[into.index()].nodes.push_back(std::move(node));
+  if (auto h = hidden_.find(into.index()); h != hidden_.end() && !node.children.empty()) {
+    snapshot_hidden(into);
+    h->second.push_back(std::move(node));
+    ++counters_.hidden_nodes;
+  } else {
+    classes_[into.index()].nodes.push_back(std::move(node));
+  }
   dirty_.push_back(into);  // its node list is sorted again there
   counters_.engine_bytes += cost;
   ++counters_.nodes_added;
@@ -319,9 +332,79 @@ Id EGraph::unite(Id a, Id b) {
   append_longer_first(r.nodes, l.nodes);
   append_longer_first(r.parents, l.parents);
   l = EClass();
+  auto loser_hidden = hidden_.find(loser.index());
+  if (loser_hidden != hidden_.end() || hidden_.contains(root.index())) {
+    snapshot_hidden(root);
+    snapshot_hidden(loser);
+    std::vector<ENode> moved;
+    if (loser_hidden != hidden_.end()) {
+      moved = std::move(loser_hidden->second);
+      hidden_.erase(loser_hidden);
+    }
+    std::vector<ENode>& h = hidden_[root.index()];
+    h.insert(h.end(), std::make_move_iterator(moved.begin()), std::make_move_iterator(moved.end()));
+    hide_non_leaves(root);
+  }
   --counters_.num_classes;
   new_version();
   return root;
+}
+
+void EGraph::keep_leaves(Id id) {
+  id = find(id);
+  snapshot_hidden(id);
+  hidden_.try_emplace(id.index());
+  hide_non_leaves(id);
+  new_version();
+}
+
+void EGraph::snapshot_hidden(Id id) {
+  if (!recording() || id.index() >= marks_.back().num_ids) return;
+  auto h = hidden_.find(id.index());
+  log({UndoEntry::HiddenSnapshot{id, h != hidden_.end(),
+                                 h != hidden_.end() ? h->second : std::vector<ENode>()}});
+}
+
+void EGraph::hide_non_leaves(Id id) {
+  snapshot_class(id);
+  auto& nodes = classes_[id.index()].nodes;
+  std::vector<ENode>& hidden = hidden_[id.index()];
+  const auto first_hidden = std::stable_partition(
+      nodes.begin(), nodes.end(), [](const ENode& n) { return n.children.empty(); });
+  counters_.hidden_nodes += static_cast<std::size_t>(nodes.end() - first_hidden);
+  hidden.insert(hidden.end(), std::make_move_iterator(first_hidden),
+                std::make_move_iterator(nodes.end()));
+  nodes.erase(first_hidden, nodes.end());
+}
+
+void EGraph::repair_hidden(Id id, std::vector<std::pair<Id, Id>>& congruent) {
+  auto h = hidden_.find(id.index());
+  if (h == hidden_.end()) return;
+  snapshot_hidden(id);
+  std::vector<ENode>& hidden = h->second;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < hidden.size(); ++i) {
+    ENode& node = hidden[i];
+    if (!is_canonical(node)) {
+      auto stale = memo_.find(node);
+      assert(stale != memo_.end());
+      if (recording()) log({UndoEntry::MemoErased{stale->first, stale->second}});
+      memo_.erase(stale);
+      canonicalize(node);
+      auto [it, inserted] = memo_.try_emplace(node, id);
+      if (!inserted) {
+        counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
+        --counters_.hidden_nodes;
+        Id other = find(it->second);
+        if (other != id) congruent.emplace_back(other, id);
+        continue;
+      }
+      if (recording()) log({UndoEntry::MemoInserted{node}});
+    }
+    if (out != i) hidden[out] = std::move(node);
+    ++out;
+  }
+  hidden.resize(out);
 }
 
 void EGraph::rebuild() {
@@ -399,6 +482,7 @@ void EGraph::repair(Id id) {
     rekeyed_nodes_.clear();
     sort_tail(cls.nodes);
   }
+  if (!hidden_.empty()) repair_hidden(id, congruent);
   for (auto [a, b] : congruent) unite(a, b);
   new_version();
 }
@@ -472,6 +556,12 @@ void EGraph::undo(UndoEntry& entry) {
     void operator()(UndoEntry::ParentPushed& p) { g.classes_[p.id.index()].parents.pop_back(); }
     void operator()(UndoEntry::MemoInserted& m) { g.memo_.erase(m.key); }
     void operator()(UndoEntry::MemoErased& m) { g.memo_.emplace(std::move(m.key), m.value); }
+    void operator()(UndoEntry::HiddenSnapshot& h) {
+      if (h.kept_leaves)
+        g.hidden_[h.id.index()] = std::move(h.old);
+      else
+        g.hidden_.erase(h.id.index());
+    }
   };
   std::visit(Undoer{*this}, entry.change);
 }
@@ -485,6 +575,7 @@ void EGraph::rollback() {
     trail_.pop_back();
   }
   classes_.resize(m.num_ids);
+  absl::erase_if(hidden_, [&](const auto& entry) { return entry.first >= m.num_ids; });
   parent_.resize(m.num_ids);
   set_size_.resize(m.num_ids);
   ops_.resize(m.num_ids);
@@ -547,6 +638,24 @@ absl::Status EGraph::check_invariants() const {
       }
     }
     entries += cls.nodes.size();
+    if (auto h = hidden_.find(i); h != hidden_.end()) {
+      for (const ENode& n : cls.nodes) {
+        if (!n.children.empty())
+          return absl::InternalError(fmt::format("class {} keeps only leaves but shows a node "
+                                                 "with children", i));
+      }
+      for (const ENode& n : h->second) {
+        auto it = memo_.find(n);
+        if (!is_canonical(n) || it == memo_.end() || find(it->second) != id)
+          return absl::InternalError(
+              fmt::format("class {} hides a node that is not canonical in the hash-cons", i));
+      }
+      entries += h->second.size();
+    }
+  }
+  for (const auto& [index, nodes] : hidden_) {
+    if (find(Id(index)) != Id(index))
+      return absl::InternalError(fmt::format("dead class {} hides nodes", index));
   }
   if (entries != memo_.size()) {
     return absl::InternalError(

@@ -112,6 +112,12 @@ class EGraph {
   absl::StatusOr<Id> merge(Id a, Id b);
   // Restores the congruence and hash-cons invariants; runs analysis updates.
   void rebuild();
+  // From now on only the leaf nodes (no children) of class `id` are its
+  // visible members, also after later merges: egg's constant folding prunes
+  // a class that holds a constant so. The other nodes stay in the hash-cons
+  // (adding one again finds the class) and take part in congruence, but
+  // e-matching and nodes() no longer see them. The class must hold a leaf.
+  void keep_leaves(Id id);
   bool is_clean() const {
     return dirty_.empty() && analysis_pending_.empty() && modify_pending_.empty();
   }
@@ -143,6 +149,9 @@ class EGraph {
 
   // E-nodes in the hash-cons.
   std::size_t num_nodes() const { return memo_.size(); }
+  // E-nodes the classes show (nodes()): num_nodes() less those keep_leaves()
+  // hid. egg counts these (EGraph::total_size).
+  std::size_t num_visible_nodes() const { return memo_.size() - counters_.hidden_nodes; }
   // Canonical classes.
   std::size_t num_classes() const { return counters_.num_classes; }
   // Ids handed out so far (canonical or not).
@@ -204,6 +213,7 @@ class EGraph {
     std::size_t engine_bytes = 0;
     std::size_t num_classes = 0;
     std::size_t nodes_added = 0;
+    std::size_t hidden_nodes = 0;
   };
   struct MarkRecord {
     std::size_t trail_size;
@@ -225,6 +235,13 @@ class EGraph {
   // the by-operator index (and the undo trail).
   void link(const ENode& node, Id cls);
   void snapshot_class(Id id);
+  // Logs class `id`'s hidden nodes before they change (keep_leaves).
+  void snapshot_hidden(Id id);
+  // Moves the non-leaf nodes of class `id`, which keeps only its leaves,
+  // from its members to its hidden nodes.
+  void hide_non_leaves(Id id);
+  // Re-canonicalizes the hidden nodes of `id`, as repair() its members.
+  void repair_hidden(Id id, std::vector<std::pair<Id, Id>>& congruent);
   void push_parent(Id child, Id parent);
   void repair(Id id);
   // The union itself: merge() after its check, and congruences (equal
@@ -280,6 +297,9 @@ class EGraph {
   mutable std::vector<OpCache> op_cache_;
   mutable std::vector<std::uint32_t> seen_stamp_;
   mutable std::uint32_t stamp_ = 0;
+  // The classes that keep only their leaves (keep_leaves), by index: their
+  // hidden nodes, in no order.
+  absl::flat_hash_map<std::uint32_t, std::vector<ENode>> hidden_;
   // Scratch space of repair(): nodes whose keys changed.
   std::vector<ENode> rekeyed_nodes_;
 };

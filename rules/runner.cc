@@ -94,6 +94,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
   RunReport report;
   report.rules.resize(rules.size());
   report.initial_nodes = egraph.num_nodes();
+  report.initial_visible_nodes = egraph.num_visible_nodes();
   std::vector<RuleMatches> found(rules.size());
   auto out_of_time = [&] { return run_clock.seconds() >= time_limit_.count(); };
 
@@ -142,6 +143,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
     it.rebuild_seconds = phase.seconds();
 
     it.nodes = egraph.num_nodes();
+    it.visible_nodes = egraph.num_visible_nodes();
     it.classes = egraph.num_classes();
     it.bytes = egraph.memory_bytes();
     report.search_seconds += it.search_seconds;

@@ -33,6 +33,7 @@ struct IterationReport {
   std::size_t matches = 0;  // matches found
   std::size_t applied = 0;  // matches that changed the e-graph
   std::size_t nodes = 0;    // e-nodes after the iteration
+  std::size_t visible_nodes = 0;  // of those, the ones classes show (EGraph::keep_leaves)
   std::size_t classes = 0;
   std::size_t bytes = 0;
   std::size_t rules_searched = 0;
@@ -53,7 +54,7 @@ struct RunReport {
   std::vector<IterationReport> iterations;
   StopReason stop_reason = StopReason::kSaturated;
   std::vector<RuleStats> rules;  // per rule of the rule set
-  std::size_t initial_nodes = 0;
+  std::size_t initial_nodes = 0, initial_visible_nodes = 0;
   double search_seconds = 0, apply_seconds = 0, rebuild_seconds = 0;
 
   double total_seconds() const { return search_seconds + apply_seconds + rebuild_seconds; }

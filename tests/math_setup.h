@@ -14,7 +14,9 @@
 namespace saturn {
 
 struct MathSetup {
-  MathSetup() : folding(lang), eg(lang, &folding), conditions(math_conditions(lang)) {
+  // `prune`: constant folding as egg's tests/math.rs (see ConstantFolding).
+  explicit MathSetup(bool prune = false)
+      : folding(lang, prune), eg(lang, &folding), conditions(math_conditions(lang)) {
     auto loaded = load_rules(math_rules_path(), lang, conditions);
     EXPECT_TRUE(loaded.ok()) << loaded.status();
     if (loaded.ok()) rules = *std::move(loaded);

@@ -99,7 +99,9 @@ JoinResult ConstantFolding::join(std::optional<double>& into, const std::optiona
 void ConstantFolding::modify(EGraph& egraph, Id id) {
   const std::optional<double> c = data(egraph.find(id));
   if (!c) return;
-  egraph.add_into(ENode(lang_.num, egraph.attrs().intern(Attributes{{"value", *c}})), id);
+  const AddResult num =
+      egraph.add_into(ENode(lang_.num, egraph.attrs().intern(Attributes{{"value", *c}})), id);
+  if (prune_ && num.ok()) egraph.keep_leaves(num.id);
 }
 
 ConditionRegistry math_conditions(const MathLanguage& lang) {

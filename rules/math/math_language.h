@@ -31,10 +31,13 @@ class MathLanguage final : public Language {
 };
 
 // Folds + - * / over known constants; a class with a constant also holds the
-// number node.
+// number node. With `prune` (egg's ConstantFold in its tests/math.rs), such a
+// class then keeps only its leaves (EGraph::keep_leaves): e-matching no
+// longer sees how the constant was computed.
 class ConstantFolding final : public TypedAnalysis<std::optional<double>> {
  public:
-  explicit ConstantFolding(const MathLanguage& language) : lang_(language) {}
+  explicit ConstantFolding(const MathLanguage& language, bool prune = false)
+      : lang_(language), prune_(prune) {}
 
   std::optional<double> constant(Id canonical) const { return data(canonical); }
   void modify(EGraph& egraph, Id id) override;
@@ -46,11 +49,23 @@ class ConstantFolding final : public TypedAnalysis<std::optional<double>> {
 
  private:
   const MathLanguage& lang_;
+  bool prune_;
 };
 
 // The math rules' conditions: not-zero, is-const, is-sym,
 // is-const-or-distinct-var. They read the e-graph's ConstantFolding.
 ConditionRegistry math_conditions(const MathLanguage& language);
+
+// The seven start terms of egg's math_ematching_bench (egg's src/test.rs).
+inline constexpr const char* kEggBenchTerms[] = {
+    "(i (ln x) x)",
+    "(i (+ x (cos x)) x)",
+    "(i (* (cos x) x) x)",
+    "(d x (+ 1 (* 2 x)))",
+    "(d x (- (pow x 3) (* 7 (pow x 2))))",
+    "(+ (* y (+ x y)) (- (+ x 2) (+ x x)))",
+    "(/ 1 (- (/ (+ 1 (sqrt five)) 2) (/ (- 1 (sqrt five)) 2)))",
+};
 
 // Where the shipped math rule file is.
 std::string math_rules_path();
