@@ -23,10 +23,6 @@ struct EGraph::UndoEntry {
     std::uint64_t old_ops;
     std::uint64_t old_epoch;
   };
-  struct OpIndexed {  // an old class entered in the by-operator index
-    Symbol op;
-    Id id;
-  };
   struct ParentPushed {  // a parent appended to an old class
     Id id;
   };
@@ -42,7 +38,7 @@ struct EGraph::UndoEntry {
     bool kept_leaves;  // whether the class kept only its leaves then
     std::vector<ENode> old;
   };
-  std::variant<UnionLink, ClassSnapshot, OpIndexed, ParentPushed, MemoInserted, MemoErased,
+  std::variant<UnionLink, ClassSnapshot, ParentPushed, MemoInserted, MemoErased,
                HiddenSnapshot>
       change;
 };
@@ -257,12 +253,8 @@ void EGraph::link(const ENode& node, Id cls) {
   for (Id c : node.children) push_parent(c, cls);
   if (by_op_.size() <= node.op.index()) by_op_.resize(node.op.index() + 1);
   by_op_[node.op.index()].push_back(cls);
-  if (recording()) {
-    // A class older than the mark leaves the index on rollback by its own
-    // entry; newer ones go when the index is cut back.
-    if (cls.index() < marks_.back().num_ids) log({UndoEntry::OpIndexed{node.op, cls}});
-    log({UndoEntry::MemoInserted{node}});
-  }
+  // The index only grows: rollback cuts it back to its length at the mark.
+  if (recording()) log({UndoEntry::MemoInserted{node}});
 }
 
 void EGraph::push_parent(Id child, Id parent) {
@@ -531,8 +523,11 @@ std::span<const Id> EGraph::classes_with_op(Symbol op) const {
 
 void EGraph::mark() {
   assert(is_clean() && "mark() needs a rebuilt e-graph");
-  marks_.push_back(
-      MarkRecord{trail_.size(), classes_.size(), attrs_.size(), counters_, ++epoch_, version_});
+  std::vector<std::size_t> by_op_sizes;
+  by_op_sizes.reserve(by_op_.size());
+  for (const std::vector<Id>& ids : by_op_) by_op_sizes.push_back(ids.size());
+  marks_.push_back(MarkRecord{trail_.size(), classes_.size(), attrs_.size(), counters_, ++epoch_,
+                              version_, std::move(by_op_sizes)});
   if (analysis_ != nullptr) analysis_->mark();
 }
 
@@ -547,11 +542,6 @@ void EGraph::undo(UndoEntry& entry) {
       g.classes_[s.id.index()] = std::move(s.old);
       g.ops_[s.id.index()] = s.old_ops;
       g.saved_epoch_[s.id.index()] = s.old_epoch;
-    }
-    void operator()(UndoEntry::OpIndexed& o) {
-      // Entries of newer ids may follow it; they go when the index is cut.
-      std::vector<Id>& ids = g.by_op_[o.op.index()];
-      ids.erase(std::find(ids.rbegin(), ids.rend(), o.id).base() - 1);
     }
     void operator()(UndoEntry::ParentPushed& p) { g.classes_[p.id.index()].parents.pop_back(); }
     void operator()(UndoEntry::MemoInserted& m) { g.memo_.erase(m.key); }
@@ -568,7 +558,7 @@ void EGraph::undo(UndoEntry& entry) {
 
 void EGraph::rollback() {
   assert(!marks_.empty());
-  const MarkRecord m = marks_.back();
+  const MarkRecord m = std::move(marks_.back());
   marks_.pop_back();
   while (trail_.size() > m.trail_size) {
     undo(trail_.back());
@@ -580,9 +570,8 @@ void EGraph::rollback() {
   set_size_.resize(m.num_ids);
   ops_.resize(m.num_ids);
   saved_epoch_.resize(m.num_ids);
-  for (std::vector<Id>& ids : by_op_) {
-    while (!ids.empty() && ids.back().index() >= m.num_ids) ids.pop_back();
-  }
+  by_op_.resize(m.by_op_sizes.size());
+  for (std::size_t op = 0; op < by_op_.size(); ++op) by_op_[op].resize(m.by_op_sizes[op]);
   attrs_.truncate(m.num_attrs);
   counters_ = m.counters;
   dirty_.clear();

@@ -222,6 +222,7 @@ class EGraph {
     Counters counters;
     std::uint64_t epoch;
     std::uint64_t version;
+    std::vector<std::size_t> by_op_sizes;  // the by-operator index's list lengths
   };
   struct UndoEntry;
 
