@@ -1,6 +1,7 @@
 #include "tensor/tensor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -124,14 +125,54 @@ Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, floa
   return t;
 }
 
+namespace {
+
+// IEEE half precision by its bits (clang 14 has no _Float16 on x86): exact
+// both ways for every half; float to half rounds to nearest, ties to even.
+float half_to_float(std::uint16_t h) {
+  const bool negative = (h & 0x8000u) != 0;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return negative ? -v : v;
+  }
+  const std::uint32_t sign = negative ? 0x80000000u : 0u;
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+std::uint16_t float_to_half(float f) {
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = (b >> 16) & 0x8000u, biased = (b >> 23) & 0xffu;
+  std::uint32_t mant = b & 0x7fffffu;
+  if (biased == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant != 0 ? 0x200u : 0u));
+  const int exp = static_cast<int>(biased) - 112;  // the half's biased exponent
+  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);
+  int shift = 13;
+  std::uint32_t h;
+  if (exp <= 0) {  // a subnormal half, or zero
+    if (exp < -10) return static_cast<std::uint16_t>(sign);
+    mant |= 0x800000u;
+    shift = 14 - exp;
+    h = mant >> shift;
+  } else {
+    h = (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
+  }
+  const std::uint32_t rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (h & 1u) != 0)) ++h;  // a carry rounds the exponent up
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+}  // namespace
+
 Tensor widened(const Tensor& t) {
   if (t.dtype() != DType::kFloat16) return t;
   std::span<const std::byte> raw = t.bytes();
   std::vector<float> values(static_cast<std::size_t>(t.size()));
   for (std::size_t i = 0; i < values.size(); ++i) {
-    _Float16 h;
+    std::uint16_t h;
     std::memcpy(&h, raw.data() + i * sizeof h, sizeof h);
-    values[i] = static_cast<float>(h);
+    values[i] = half_to_float(h);
   }
   return Tensor(TensorType{DType::kFloat32, t.dims()}, std::move(values));
 }
@@ -139,9 +180,9 @@ Tensor widened(const Tensor& t) {
 Tensor narrowed(const Tensor& t, DType dtype) {
   if (t.dtype() != DType::kFloat32 || dtype != DType::kFloat16) return t;
   std::span<const float> values = t.floats();
-  std::vector<std::byte> raw(values.size() * sizeof(_Float16));
+  std::vector<std::byte> raw(values.size() * sizeof(std::uint16_t));
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto h = static_cast<_Float16>(values[i]);
+    const std::uint16_t h = float_to_half(values[i]);
     std::memcpy(raw.data() + i * sizeof h, &h, sizeof h);
   }
   return Tensor(TensorType{dtype, t.dims()}, std::move(raw));

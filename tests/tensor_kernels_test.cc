@@ -41,6 +41,39 @@ void expect_tensor(const Tensor& t, const Dims& dims, const std::vector<float>& 
     EXPECT_NEAR(t.floats()[i], values[i], tol) << "element " << i;
 }
 
+// float16 by its bits: every half survives widening and narrowing, and
+// narrowing rounds to nearest, ties to even.
+TEST(TensorKernels, Float16RoundTripsAndRounds) {
+  std::vector<std::byte> all(65536 * 2);
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    all[2 * i] = static_cast<std::byte>(i & 0xffu);
+    all[2 * i + 1] = static_cast<std::byte>(i >> 8);
+  }
+  const Tensor halves(TensorType{DType::kFloat16, {65536}}, all);
+  const Tensor back = narrowed(widened(halves), DType::kFloat16);
+  std::span<const float> wide = widened(halves).floats();
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    if (std::isnan(wide[i])) continue;  // NaN payloads are not kept
+    ASSERT_EQ(back.bytes()[2 * i], all[2 * i]) << i;
+    ASSERT_EQ(back.bytes()[2 * i + 1], all[2 * i + 1]) << i;
+  }
+  EXPECT_EQ(wide[0x3c00], 1.0f);
+  EXPECT_EQ(wide[0x0001], std::ldexp(1.0f, -24));  // the smallest subnormal
+  EXPECT_EQ(wide[0x7bff], 65504.0f);               // the largest finite half
+  auto bits = [](float x) {
+    const Tensor h =
+        narrowed(Tensor(TensorType{DType::kFloat32, {1}}, std::vector<float>{x}), DType::kFloat16);
+    return static_cast<unsigned>(h.bytes()[0]) | (static_cast<unsigned>(h.bytes()[1]) << 8);
+  };
+  EXPECT_EQ(bits(1.0f / 3), 0x3555u);
+  EXPECT_EQ(bits(65519.0f), 0x7bffu);
+  EXPECT_EQ(bits(65520.0f), 0x7c00u);  // halfway to the next step: ties to even, infinity
+  EXPECT_EQ(bits(std::ldexp(1.0f, -25)), 0x0000u);         // half the smallest subnormal: to even
+  EXPECT_EQ(bits(std::ldexp(3.0f, -26)), 0x0001u);         // above half of it: up
+  EXPECT_EQ(bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00u);  // a tie between 1 and its next: even
+  EXPECT_EQ(bits(-2.0f), 0xc000u);
+}
+
 TEST(TensorKernels, MatMul) {
   expect_tensor(run(Op::kMatMul, {T({2, 2}, {1, 2, 3, 4}), T({2, 2}, {5, 6, 7, 8})}), {2, 2},
                 {19, 22, 43, 50});
