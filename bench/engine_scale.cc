@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   if (std::optional<int> exit = saturn::parse_command_line(app, argc, argv)) return *exit;
   saturn::MathLanguage lang;
   saturn::ConditionRegistry conditions = saturn::math_conditions(lang);
-  auto rules = saturn::load_rules(saturn::math_rules_path(), lang, conditions);
+  auto rules = saturn::load_math_rules(lang, conditions);
   if (!rules.ok()) {
     fmt::print(stderr, "{}\n", saturn::message(rules.status()));
     return 1;

@@ -43,10 +43,9 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_
   if (spec == "opcount") return std::make_shared<const OpCountCostModel>();
   auto profile_of = [](std::string_view name) {
     // A name without a slash or ".json" is a shipped profile.
-    std::string path(name);
-    if (path.find('/') == std::string::npos && !path.ends_with(".json"))
-      path = device_profile_path(name);
-    return load_device_profile(path);
+    if (name.find('/') == std::string_view::npos && !name.ends_with(".json"))
+      return shipped_device_profile(name);
+    return load_device_profile(std::string(name));
   };
   if (spec == "roofline" || spec.starts_with("roofline:")) {
     absl::StatusOr<DeviceProfile> profile =

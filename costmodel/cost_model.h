@@ -127,8 +127,9 @@ struct DeviceProfile {
 };
 absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view json, std::string_view file);
 absl::StatusOr<DeviceProfile> load_device_profile(const std::string& path);
-// Where the shipped profiles are: "cpu-2core" and "gpu-a100".
-std::string device_profile_path(std::string_view name);
+// A shipped profile by name: "cpu-2core" or "gpu-a100" (costmodel/profiles/,
+// compiled in).
+absl::StatusOr<DeviceProfile> shipped_device_profile(std::string_view name);
 
 class RooflineCostModel final : public CostModel {
  public:

@@ -1,17 +1,23 @@
-// Device profiles: reading them, and where the shipped ones are.
+// Device profiles: reading them, and the shipped ones (compiled in).
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/embedded.h"
 #include "base/file.h"
-#include "costmodel/cost_model.h"
 #include "base/json.h"
+#include "costmodel/cost_model.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
 
 namespace saturn {
+
+std::span<const EmbeddedFile> shipped_device_profiles();  // generated (CMakeLists.txt)
 
 absl::StatusOr<DeviceProfile> parse_device_profile(std::string_view text, std::string_view file) {
   absl::StatusOr<nlohmann::json> j = parse_json(text, file);
@@ -51,8 +57,16 @@ absl::StatusOr<DeviceProfile> load_device_profile(const std::string& path) {
   return parse_device_profile(*text, path);
 }
 
-std::string device_profile_path(std::string_view name) {
-  return fmt::format("{}/costmodel/profiles/{}.json", SATURN_SOURCE_DIR, name);
+absl::StatusOr<DeviceProfile> shipped_device_profile(std::string_view name) {
+  const std::string file = fmt::format("costmodel/profiles/{}.json", name);
+  std::vector<std::string_view> names;
+  for (const EmbeddedFile& f : shipped_device_profiles()) {
+    if (f.name == file) return parse_device_profile(f.text, f.name);
+    std::string_view stem = f.name.substr(f.name.rfind('/') + 1);
+    names.push_back(stem.substr(0, stem.rfind(".json")));
+  }
+  return absl::NotFoundError(
+      fmt::format("no shipped device profile '{}' (there are: {})", name, fmt::join(names, ", ")));
 }
 
 }  // namespace saturn

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   if (!ids.ok()) return fail(ids.status());
   // ... a search would apply rewrite rules here ...
 
-  absl::StatusOr<DeviceProfile> profile = load_device_profile(device_profile_path("cpu-2core"));
+  absl::StatusOr<DeviceProfile> profile = shipped_device_profile("cpu-2core");
   if (!profile.ok()) return fail(profile.status());
   RooflineCostModel cost(*profile);
   std::vector<Id> roots;

@@ -70,7 +70,7 @@ TEST(CostModel, RooflineWork) {
 
 TEST(CostModel, ShippedProfilesLoad) {
   for (std::string_view name : {"cpu-2core", "gpu-a100"}) {
-    absl::StatusOr<DeviceProfile> p = load_device_profile(device_profile_path(name));
+    absl::StatusOr<DeviceProfile> p = shipped_device_profile(name);
     ASSERT_TRUE(p.ok()) << message(p.status());
     EXPECT_GT(p->peak_gflops, 0);
     EXPECT_GT(p->cache_mb, 0);
@@ -505,7 +505,7 @@ TEST(CostModel, ZooModelsExtractUnderEveryModel) {
   std::vector<Id> ids = *add_graph(egraph, g);
   Id root = ids[g.outputs[0].node];
   OpCountCostModel opcount;
-  RooflineCostModel roofline(*load_device_profile(device_profile_path("cpu-2core")));
+  RooflineCostModel roofline(*shipped_device_profile("cpu-2core"));
   ExtractionProblem p1 = problem_from_egraph(egraph, std::span<const Id>(&root, 1),
                                              egraph_cost_function(opcount, egraph, shapes));
   EXPECT_DOUBLE_EQ(*check_selection(p1, DagGreedyExtractor().extract(p1).selection),

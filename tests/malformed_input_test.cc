@@ -162,11 +162,9 @@ TEST(MalformedInput, RuleFilesWithChangedWordsAreRulesOrNamedErrors) {
       "Relu"};
   std::mt19937_64 rng(7);
   int checked = 0, parsed = 0;
-  for (const std::string& file : tensor_rule_files()) {
-    absl::StatusOr<std::string> read = read_text_file(file);
-    ASSERT_TRUE(read.ok()) << message(read.status());
-    const std::string& text = *read;
-    ASSERT_TRUE(parse_rules(text, "r.rules", language, conditions).ok()) << file;
+  for (const EmbeddedFile& file : shipped_tensor_rules()) {
+    const std::string text(file.text);
+    ASSERT_TRUE(parse_rules(text, "r.rules", language, conditions).ok()) << file.name;
     for (int trial = 0; trial < 80; ++trial) {
       const std::string changed = edit_lines(text, pieces, rng);
       absl::StatusOr<RuleSet> rules;

@@ -17,7 +17,7 @@ struct MathSetup {
   // `prune`: constant folding as egg's tests/math.rs (see ConstantFolding).
   explicit MathSetup(bool prune = false)
       : folding(lang, prune), eg(lang, &folding), conditions(math_conditions(lang)) {
-    auto loaded = load_rules(math_rules_path(), lang, conditions);
+    auto loaded = load_math_rules(lang, conditions);
     EXPECT_TRUE(loaded.ok()) << loaded.status();
     if (loaded.ok()) rules = *std::move(loaded);
   }

@@ -20,7 +20,7 @@ namespace {
 TEST(RuleParser, ParsesTheMathRules) {
   MathLanguage lang;
   ConditionRegistry conditions = math_conditions(lang);
-  auto rules = load_rules(math_rules_path(), lang, conditions);
+  auto rules = load_math_rules(lang, conditions);
   ASSERT_TRUE(rules.ok()) << rules.status();
   EXPECT_EQ(rules->size(), 36u);
   const Rule* d = rules->find("d-constant");

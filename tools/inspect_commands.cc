@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/cli.h"
+#include "base/file.h"
 #include "base/status.h"
 #include "base/stopwatch.h"
 #include "fmt/format.h"
@@ -182,13 +183,21 @@ struct RulesOptions {
 };
 
 int run_rules(bool verify, RulesOptions o) {
-  std::vector<std::string>& files = o.files;
-  if (files.empty()) files = tensor_rule_files();
+  // The files named, or the shipped ones (compiled in), as (name, text).
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& file : o.files) {
+    absl::StatusOr<std::string> text = read_text_file(file);
+    if (!text.ok()) return fail(text.status());
+    files.emplace_back(file, *std::move(text));
+  }
+  if (o.files.empty()) {
+    for (const EmbeddedFile& f : shipped_tensor_rules()) files.emplace_back(f.name, f.text);
+  }
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();
   int failed = 0, unverified = 0, verified = 0;
-  for (const std::string& file : files) {
-    absl::StatusOr<RuleSet> rules = load_rules(file, lang, conditions);
+  for (const auto& [file, text] : files) {
+    absl::StatusOr<RuleSet> rules = parse_rules(text, file, lang, conditions);
     if (!rules.ok()) return fail(rules.status());
     for (const Rule& rule : rules->rules()) {
       if (!verify) {

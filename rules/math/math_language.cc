@@ -3,10 +3,14 @@
 #include <cctype>
 #include <charconv>
 
+#include "base/embedded.h"
 #include "egraph/egraph.h"
 #include "fmt/format.h"
+#include "rules/parser.h"
 
 namespace saturn {
+
+std::span<const EmbeddedFile> shipped_math_rules();  // generated (CMakeLists.txt)
 
 namespace {
 
@@ -133,6 +137,10 @@ ConditionRegistry math_conditions(const MathLanguage& lang) {
   return conditions;
 }
 
-std::string math_rules_path() { return SATURN_SOURCE_DIR "/rules/math/math.rules"; }
+absl::StatusOr<RuleSet> load_math_rules(const MathLanguage& language,
+                                        const ConditionRegistry& conditions) {
+  const EmbeddedFile& file = shipped_math_rules().front();
+  return parse_rules(file.text, file.name, language, conditions);
+}
 
 }  // namespace saturn

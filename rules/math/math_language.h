@@ -7,7 +7,7 @@
 //   ConstantFolding folding(lang);
 //   EGraph egraph(lang, &folding);
 //   ConditionRegistry conditions = math_conditions(lang);
-//   RuleSet rules = *load_rules(math_rules_path(), lang, conditions);
+//   RuleSet rules = *load_math_rules(lang, conditions);
 #pragma once
 
 #include <optional>
@@ -15,7 +15,9 @@
 
 #include "egraph/analysis.h"
 #include "egraph/language.h"
+#include "absl/status/statusor.h"
 #include "rules/condition.h"
+#include "rules/rule.h"
 
 namespace saturn {
 
@@ -67,7 +69,8 @@ inline constexpr const char* kEggBenchTerms[] = {
     "(/ 1 (- (/ (+ 1 (sqrt five)) 2) (/ (- 1 (sqrt five)) 2)))",
 };
 
-// Where the shipped math rule file is.
-std::string math_rules_path();
+// The shipped math rules (rules/math/math.rules, compiled in).
+absl::StatusOr<RuleSet> load_math_rules(const MathLanguage& language,
+                                        const ConditionRegistry& conditions);
 
 }  // namespace saturn

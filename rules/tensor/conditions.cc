@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "base/status.h"
 #include "fmt/format.h"
@@ -436,20 +435,31 @@ RuleSet standard_onnx_rules(const RuleSet& rules) {
   return out;
 }
 
-std::string tensor_rules_dir() { return std::string(SATURN_SOURCE_DIR) + "/rules/tensor"; }
+namespace {
 
-std::vector<std::string> tensor_rule_files() {
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(tensor_rules_dir())) {
-    if (e.path().extension() == ".rules") files.push_back(e.path().string());
+// Appends `rules`, read from `file`, to `all`; a name `all` has is an error.
+absl::Status append_rules(RuleSet& all, const RuleSet& rules, std::string_view file) {
+  for (const Rule& r : rules.rules()) {
+    if (all.find(r.name) != nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: rule '{}' is also defined in another file", file, r.name));
+    }
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  all.append(rules);
+  return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
                                           const ConditionRegistry& conditions) {
-  return load_tensor_rule_files(tensor_rule_files(), language, conditions);
+  RuleSet all;
+  for (const EmbeddedFile& file : shipped_tensor_rules()) {
+    absl::StatusOr<RuleSet> rules = parse_rules(file.text, file.name, language, conditions);
+    if (!rules.ok()) return rules.status();
+    if (absl::Status s = append_rules(all, *rules, file.name); !s.ok()) return s;
+  }
+  return all;
 }
 
 absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& files,
@@ -459,13 +469,7 @@ absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& f
   for (const std::string& file : files) {
     absl::StatusOr<RuleSet> rules = load_rules(file, language, conditions);
     if (!rules.ok()) return rules.status();
-    for (const Rule& r : rules->rules()) {
-      if (all.find(r.name) != nullptr) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: rule '{}' is also defined in another file", file, r.name));
-      }
-    }
-    all.append(*rules);
+    if (absl::Status s = append_rules(all, *rules, file); !s.ok()) return s;
   }
   return all;
 }

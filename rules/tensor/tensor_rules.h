@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/embedded.h"
 #include "rules/condition.h"
 #include "rules/rule.h"
 #include "tensor/ops.h"
@@ -42,9 +43,9 @@ std::span<const ValueCondition> value_conditions();
 // these dimensions ([top, left, bottom, right]); nullopt unless 4-D.
 std::optional<std::vector<std::int64_t>> same_pads(std::span<const std::int64_t> kernel);
 
-// The directory of the shipped rule files, and all of them in one set.
-std::string tensor_rules_dir();
-std::vector<std::string> tensor_rule_files();
+// The shipped rule files (rules/tensor/*.rules, compiled in), and all of
+// them in one set.
+std::span<const EmbeddedFile> shipped_tensor_rules();
 absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language,
                                           const ConditionRegistry& conditions);
 // The rules of `files` in one set; a name defined twice is an error.
