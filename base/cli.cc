@@ -1,4 +1,4 @@
-#include "base/cli.h"
+#include "saturn/base/cli.h"
 
 #include <cmath>
 #include <string>

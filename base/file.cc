@@ -1,4 +1,4 @@
-#include "base/file.h"
+#include "saturn/base/file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "base/graph.h"
+#include "saturn/base/graph.h"
 
 #include <algorithm>
 #include <cstddef>

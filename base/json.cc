@@ -1,4 +1,4 @@
-#include "base/json.h"
+#include "saturn/base/json.h"
 
 #include "fmt/format.h"
 

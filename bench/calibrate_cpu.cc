@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "oneapi/tbb/parallel_for.h"
-#include "tensor/interpreter/kernels.h"
+#include "saturn/tensor/interpreter/kernels.h"
 
 namespace {
 

@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "bench/options.h"
-#include "bench/report.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/bench/options.h"
+#include "saturn/bench/report.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
-#include "saturn.h"
+#include "saturn/saturn.h"
 
 using namespace saturn;
 

@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/status.h"
-#include "base/stopwatch.h"
-#include "egraph/egraph.h"
-#include "egraph/term.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/egraph/term.h"
 #include "fmt/format.h"
-#include "rules/math/math_language.h"
-#include "rules/parser.h"
-#include "rules/runner.h"
+#include "saturn/rules/math/math_language.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/runner.h"
 
 namespace {
 

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/status.h"
-#include "egraph/serialize.h"
-#include "extract/extractor.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/status.h"
+#include "saturn/egraph/serialize.h"
+#include "saturn/extract/extractor.h"
 #include "fmt/format.h"
 
 int main(int argc, char** argv) {

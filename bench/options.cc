@@ -1,7 +1,7 @@
-#include "bench/options.h"
+#include "saturn/bench/options.h"
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
+#include "saturn/base/cli.h"
 
 namespace saturn::bench {
 

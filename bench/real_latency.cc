@@ -24,17 +24,17 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "base/stopwatch.h"
-#include "bench/options.h"
-#include "bench/report.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/bench/options.h"
+#include "saturn/bench/report.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "ort/runtime.h"
-#include "saturn.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/saturn.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 using namespace saturn;
 namespace fs = std::filesystem;

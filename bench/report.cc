@@ -1,4 +1,4 @@
-#include "bench/report.h"
+#include "saturn/bench/report.h"
 
 #include <algorithm>
 #include <cmath>

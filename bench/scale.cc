@@ -33,14 +33,14 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "bench/options.h"
-#include "bench/report.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/bench/options.h"
+#include "saturn/bench/report.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "saturn.h"
+#include "saturn/saturn.h"
 
 extern char** environ;
 

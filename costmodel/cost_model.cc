@@ -7,7 +7,7 @@
 //   layout_kinds.cc  where operators run as far as onnxruntime's
 //                    convolutions go (OpContext, ValueKinds)
 //   graph_costs.cc   held weights, e-graph and graph costs
-#include "costmodel/cost_model.h"
+#include "saturn/costmodel/cost_model.h"
 
 #include <memory>
 #include <string>

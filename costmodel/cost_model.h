@@ -25,11 +25,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "egraph/egraph.h"
-#include "tensor/analysis.h"
-#include "tensor/graph.h"
-#include "tensor/ops.h"
-#include "tensor/types.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn {
 

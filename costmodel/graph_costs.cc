@@ -11,7 +11,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "costmodel/cost_model.h"
+#include "saturn/costmodel/cost_model.h"
 
 namespace saturn {
 

@@ -6,7 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "costmodel/cost_model.h"
+#include "saturn/costmodel/cost_model.h"
 
 namespace saturn {
 

@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/file.h"
-#include "costmodel/cost_model.h"
-#include "base/json.h"
+#include "saturn/base/file.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/base/json.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 

@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "costmodel/cost_model.h"
+#include "saturn/costmodel/cost_model.h"
 
 namespace saturn {
 

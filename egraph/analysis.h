@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-#include "egraph/enode.h"
+#include "saturn/egraph/enode.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "egraph/attributes.h"
+#include "saturn/egraph/attributes.h"
 
 #include <algorithm>
 #include <cctype>

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "egraph/id.h"
+#include "saturn/egraph/id.h"
 
 namespace saturn {
 

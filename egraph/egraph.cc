@@ -1,4 +1,4 @@
-#include "egraph/egraph.h"
+#include "saturn/egraph/egraph.h"
 
 #include <algorithm>
 #include <cassert>

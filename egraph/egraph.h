@@ -28,10 +28,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "egraph/analysis.h"
-#include "egraph/attributes.h"
-#include "egraph/enode.h"
-#include "egraph/language.h"
+#include "saturn/egraph/analysis.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/egraph/enode.h"
+#include "saturn/egraph/language.h"
 
 namespace saturn {
 

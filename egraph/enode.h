@@ -10,7 +10,7 @@
 #include <span>
 
 #include "absl/container/inlined_vector.h"
-#include "egraph/id.h"
+#include "saturn/egraph/id.h"
 
 namespace saturn {
 

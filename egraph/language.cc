@@ -1,4 +1,4 @@
-#include "egraph/language.h"
+#include "saturn/egraph/language.h"
 
 namespace saturn {
 

@@ -17,8 +17,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
-#include "egraph/id.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/egraph/id.h"
 
 namespace saturn {
 

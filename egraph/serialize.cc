@@ -1,11 +1,11 @@
-#include "egraph/serialize.h"
+#include "saturn/egraph/serialize.h"
 
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
-#include "base/file.h"
-#include "base/json.h"
-#include "egraph/term.h"
+#include "saturn/base/file.h"
+#include "saturn/base/json.h"
+#include "saturn/egraph/term.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 

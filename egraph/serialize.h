@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "egraph/egraph.h"
+#include "saturn/egraph/egraph.h"
 
 namespace saturn {
 

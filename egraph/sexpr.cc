@@ -1,4 +1,4 @@
-#include "egraph/sexpr.h"
+#include "saturn/egraph/sexpr.h"
 
 #include <cctype>
 #include <charconv>

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
+#include "saturn/egraph/attributes.h"
 
 namespace saturn {
 

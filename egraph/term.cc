@@ -1,6 +1,6 @@
-#include "egraph/term.h"
+#include "saturn/egraph/term.h"
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 
 namespace saturn {

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "egraph/egraph.h"
-#include "egraph/sexpr.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/egraph/sexpr.h"
 
 namespace saturn {
 

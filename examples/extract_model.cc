@@ -8,14 +8,14 @@
 #include <cstdio>
 #include <string>
 
-#include "base/status.h"
-#include "costmodel/cost_model.h"
-#include "extract/extractor.h"
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/extract/extractor.h"
 #include "fmt/format.h"
-#include "tensor/analysis.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 using namespace saturn;
 using namespace saturn::tensor;

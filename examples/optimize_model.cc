@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "saturn.h"
+#include "saturn/saturn.h"
 
 using namespace saturn;
 

@@ -1,4 +1,4 @@
-#include "extract/derivation_search.h"
+#include "saturn/extract/derivation_search.h"
 
 #include <algorithm>
 #include <cassert>
@@ -8,8 +8,8 @@
 #include <queue>
 #include <utility>
 
-#include "base/graph.h"
-#include "base/stopwatch.h"
+#include "saturn/base/graph.h"
+#include "saturn/base/stopwatch.h"
 
 namespace saturn {
 

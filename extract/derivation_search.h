@@ -28,7 +28,7 @@
 #include <span>
 #include <vector>
 
-#include "extract/problem.h"
+#include "saturn/extract/problem.h"
 
 namespace saturn {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "extract/problem.h"
+#include "saturn/extract/problem.h"
 
 namespace saturn {
 

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <optional>
 
-#include "base/stopwatch.h"
-#include "extract/extractor.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/extract/extractor.h"
 
 namespace saturn {
 

@@ -47,12 +47,12 @@
 #include <vector>
 
 #include "Cbc_C_Interface.h"
-#include "base/graph.h"
-#include "base/stopwatch.h"
-#include "extract/derivation_search.h"
-#include "extract/extractor.h"
-#include "extract/ilp_program.h"
-#include "extract/ilp_reductions.h"
+#include "saturn/base/graph.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/extract/derivation_search.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/extract/ilp_program.h"
+#include "saturn/extract/ilp_reductions.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "extract/ilp_program.h"
+#include "saturn/extract/ilp_program.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,8 +7,8 @@
 
 #include "Cbc_C_Interface.h"
 #include "Clp_C_Interface.h"
-#include "base/graph.h"
-#include "extract/ilp_reductions.h"
+#include "saturn/base/graph.h"
+#include "saturn/extract/ilp_reductions.h"
 #include "fmt/format.h"
 
 namespace saturn::ilp_detail {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "Coin_C_defines.h"
-#include "extract/problem.h"
+#include "saturn/extract/problem.h"
 
 namespace saturn::ilp_detail {
 

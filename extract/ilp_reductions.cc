@@ -1,4 +1,4 @@
-#include "extract/ilp_reductions.h"
+#include "saturn/extract/ilp_reductions.h"
 
 #include <algorithm>
 #include <cstddef>

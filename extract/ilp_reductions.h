@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "extract/problem.h"
+#include "saturn/extract/problem.h"
 
 namespace saturn::ilp_detail {
 

@@ -1,11 +1,11 @@
-#include "extract/problem.h"
+#include "saturn/extract/problem.h"
 
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <numeric>
 
-#include "base/graph.h"
+#include "saturn/base/graph.h"
 #include "fmt/format.h"
 
 namespace saturn {

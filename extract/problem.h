@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "egraph/egraph.h"
-#include "egraph/serialize.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/egraph/serialize.h"
 
 namespace saturn {
 

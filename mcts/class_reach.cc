@@ -1,4 +1,4 @@
-#include "mcts/class_reach.h"
+#include "saturn/mcts/class_reach.h"
 
 #include <algorithm>
 

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/graph.h"
-#include "egraph/egraph.h"
+#include "saturn/base/graph.h"
+#include "saturn/egraph/egraph.h"
 
 namespace saturn {
 

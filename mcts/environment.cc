@@ -1,4 +1,4 @@
-#include "mcts/environment.h"
+#include "saturn/mcts/environment.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "absl/container/inlined_vector.h"
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 
 namespace saturn {

@@ -29,15 +29,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/cost_model.h"
-#include "egraph/egraph.h"
-#include "base/stopwatch.h"
-#include "extract/extractor.h"
-#include "mcts/class_reach.h"
-#include "rules/rewrite.h"
-#include "rules/rule.h"
-#include "tensor/analysis.h"
-#include "tensor/graph.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/mcts/class_reach.h"
+#include "saturn/rules/rewrite.h"
+#include "saturn/rules/rule.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/graph.h"
 
 namespace saturn {
 

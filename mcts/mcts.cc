@@ -21,7 +21,7 @@
 #include <optional>
 #include <random>
 
-#include "mcts/search.h"
+#include "saturn/mcts/search.h"
 #include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 

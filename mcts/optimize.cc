@@ -1,12 +1,12 @@
-#include "mcts/optimize.h"
+#include "saturn/mcts/optimize.h"
 
 #include <algorithm>
 
-#include "base/stopwatch.h"
+#include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "mcts/optimize_internal.h"
-#include "mcts/self_check.h"
-#include "rules/tensor/tensor_rules.h"
+#include "saturn/mcts/optimize_internal.h"
+#include "saturn/mcts/self_check.h"
+#include "saturn/rules/tensor/tensor_rules.h"
 
 namespace saturn {
 

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/cost_model.h"
-#include "extract/extractor.h"
-#include "mcts/search.h"
-#include "rules/tensor/rule_check.h"
-#include "tensor/graph.h"
-#include "tensor/regions.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/mcts/search.h"
+#include "saturn/rules/tensor/rule_check.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/regions.h"
 
 namespace saturn {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "mcts/optimize.h"
-#include "tensor/regions.h"
+#include "saturn/mcts/optimize.h"
+#include "saturn/tensor/regions.h"
 
 namespace saturn {
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "base/status.h"
-#include "base/stopwatch.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "mcts/optimize_internal.h"
+#include "saturn/mcts/optimize_internal.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 #include "tbb/partitioner.h"

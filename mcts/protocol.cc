@@ -1,15 +1,15 @@
-#include "mcts/protocol.h"
+#include "saturn/mcts/protocol.h"
 
 #include <istream>
 #include <memory>
 #include <ostream>
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "mcts/environment.h"
+#include "saturn/mcts/environment.h"
 #include "nlohmann/json.hpp"
-#include "rules/tensor/rule_check.h"
-#include "rules/tensor/tensor_rules.h"
+#include "saturn/rules/tensor/rule_check.h"
+#include "saturn/rules/tensor/tensor_rules.h"
 
 namespace saturn {
 

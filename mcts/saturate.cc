@@ -1,7 +1,7 @@
 // The saturation baselines: greedy (TENSAT) and the fixed pass order.
 #include <algorithm>
 
-#include "mcts/search.h"
+#include "saturn/mcts/search.h"
 
 #include "fmt/format.h"
 

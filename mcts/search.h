@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "mcts/environment.h"
+#include "saturn/mcts/environment.h"
 
 namespace saturn {
 

@@ -1,11 +1,11 @@
-#include "mcts/self_check.h"
+#include "saturn/mcts/self_check.h"
 
 #include <vector>
 
-#include "base/status.h"
-#include "costmodel/cost_model.h"
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
-#include "tensor/interpreter/interpreter.h"
+#include "saturn/tensor/interpreter/interpreter.h"
 
 namespace saturn {
 

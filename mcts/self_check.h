@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "mcts/optimize.h"
-#include "tensor/graph.h"
+#include "saturn/mcts/optimize.h"
+#include "saturn/tensor/graph.h"
 
 namespace saturn {
 

@@ -13,8 +13,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
-#include "base/stopwatch.h"
-#include "mcts/search.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/mcts/search.h"
 
 namespace saturn {
 

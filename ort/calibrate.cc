@@ -10,15 +10,15 @@
 #include <utility>
 #include <vector>
 
-#include "base/file.h"
-#include "base/json.h"
-#include "costmodel/cost_model.h"
+#include "saturn/base/file.h"
+#include "saturn/base/json.h"
+#include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "ort/harness_internal.h"
-#include "ort/runtime.h"
-#include "ort/signatures.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/ort/signatures.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn::ort {
 

@@ -15,10 +15,10 @@
 
 #include <sys/wait.h>
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "ort/harness_internal.h"
-#include "ort/runtime.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
 
 namespace saturn::ort {
 

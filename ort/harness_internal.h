@@ -20,8 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "ort/runtime.h"
-#include "tensor/types.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::ort {
 

@@ -7,11 +7,11 @@
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "ort/harness_internal.h"
-#include "ort/runtime.h"
-#include "tensor/builder.h"
-#include "tensor/graph.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn::ort {
 

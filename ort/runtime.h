@@ -16,8 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "tensor/graph.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn::ort {
 

@@ -7,14 +7,14 @@
 #include <utility>
 #include <vector>
 
-#include "base/status.h"
-#include "costmodel/cost_model.h"
-#include "egraph/egraph.h"
-#include "ort/signatures.h"
-#include "rules/condition.h"
-#include "rules/runner.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/analysis.h"
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/ort/signatures.h"
+#include "saturn/rules/condition.h"
+#include "saturn/rules/runner.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/analysis.h"
 
 namespace saturn::ort {
 

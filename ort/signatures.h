@@ -12,12 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/cost_model.h"
-#include "egraph/attributes.h"
-#include "rules/rule.h"
-#include "tensor/graph.h"
-#include "tensor/ops.h"
-#include "tensor/types.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/rules/rule.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::ort {
 

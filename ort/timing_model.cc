@@ -13,11 +13,11 @@
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "ort/harness_internal.h"
-#include "ort/runtime.h"
-#include "tensor/graph.h"
-#include "tensor/ops.h"
-#include "tensor/types.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::ort {
 

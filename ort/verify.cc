@@ -3,12 +3,12 @@
 #include <string>
 #include <utility>
 
-#include "base/file.h"
+#include "saturn/base/file.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "ort/harness_internal.h"
-#include "ort/runtime.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn::ort {
 

@@ -1,4 +1,4 @@
-#include "rules/condition.h"
+#include "saturn/rules/condition.h"
 
 namespace saturn {
 

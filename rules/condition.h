@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "egraph/egraph.h"
+#include "saturn/egraph/egraph.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "rules/machine.h"
+#include "saturn/rules/machine.h"
 
 #include <algorithm>
 

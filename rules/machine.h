@@ -15,8 +15,8 @@
 #include <span>
 #include <vector>
 
-#include "egraph/egraph.h"
-#include "rules/pattern.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/rules/pattern.h"
 
 namespace saturn {
 

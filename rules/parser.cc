@@ -1,10 +1,10 @@
-#include "rules/parser.h"
+#include "saturn/rules/parser.h"
 
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "base/file.h"
-#include "egraph/term.h"
+#include "saturn/base/file.h"
+#include "saturn/egraph/term.h"
 #include "fmt/format.h"
 
 namespace saturn {

@@ -18,9 +18,9 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "egraph/language.h"
-#include "rules/condition.h"
-#include "rules/rule.h"
+#include "saturn/egraph/language.h"
+#include "saturn/rules/condition.h"
+#include "saturn/rules/rule.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "rules/pattern.h"
+#include "saturn/rules/pattern.h"
 
 #include <algorithm>
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "egraph/attributes.h"
-#include "egraph/id.h"
-#include "egraph/language.h"
-#include "rules/condition.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/egraph/id.h"
+#include "saturn/egraph/language.h"
+#include "saturn/rules/condition.h"
 
 namespace saturn {
 

@@ -1,10 +1,10 @@
-#include "rules/rewrite.h"
+#include "saturn/rules/rewrite.h"
 
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "rules/machine.h"
+#include "saturn/rules/machine.h"
 
 namespace saturn {
 

@@ -16,8 +16,8 @@
 #include <span>
 #include <vector>
 
-#include "egraph/egraph.h"
-#include "rules/rule.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/rules/rule.h"
 
 namespace saturn {
 

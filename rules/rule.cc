@@ -1,4 +1,4 @@
-#include "rules/rule.h"
+#include "saturn/rules/rule.h"
 
 #include <algorithm>
 #include <optional>

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "egraph/sexpr.h"
-#include "rules/condition.h"
-#include "rules/pattern.h"
+#include "saturn/egraph/sexpr.h"
+#include "saturn/rules/condition.h"
+#include "saturn/rules/pattern.h"
 
 namespace saturn {
 

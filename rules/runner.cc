@@ -1,9 +1,9 @@
-#include "rules/runner.h"
-#include "base/stopwatch.h"
+#include "saturn/rules/runner.h"
+#include "saturn/base/stopwatch.h"
 
 #include <algorithm>
 
-#include "rules/rewrite.h"
+#include "saturn/rules/rewrite.h"
 
 namespace saturn {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "egraph/egraph.h"
-#include "rules/rule.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/rules/rule.h"
 
 namespace saturn {
 

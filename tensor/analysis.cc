@@ -1,13 +1,13 @@
-#include "tensor/analysis.h"
+#include "saturn/tensor/analysis.h"
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "base/graph.h"
+#include "saturn/base/graph.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
-#include "tensor/ops.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/ops.h"
 
 namespace saturn::tensor {
 

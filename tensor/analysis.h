@@ -19,10 +19,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "egraph/analysis.h"
-#include "egraph/egraph.h"
-#include "tensor/graph.h"
-#include "tensor/types.h"
+#include "saturn/egraph/analysis.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor {
 

@@ -1,10 +1,10 @@
-#include "tensor/builder.h"
+#include "saturn/tensor/builder.h"
 
 #include <cmath>
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
+#include "saturn/tensor/infer.h"
 
 namespace saturn::tensor {
 

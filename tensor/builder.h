@@ -17,7 +17,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "tensor/graph.h"
+#include "saturn/tensor/graph.h"
 
 namespace saturn::tensor {
 

@@ -1,8 +1,8 @@
-#include "tensor/graph.h"
+#include "saturn/tensor/graph.h"
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
+#include "saturn/tensor/infer.h"
 
 namespace saturn::tensor {
 

@@ -17,10 +17,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
-#include "tensor/ops.h"
-#include "tensor/tensor.h"
-#include "tensor/types.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/tensor.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor {
 

@@ -1,4 +1,4 @@
-#include "tensor/infer.h"
+#include "saturn/tensor/infer.h"
 
 #include <algorithm>
 #include <cassert>
@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
-#include "tensor/inference.h"
+#include "saturn/tensor/inference.h"
 
 namespace saturn::tensor {
 

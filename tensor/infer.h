@@ -12,9 +12,9 @@
 #include <span>
 
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
-#include "tensor/ops.h"
-#include "tensor/types.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor {
 

@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tensor/infer.h"
-#include "tensor/inference.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/inference.h"
 
 namespace saturn::tensor::inference {
 

@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
+#include "saturn/egraph/attributes.h"
 #include "fmt/format.h"
-#include "tensor/ops.h"
-#include "tensor/types.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor::inference {
 

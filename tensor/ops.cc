@@ -1,4 +1,4 @@
-#include "tensor/ops.h"
+#include "saturn/tensor/ops.h"
 
 #include <algorithm>
 #include <array>

@@ -26,8 +26,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
-#include "egraph/language.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/egraph/language.h"
 
 namespace saturn::tensor {
 

@@ -1,6 +1,6 @@
 // Cutting a graph into regions and stitching the regions' results back.
 // See regions.h.
-#include "tensor/regions.h"
+#include "saturn/tensor/regions.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 
 namespace saturn::tensor {

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tensor/graph.h"
+#include "saturn/tensor/graph.h"
 
 namespace saturn::tensor {
 

@@ -1,4 +1,4 @@
-#include "tensor/tensor.h"
+#include "saturn/tensor/tensor.h"
 
 #include <algorithm>
 #include <bit>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/types.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor {
 

@@ -1,4 +1,4 @@
-#include "tensor/types.h"
+#include "saturn/tensor/types.h"
 
 #include <algorithm>
 #include <array>

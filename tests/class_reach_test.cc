@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
-#include "egraph/egraph.h"
-#include "mcts/class_reach.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/mcts/class_reach.h"
 
 namespace saturn {
 namespace {

@@ -7,13 +7,13 @@
 
 #include <filesystem>
 
-#include "costmodel/cost_model.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "extract/extractor.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/extract/extractor.h"
 #include "fmt/format.h"
-#include "tensor/builder.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn {
 namespace {

@@ -5,15 +5,15 @@
 #include <optional>
 #include <random>
 
-#include "egraph/egraph.h"
-#include "egraph/serialize.h"
-#include "egraph/term.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/egraph/serialize.h"
+#include "saturn/egraph/term.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "rules/math/math_language.h"
-#include "rules/parser.h"
-#include "rules/runner.h"
-#include "tests/math_setup.h"
+#include "saturn/rules/math/math_language.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/runner.h"
+#include "saturn/tests/math_setup.h"
 
 namespace saturn {
 namespace {

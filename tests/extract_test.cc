@@ -8,12 +8,12 @@
 #include <optional>
 #include <random>
 
-#include "base/status.h"
-#include "extract/derivation_search.h"
-#include "extract/extractor.h"
-#include "tensor/analysis.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
+#include "saturn/base/status.h"
+#include "saturn/extract/derivation_search.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
 
 namespace saturn {
 namespace {

@@ -1,6 +1,6 @@
 // Graph algorithm tests: strongly connected components and their numbering,
 // dominators, cycles, post-orders and topological orders.
-#include "base/graph.h"
+#include "saturn/base/graph.h"
 
 #include <cstddef>
 #include <cstdint>

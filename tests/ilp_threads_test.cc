@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/status.h"
-#include "extract/extractor.h"
-#include "egraph/serialize.h"
+#include "saturn/base/status.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/egraph/serialize.h"
 #include "gtest/gtest.h"
 
 namespace saturn {

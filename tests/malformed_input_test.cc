@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "nlohmann/json.hpp"
-#include "rules/parser.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/json/json_model.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/json/json_model.h"
 
 namespace saturn::tensor {
 namespace {

@@ -6,10 +6,10 @@
 //   Runner().run(m.eg, m.rules);
 #pragma once
 
-#include "egraph/egraph.h"
+#include "saturn/egraph/egraph.h"
 #include "gtest/gtest.h"
-#include "rules/math/math_language.h"
-#include "rules/parser.h"
+#include "saturn/rules/math/math_language.h"
+#include "saturn/rules/parser.h"
 
 namespace saturn {
 

@@ -1,10 +1,10 @@
 // Proof goals from egg's math test suite: after saturating with the math
 // rules, the two terms of each goal share an e-class.
-#include "egraph/term.h"
+#include "saturn/egraph/term.h"
 #include "gtest/gtest.h"
-#include "rules/math/math_language.h"
-#include "rules/runner.h"
-#include "tests/math_setup.h"
+#include "saturn/rules/math/math_language.h"
+#include "saturn/rules/runner.h"
+#include "saturn/tests/math_setup.h"
 
 namespace saturn {
 namespace {

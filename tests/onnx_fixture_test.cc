@@ -9,16 +9,16 @@
 
 #include <sys/wait.h>
 
-#include "base/file.h"
-#include "base/status.h"
-#include "costmodel/cost_model.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "mcts/optimize.h"
-#include "mcts/search.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/onnx/onnx.h"
-#include "tests/onnx_models.h"
+#include "saturn/mcts/optimize.h"
+#include "saturn/mcts/search.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {
 namespace {

@@ -13,15 +13,15 @@
 
 #include <sys/wait.h>
 
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/json/json_model.h"
-#include "tensor/onnx/onnx.h"
-#include "tests/onnx_models.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {
 namespace {

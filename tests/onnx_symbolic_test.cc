@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "tensor/builder.h"
-#include "tensor/onnx/exporter.h"
-#include "tensor/onnx/onnx.h"
-#include "tests/onnx_models.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/onnx/exporter.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {
 namespace {

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
-#include "tensor/builder.h"
-#include "tensor/infer.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/infer.h"
 #include "fmt/format.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/onnx/onnx.h"
-#include "tensor/regions.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tensor/regions.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 namespace {

@@ -5,14 +5,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "egraph/term.h"
+#include "saturn/egraph/term.h"
 #include "gtest/gtest.h"
-#include "rules/machine.h"
-#include "rules/math/math_language.h"
-#include "rules/parser.h"
-#include "rules/rewrite.h"
-#include "rules/runner.h"
-#include "tests/math_setup.h"
+#include "saturn/rules/machine.h"
+#include "saturn/rules/math/math_language.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/rewrite.h"
+#include "saturn/rules/runner.h"
+#include "saturn/tests/math_setup.h"
 
 namespace saturn {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "tensor/infer.h"
-#include "tensor/ops.h"
-#include "ort/runtime.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/ort/runtime.h"
 
 namespace saturn::ort {
 namespace {

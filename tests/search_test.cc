@@ -8,16 +8,16 @@
 #include <sstream>
 #include <string>
 
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "mcts/optimize.h"
-#include "mcts/protocol.h"
+#include "saturn/mcts/optimize.h"
+#include "saturn/mcts/protocol.h"
 #include "nlohmann/json.hpp"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn {
 namespace {

@@ -6,13 +6,13 @@
 
 #include <filesystem>
 
-#include "egraph/egraph.h"
-#include "base/status.h"
-#include "tensor/analysis.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/json/json_model.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/egraph/egraph.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "base/status.h"
-#include "tensor/interpreter/kernels.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/interpreter/kernels.h"
 
 namespace saturn::tensor {
 namespace {

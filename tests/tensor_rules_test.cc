@@ -4,16 +4,16 @@
 // outputs.
 #include <gtest/gtest.h>
 
-#include "costmodel/cost_model.h"
-#include "base/status.h"
-#include "extract/extractor.h"
-#include "rules/parser.h"
-#include "rules/runner.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/analysis.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/base/status.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/runner.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <limits>
 
-#include "base/status.h"
-#include "tensor/infer.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/infer.h"
 
 namespace saturn::tensor {
 namespace {

@@ -17,18 +17,18 @@
 
 #include <sys/wait.h>
 
-#include "base/file.h"
-#include "base/status.h"
-#include "costmodel/cost_model.h"
-#include "extract/extractor.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/extract/extractor.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "rules/runner.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/analysis.h"
-#include "tensor/builder.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/rules/runner.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn::tensor {
 namespace {

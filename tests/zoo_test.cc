@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "base/status.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 namespace {

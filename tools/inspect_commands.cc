@@ -8,20 +8,20 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "base/stopwatch.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "mcts/protocol.h"
-#include "rules/parser.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/infer.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/zoo/zoo.h"
-#include "tools/commands.h"
-#include "tools/model_files.h"
+#include "saturn/mcts/protocol.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/zoo/zoo.h"
+#include "saturn/tools/commands.h"
+#include "saturn/tools/model_files.h"
 
 namespace saturn::tools {
 

@@ -1,13 +1,13 @@
-#include "tools/model_files.h"
+#include "saturn/tools/model_files.h"
 
 #include <filesystem>
 
 #include "CLI/CLI.hpp"
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "tensor/json/json_model.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tools {
 

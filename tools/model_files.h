@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/cost_model.h"
-#include "tensor/graph.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace CLI {
 class App;

@@ -13,18 +13,18 @@
 #include <unistd.h>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/status.h"
-#include "base/stopwatch.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "mcts/optimize.h"
-#include "mcts/self_check.h"
+#include "saturn/mcts/optimize.h"
+#include "saturn/mcts/self_check.h"
 #include "nlohmann/json.hpp"
-#include "tensor/json/json_model.h"
-#include "tools/commands.h"
-#include "tools/model_files.h"
-#include "tools/runtime_commands.h"
+#include "saturn/tensor/json/json_model.h"
+#include "saturn/tools/commands.h"
+#include "saturn/tools/model_files.h"
+#include "saturn/tools/runtime_commands.h"
 
 namespace saturn::tools {
 

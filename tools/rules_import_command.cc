@@ -8,15 +8,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "rules/parser.h"
-#include "rules/tensor/tensat_import.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/ops.h"
-#include "tools/commands.h"
-#include "tools/model_files.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/tensor/tensat_import.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tools/commands.h"
+#include "saturn/tools/model_files.h"
 
 namespace saturn::tools {
 

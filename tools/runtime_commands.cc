@@ -1,5 +1,5 @@
 // The subcommands that run models in onnxruntime: verify and calibrate.
-#include "tools/runtime_commands.h"
+#include "saturn/tools/runtime_commands.h"
 
 #include <filesystem>
 #include <memory>
@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
-#include "base/file.h"
-#include "base/stopwatch.h"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "tools/commands.h"
-#include "tools/model_files.h"
+#include "saturn/tools/commands.h"
+#include "saturn/tools/model_files.h"
 
 namespace saturn::tools {
 

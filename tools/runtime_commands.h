@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "ort/runtime.h"
-#include "tensor/graph.h"
-#include "tensor/onnx/onnx.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace CLI {
 class App;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "base/cli.h"
+#include "saturn/base/cli.h"
 #include "fmt/format.h"
-#include "tools/commands.h"
+#include "saturn/tools/commands.h"
 
 int main(int argc, char** argv) {
   using namespace saturn::tools;

@@ -1,12 +1,12 @@
-#include "rules/math/math_language.h"
+#include "saturn/rules/math/math_language.h"
 
 #include <cctype>
 #include <charconv>
 
-#include "base/embedded.h"
-#include "egraph/egraph.h"
+#include "saturn/base/embedded.h"
+#include "saturn/egraph/egraph.h"
 #include "fmt/format.h"
-#include "rules/parser.h"
+#include "saturn/rules/parser.h"
 
 namespace saturn {
 

@@ -13,11 +13,11 @@
 #include <optional>
 #include <string>
 
-#include "egraph/analysis.h"
-#include "egraph/language.h"
+#include "saturn/egraph/analysis.h"
+#include "saturn/egraph/language.h"
 #include "absl/status/statusor.h"
-#include "rules/condition.h"
-#include "rules/rule.h"
+#include "saturn/rules/condition.h"
+#include "saturn/rules/rule.h"
 
 namespace saturn {
 

@@ -1,17 +1,17 @@
 // The tensor rule set: the conditions its rules may name and the shipped
 // rule files. The rule verifier is in verifier.cc.
-#include "rules/tensor/tensor_rules.h"
+#include "saturn/rules/tensor/tensor_rules.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "rules/parser.h"
-#include "rules/rewrite.h"
-#include "tensor/analysis.h"
-#include "tensor/infer.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/rewrite.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/infer.h"
 
 namespace saturn {
 

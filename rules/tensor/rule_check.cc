@@ -1,4 +1,4 @@
-#include "rules/tensor/rule_check.h"
+#include "saturn/rules/tensor/rule_check.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,11 +9,11 @@
 #include <system_error>
 
 #include "absl/strings/numbers.h"
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "rules/parser.h"
-#include "rules/tensor/tensor_rules.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/tensor/tensor_rules.h"
 
 namespace saturn {
 

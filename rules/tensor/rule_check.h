@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "rules/condition.h"
-#include "tensor/ops.h"
+#include "saturn/rules/condition.h"
+#include "saturn/tensor/ops.h"
 
 namespace saturn {
 

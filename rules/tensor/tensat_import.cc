@@ -1,4 +1,4 @@
-#include "rules/tensor/tensat_import.h"
+#include "saturn/rules/tensor/tensat_import.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "absl/strings/str_join.h"
-#include "egraph/sexpr.h"
+#include "saturn/egraph/sexpr.h"
 #include "fmt/format.h"
 
 namespace saturn {

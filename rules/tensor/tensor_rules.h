@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "base/embedded.h"
-#include "rules/condition.h"
-#include "rules/rule.h"
-#include "tensor/ops.h"
-#include "tensor/tensor.h"
+#include "saturn/base/embedded.h"
+#include "saturn/rules/condition.h"
+#include "saturn/rules/rule.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/tensor.h"
 
 namespace saturn {
 

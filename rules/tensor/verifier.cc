@@ -7,15 +7,15 @@
 #include <random>
 
 #include "absl/strings/numbers.h"
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "rules/rewrite.h"
-#include "rules/tensor/tensor_rules.h"
-#include "rules/tensor/verifier_draws.h"
-#include "tensor/analysis.h"
-#include "tensor/infer.h"
-#include "tensor/interpreter/interpreter.h"
+#include "saturn/rules/rewrite.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/rules/tensor/verifier_draws.h"
+#include "saturn/tensor/analysis.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/interpreter.h"
 
 namespace saturn {
 

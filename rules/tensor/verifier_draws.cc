@@ -1,14 +1,14 @@
 // The verifier's draws: shapes and attribute values for a rule's variables,
 // related as rules relate their operands. See verifier_draws.h.
-#include "rules/tensor/verifier_draws.h"
+#include "saturn/rules/tensor/verifier_draws.h"
 
 #include <algorithm>
 #include <limits>
 #include <optional>
 
 #include "absl/strings/numbers.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tensor/ops.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/ops.h"
 
 namespace saturn::verifier {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "egraph/attributes.h"
-#include "rules/rule.h"
-#include "tensor/types.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/rules/rule.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::verifier {
 

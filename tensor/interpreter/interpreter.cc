@@ -1,9 +1,9 @@
-#include "tensor/interpreter/interpreter.h"
+#include "saturn/tensor/interpreter/interpreter.h"
 
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
-#include "tensor/interpreter/kernels.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels.h"
 
 namespace saturn::tensor {
 

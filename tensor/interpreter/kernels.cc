@@ -1,4 +1,4 @@
-#include "tensor/interpreter/kernels.h"
+#include "saturn/tensor/interpreter/kernels.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -11,8 +11,8 @@
 
 #include "fmt/format.h"
 #include "oneapi/tbb/parallel_for.h"
-#include "tensor/infer.h"
-#include "tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
 
 namespace saturn::tensor {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
-#include "tensor/ops.h"
-#include "tensor/tensor.h"
+#include "saturn/egraph/attributes.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/tensor.h"
 
 namespace saturn::tensor {
 

@@ -6,8 +6,8 @@
 #include <span>
 #include <string>
 
-#include "tensor/infer.h"
-#include "tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
 
 namespace saturn::tensor::kernels {
 

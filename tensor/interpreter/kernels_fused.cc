@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "tensor/infer.h"
-#include "tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
 
 namespace saturn::tensor::kernels {
 

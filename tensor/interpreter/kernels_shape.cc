@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
-#include "tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
 
 namespace saturn::tensor::kernels {
 

@@ -1,14 +1,14 @@
-#include "tensor/json/json_model.h"
+#include "saturn/tensor/json/json_model.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
-#include "base/file.h"
-#include "base/json.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/json.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "tensor/infer.h"
+#include "saturn/tensor/infer.h"
 
 namespace saturn::tensor {
 

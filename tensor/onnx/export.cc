@@ -16,15 +16,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "base/file.h"
-#include "base/status.h"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "onnx/checker.h"
-#include "tensor/graph.h"
-#include "tensor/interpreter/interpreter.h"
-#include "tensor/onnx/exporter.h"
-#include "tensor/onnx/onnx.h"
-#include "tensor/onnx/proto.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/onnx/exporter.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tensor/onnx/proto.h"
 
 namespace saturn::tensor {
 

@@ -11,9 +11,9 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
-#include "tensor/infer.h"
-#include "tensor/onnx/exporter.h"
-#include "tensor/onnx/proto.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/onnx/exporter.h"
+#include "saturn/tensor/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

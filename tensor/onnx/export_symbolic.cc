@@ -31,14 +31,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/status.h"
+#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
-#include "tensor/infer.h"
-#include "tensor/onnx/exporter.h"
-#include "tensor/onnx/proto.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/onnx/exporter.h"
+#include "saturn/tensor/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

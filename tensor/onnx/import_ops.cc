@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tensor/infer.h"
-#include "tensor/onnx/importer.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/onnx/importer.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -18,9 +18,9 @@
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "tensor/graph.h"
-#include "tensor/onnx/importer.h"
-#include "tensor/onnx/proto.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/importer.h"
+#include "saturn/tensor/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -21,15 +21,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "egraph/attributes.h"
+#include "saturn/egraph/attributes.h"
 #include "fmt/format.h"
 #include "onnx/onnx_pb.h"
-#include "tensor/graph.h"
-#include "tensor/onnx/onnx.h"
-#include "tensor/onnx/proto.h"
-#include "tensor/ops.h"
-#include "tensor/tensor.h"
-#include "tensor/types.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tensor/onnx/proto.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/tensor.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -30,8 +30,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "tensor/graph.h"
-#include "tensor/tensor.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/tensor.h"
 
 namespace saturn::tensor {
 

@@ -1,4 +1,4 @@
-#include "tensor/onnx/proto.h"
+#include "saturn/tensor/onnx/proto.h"
 
 #include <cstring>
 

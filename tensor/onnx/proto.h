@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
-#include "tensor/tensor.h"
-#include "tensor/types.h"
+#include "saturn/tensor/tensor.h"
+#include "saturn/tensor/types.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "tensor/builder.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 

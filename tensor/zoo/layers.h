@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tensor/builder.h"
+#include "saturn/tensor/builder.h"
 
 namespace saturn::tensor::zoo {
 

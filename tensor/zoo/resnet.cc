@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "tensor/zoo/layers.h"
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/zoo/layers.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {
 

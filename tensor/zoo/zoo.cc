@@ -1,4 +1,4 @@
-#include "tensor/zoo/zoo.h"
+#include "saturn/tensor/zoo/zoo.h"
 
 #include <array>
 #include <string>

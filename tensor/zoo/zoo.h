@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "tensor/graph.h"
+#include "saturn/tensor/graph.h"
 
 namespace saturn::tensor {
 

@@ -3,9 +3,9 @@
 // session goes on.
 #include <sstream>
 
-#include "mcts/protocol.h"
-#include "tensor/builder.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/mcts/protocol.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;

@@ -1,7 +1,7 @@
 // saturn's JSON models: parsed, then type-checked, or refused.
-#include "tensor/json/json_model.h"
-#include "tensor/infer.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;

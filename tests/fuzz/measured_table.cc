@@ -1,8 +1,8 @@
 // Measured cost tables (saturn calibrate's output): parsed, then asked for
 // the costs of a small model's operators.
-#include "costmodel/cost_model.h"
-#include "tensor/builder.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;

@@ -1,8 +1,8 @@
 // ONNX models: any bytes are parsed (protobuf), imported into saturn's graph
 // and type-checked, or refused with an error; nothing may crash.
-#include "tensor/infer.h"
-#include "tensor/onnx/onnx.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/fuzz/harness.h"
+#include "saturn/tests/fuzz/harness.h"
 
 int main(int argc, char** argv) {
   std::vector<std::filesystem::path> files;

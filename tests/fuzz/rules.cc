@@ -1,9 +1,9 @@
 // Rule files: parsed against the tensor language and its conditions; a rule
 // that parses is verified with a few draws (building and evaluating both of
 // its sides on shapes the verifier picks).
-#include "rules/parser.h"
-#include "rules/tensor/tensor_rules.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/rules/parser.h"
+#include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;

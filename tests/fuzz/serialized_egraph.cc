@@ -1,8 +1,8 @@
 // egraph-serialize files (extraction-gym's format): parsed, turned into an
 // extraction problem and extracted by the greedy extractors.
-#include "egraph/serialize.h"
-#include "extract/extractor.h"
-#include "tests/fuzz/harness.h"
+#include "saturn/egraph/serialize.h"
+#include "saturn/extract/extractor.h"
+#include "saturn/tests/fuzz/harness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace saturn;
