@@ -1,9 +1,17 @@
-// saturn's library API in one header: optimize a tensor graph, or compose
-// the pieces (models, rules, e-graphs, cost models, extractors, search).
+// saturn's library API in one header: load a model, optimize it, save it;
+// or compose the pieces (rules, e-graphs, cost models, extractors, search,
+// and the environment an agent steps through).
 //
 //   #include "saturn/saturn.h"
-//   absl::StatusOr<saturn::tensor::Graph> g = saturn::tensor::build_zoo_model("bert");
-//   absl::StatusOr<saturn::OptimizeResult> r = saturn::optimize(*g, {});
+//   absl::StatusOr<saturn::tensor::Graph> g = saturn::load_model("model.onnx");  // .json, a zoo name
+//   saturn::OptimizeOptions options;                        // MCTS, 2,000 e-nodes, roofline cost
+//   options.cost_model = saturn::cost_model_by_name("roofline:gpu-a100").value();
+//   absl::StatusOr<saturn::OptimizeResult> r = saturn::optimize(*g, options);
+//   if (r.ok()) absl::Status s = saturn::save_model(r->graph, "model.opt.onnx");
+//
+// CMake: find_package(saturn REQUIRED) and link saturn::saturn. Without a
+// min_gain, optimize() keeps the input unless the result is predicted half a
+// percent cheaper (any gain under opcount), as `saturn optimize` does.
 #pragma once
 
 #include "saturn/costmodel/cost_model.h"
@@ -15,4 +23,14 @@
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/models.h"
+#include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tensor/zoo/zoo.h"
+
+namespace saturn {
+
+// Models by file name: ONNX, saturn's JSON, or a zoo model (tensor/models.h).
+using tensor::load_model;
+using tensor::save_model;
+
+}  // namespace saturn

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
             options.budget.time_limit_seconds = args->time_limit;
             options.cost_model = *cost;
             options.ilp_seconds = args->ilp_seconds;
+            options.min_gain = 0;  // the strategies are compared on what they find
             options.rule_files = args->rules;
             options.unverified_rules = args->unverified_rules;
             absl::StatusOr<OptimizeResult> r = optimize(*graph, options);

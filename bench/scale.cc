@@ -106,6 +106,7 @@ int run_single(const Args& a) {
   o.search.threads = a.threads;
   o.cost_model = *cost;
   o.ilp_seconds = a.ilp_seconds;
+  o.min_gain = 0;  // any gain counts: the results are compared across depths
   o.budget.time_limit_seconds = a.time_limit;
   if (budget > 0) {
     o.regions.target_ops = 0;

@@ -47,11 +47,17 @@ absl::StatusOr<PricedExtraction> price(const Environment& env, const ExtractionP
 
 }  // namespace
 
+double min_gain_of(const OptimizeOptions& options) {
+  if (options.min_gain) return *options.min_gain;
+  return options.cost_model != nullptr && options.cost_model->name() == "opcount" ? 0.0
+                                                                                  : kDefaultMinGain;
+}
+
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
-  if (!(options.min_gain >= 0 && options.min_gain < 1))
+  if (const double gain = min_gain_of(options); !(gain >= 0 && gain < 1))
     return absl::InvalidArgumentError(
-        fmt::format("the minimum gain must be a fraction in [0, 1), got {}", options.min_gain));
+        fmt::format("the minimum gain must be a fraction in [0, 1), got {}", gain));
   if (!(options.ilp_seconds >= 0))
     return absl::InvalidArgumentError(fmt::format(
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
@@ -208,7 +214,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   // pattern fusions can. And a heuristic extraction can miss the input graph
   // itself: never return something worse than what came in.
   keep_better(graph, std::move(best->graph), best->total(), best->spill, best->weight_bytes,
-              options.min_gain, result);
+              min_gain_of(options), result);
 
   auto named = [&](const std::vector<std::size_t>& per_rule) {
     std::vector<RuleApplication> counts;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,9 @@ struct OptimizeOptions {
   // fraction cheaper (0.005: half a percent); 0 takes any strict gain. A
   // latency model's per-kernel figures are good to a few percent at best,
   // so a predicted gain below that is noise that a runtime may well turn
-  // into a loss.
-  double min_gain = 0;
+  // into a loss. Unset: kDefaultMinGain, or 0 under the opcount model (as
+  // `saturn optimize`; see min_gain_of).
+  std::optional<double> min_gain;
   // Before a changed graph is returned, it runs beside its input in saturn's
   // interpreter on seeded random inputs (mcts/self_check.h): an output that
   // differs is an error naming the rules applied. A graph cut into regions
@@ -74,6 +76,12 @@ struct OptimizeOptions {
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
 };
+
+// The default minimum gain under a latency model: half a percent.
+inline constexpr double kDefaultMinGain = 0.005;
+// The minimum gain `options` asks for: min_gain, else kDefaultMinGain (0
+// under the opcount model, whose counts are exact).
+double min_gain_of(const OptimizeOptions& options);
 
 struct RuleApplication {
   std::string name;

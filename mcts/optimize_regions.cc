@@ -237,7 +237,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   result.weight_bytes_before = input_weights->bytes;
   result.cost_found = *after + held->spill;
   keep_better(graph, std::move(*stitched), result.cost_found, held->spill, held->bytes,
-              options.min_gain, result);
+              min_gain_of(options), result);
   result.self_check = self_check_summary(options, result, found, first);
   result.times.extract += stitching.seconds();
   result.times.total = total.seconds();

@@ -6,27 +6,8 @@
 #include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "saturn/tensor/json/json_model.h"
-#include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tools {
-
-absl::StatusOr<tensor::Graph> load_model(const std::string& name,
-                                         const tensor::OnnxImportOptions& onnx) {
-  if (name.ends_with(".onnx")) return tensor::load_onnx_model(name, onnx);
-  if (name.ends_with(".json")) return tensor::load_json_model(name);
-  if (name.find('/') != std::string::npos || std::filesystem::exists(name))
-    return absl::InvalidArgumentError(
-        fmt::format("{}: unknown model format (expected .onnx or .json)", name));
-  return tensor::build_zoo_model(name);
-}
-
-absl::Status save_model(const tensor::Graph& graph, const std::string& path) {
-  if (path.ends_with(".onnx")) return tensor::save_onnx_model(graph, path);
-  if (path.ends_with(".json")) return tensor::save_json_model(graph, path);
-  return absl::InvalidArgumentError(
-      fmt::format("{}: unknown output format (use .onnx or .json)", path));
-}
 
 namespace {
 

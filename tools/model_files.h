@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/tensor/graph.h"
+#include "saturn/tensor/models.h"
 #include "saturn/tensor/onnx/onnx.h"
 
 namespace CLI {
@@ -20,11 +21,9 @@ class App;
 
 namespace saturn::tools {
 
-// An ONNX file (.onnx), a saturn JSON file (.json), or a zoo model by name.
-absl::StatusOr<tensor::Graph> load_model(const std::string& name,
-                                         const tensor::OnnxImportOptions& onnx = {});
-// Writes .onnx or .json by the file name's extension.
-absl::Status save_model(const tensor::Graph& graph, const std::string& path);
+// Models by file name: tensor::load_model and tensor::save_model.
+using tensor::load_model;
+using tensor::save_model;
 
 // Refuses a command that would write one of `outputs` over one of `inputs`
 // (the files it reads) or over another of its outputs. Empty names are

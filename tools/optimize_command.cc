@@ -171,7 +171,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
         "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
         "minimum gain of {:.3g}%)\n",
         r.cost_found, 100 * (r.cost_before - r.cost_found) / r.cost_before,
-        100 * o.optimize.min_gain);
+        100 * min_gain_of(o.optimize));
   for (std::size_t i = 0; i < r.rules_applied.size() && i < 8; ++i)
     fmt::print("  {:>6}  {}\n", r.rules_applied[i].count, r.rules_applied[i].name);
   if (!o.out.empty())
@@ -210,7 +210,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"symbolic_dimensions", graph.symbols.sizes},
           {"holds_only_at_given_sizes", sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
           {"cost_found", r.cost_found},
-          {"min_gain_percent", 100 * o.optimize.min_gain},
+          {"min_gain_percent", 100 * min_gain_of(o.optimize)},
           {"ops_before", tensor::total_ops(graph)},
           {"ops_after", tensor::total_ops(r.graph)},
           {"weight_bytes_before", r.weight_bytes_before},
@@ -274,9 +274,8 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
   if (!cost_model.ok()) return fail(cost_model.status());
   o.optimize.cost_model = *cost_model;
-  // A latency model's per-kernel figures carry errors of a few percent: a
-  // smaller predicted gain is not worth a different graph.
-  o.optimize.min_gain = o.min_gain_percent.value_or(o.cost == "opcount" ? 0.0 : 0.5) / 100;
+  // Unset, the library's default (min_gain_of).
+  if (o.min_gain_percent) o.optimize.min_gain = *o.min_gain_percent / 100;
   ProgressLine progress(!o.quiet && isatty(fileno(stderr)));
   o.optimize.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
