@@ -4,7 +4,8 @@
 # it and optimizes an ONNX fixture; the installed command line finds its
 # rules and profiles without the source tree; and a parent project that
 # adds saturn with add_subdirectory gets the libraries without saturn's
-# tests, benchmarks and tools.
+# tests, benchmarks and tools; the Python module imports from the prefix; and
+# the prefix still works once moved.
 source "$(dirname "$0")/lib.sh"
 [[ -n ${SATURN_BUILD_DIR:-} ]] || fail "SATURN_BUILD_DIR (the build to install) is not set"
 prefix=$OUT/prefix
@@ -27,6 +28,21 @@ run_ok out "$prefix/bin/saturn" optimize squeezenet --search greedy --cost roofl
 expect 'squeezenet: greedy search, roofline' "$out"
 run_ok out "$prefix/bin/saturn" rules list
 expect 'rules/tensor/transformer.rules' "$out"
+
+# The Python module from the prefix.
+if [[ -n ${SATURN_PYTHON:-} ]]; then
+  site=$(ls -d "$prefix"/lib/python3*/dist-packages)
+  run_ok out env PYTHONPATH="$site" "$SATURN_PYTHON" -c "import saturn; \
+r = saturn.optimize(saturn.load('$FIXTURES/squeezenet1_1.onnx'), search='greedy', ilp_seconds=0); \
+r.save('$OUT/s.onnx'); print('python', r.cost_before > r.cost_after)"
+  expect 'python True' "$out"
+fi
+
+# The prefix moved elsewhere still works: nothing in it names where it was built or installed.
+mv "$prefix" "$OUT/moved"
+run_ok out "$OUT/moved/bin/saturn" optimize "$FIXTURES/squeezenet1_1.onnx" --search greedy \
+  --ilp-seconds 0 -o "$OUT/moved.onnx"
+expect 'squeezenet1_1: greedy search, roofline' "$out"
 
 # add_subdirectory: the libraries, no tests, benchmarks or tools.
 mkdir "$OUT/parent"
