@@ -28,6 +28,7 @@ Command add_env_command(CLI::App& program);                  // inspect_commands
 std::vector<Command> add_rules_commands(CLI::App& program);  // rules list, verify, import
 Command add_rules_import_command(CLI::App& rules);           // rules_import_command.cc
 Command add_optimize_command(CLI::App& program);             // optimize_command.cc
+Command add_batch_command(CLI::App& program);                // batch_command.cc
 Command add_verify_command(CLI::App& program);               // runtime_commands.cc
 Command add_calibrate_command(CLI::App& program);            // runtime_commands.cc
 

@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   clang libclang-rt-14-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
+  libboost-mpi-dev libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "saturn/tensor/json/json_model.h"
 #include "saturn/tools/commands.h"
+#include "saturn/tools/optimize_command.h"
 #include "saturn/tools/model_files.h"
 #include "saturn/tools/runtime_commands.h"
 
@@ -31,17 +32,6 @@ namespace saturn::tools {
 using tensor::Graph;
 
 namespace {
-
-struct OptimizeCommandOptions {
-  std::string model, out, report, dot_dir, cost = "roofline", search = "mcts",
-      target = "onnxruntime";
-  bool quiet = false, verify = false, keep_faster = false;
-  std::optional<double> min_speedup;
-  std::optional<double> min_gain_percent;
-  ort::RuntimeOptions verify_options;
-  tensor::OnnxImportOptions onnx;
-  OptimizeOptions optimize;
-};
 
 // The progress line: rewritten in place on a terminal, at most 10 times a
 // second, from any search thread.
@@ -180,6 +170,8 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
     fmt::print("wrote {}/before.dot and {}/after.dot\n", o.dot_dir, o.dot_dir);
 }
 
+}  // namespace
+
 // The summary as --report writes it.
 nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
                            const OptimizeCommandOptions& o, const std::string& sizes_only) {
@@ -241,6 +233,48 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
             {"total", r.times.total}}}};
 }
 
+namespace {
+
+}  // namespace
+
+absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
+  o.optimize.search.strategy = *parse_strategy(o.search);
+  o.optimize.target = o.target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
+  absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
+  if (!graph.ok()) return graph.status();
+  note_default_sizes(*graph, o.onnx);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
+  if (!cost_model.ok()) return cost_model.status();
+  o.optimize.cost_model = *cost_model;
+  // Unset, the library's default (min_gain_of).
+  if (o.min_gain_percent) o.optimize.min_gain = *o.min_gain_percent / 100;
+  absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
+  if (!r.ok()) return with_context(r.status(), o.model);
+  if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
+    fmt::print(stderr, "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
+  } else {
+    for (const std::string& rule : r->rule_check.unverified)
+      fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
+  }
+  for (const RuleApplication& rule : r->rules_conflicting)
+    fmt::print(stderr,
+               "saturn: warning: rule {} rejected: type mismatch ({} refusals; its result's shape "
+               "or dtype differs from the matched value's, so the rule is unsound)\n",
+               rule.name, rule.count);
+  OptimizeOutcome outcome{*std::move(graph), *std::move(r), ""};
+  outcome.sizes_only = keep_input_unless_generic(outcome.input, o, outcome.result);
+  if (!o.out.empty()) {
+    // A kept ONNX input is written as it came, not as saturn would export it.
+    absl::Status s = kept_onnx_input(o, outcome.result)
+                         ? tensor::copy_onnx_model(o.model, o.out)
+                         : save_model(outcome.result.graph, o.out);
+    if (!s.ok()) return s;
+  }
+  return outcome;
+}
+
+namespace {
+
 // Checks what the options name before any work: no output over an input,
 // output formats, and --verify's need for an ONNX output.
 int check_optimize_options(const CLI::App& app, const OptimizeCommandOptions& o) {
@@ -266,39 +300,14 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   if (o.keep_faster && !o.min_speedup) o.min_speedup = 1.0;
   o.verify = o.verify || o.min_speedup.has_value();
   if (int rc = check_optimize_options(app, o); rc != 0) return rc;
-  o.optimize.search.strategy = *parse_strategy(o.search);
-  o.optimize.target = o.target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
-  absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
-  if (!graph.ok()) return fail(graph.status());
-  note_default_sizes(*graph, o.onnx);
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
-  if (!cost_model.ok()) return fail(cost_model.status());
-  o.optimize.cost_model = *cost_model;
-  // Unset, the library's default (min_gain_of).
-  if (o.min_gain_percent) o.optimize.min_gain = *o.min_gain_percent / 100;
   ProgressLine progress(!o.quiet && isatty(fileno(stderr)));
   o.optimize.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
-  absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
+  absl::StatusOr<OptimizeOutcome> outcome = optimize_file(o);
   progress.finish();
-  if (!r.ok()) return fail(with_context(r.status(), o.model));
-  if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
-    fmt::print(stderr, "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
-  } else {
-    for (const std::string& rule : r->rule_check.unverified)
-      fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
-  }
-  for (const RuleApplication& rule : r->rules_conflicting)
-    fmt::print(stderr,
-               "saturn: warning: rule {} rejected: type mismatch ({} refusals; its result's shape "
-               "or dtype differs from the matched value's, so the rule is unsound)\n",
-               rule.name, rule.count);
-  const std::string sizes_only = keep_input_unless_generic(*graph, o, *r);
-  if (!o.out.empty()) {
-    // A kept ONNX input is written as it came, not as saturn would export it.
-    absl::Status s = kept_onnx_input(o, *r) ? tensor::copy_onnx_model(o.model, o.out)
-                                            : save_model(r->graph, o.out);
-    if (!s.ok()) return fail(s);
-  }
+  if (!outcome.ok()) return fail(outcome.status());
+  const Graph* graph = &outcome->input;
+  const OptimizeResult* r = &outcome->result;
+  const std::string& sizes_only = outcome->sizes_only;
   if (!o.dot_dir.empty()) {
     for (const auto& [g, stem] : {std::pair{&*graph, "before"}, std::pair{&r->graph, "after"}}) {
       if (absl::Status s = write_dot(*g, o.dot_dir, stem); !s.ok()) return fail(s);
@@ -314,6 +323,8 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
                       o.min_speedup);
   return 0;
 }
+
+}  // namespace
 
 // The search's own options: strategy, budget, cost, rules, threads.
 void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
@@ -359,8 +370,6 @@ void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
                  "latency cost, 0 under opcount)")
       ->check(CLI::Range(0.0, 99.999999));
 }
-
-}  // namespace
 
 Command add_optimize_command(CLI::App& program) {
   auto o = std::make_shared<OptimizeCommandOptions>();

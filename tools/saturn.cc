@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {add_zoo_command(program),    add_check_command(program),
                                    add_info_command(program),   add_optimize_command(program),
                                    add_verify_command(program), add_calibrate_command(program),
-                                   add_env_command(program)};
+                                   add_env_command(program),    add_batch_command(program)};
   for (Command& c : add_rules_commands(program)) commands.push_back(std::move(c));
   if (std::optional<int> exit = saturn::parse_command_line(program, argc, argv)) return *exit;
   for (const Command& command : commands) {
