@@ -1,6 +1,6 @@
 #include "saturn/tools/ranks.h"
 
-#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -10,6 +10,8 @@
 #include <boost/mpi/environment.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
+
+#include <mpi.h>
 #endif
 
 namespace saturn::tools {
@@ -19,6 +21,19 @@ namespace saturn::tools {
 namespace {
 
 constexpr int kAsk = 1, kAnswer = 2;
+constexpr std::chrono::milliseconds kPoll(2);
+
+// Waits for every rank to arrive here, sleeping between polls (MPI's own
+// waits spin, which takes the core of a rank still at work).
+void wait_for_all(const boost::mpi::communicator& world) {
+  MPI_Request request;
+  MPI_Ibarrier(world, &request);
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
 
 }  // namespace
 
@@ -38,9 +53,15 @@ struct Ranks::Mpi {
     return next < count ? next++ : count;
   }
   // Answers every other rank until each has been told that nothing is left.
+  // It polls and sleeps: a blocking receive spins, and would take a core
+  // from the rank's own work.
   void serve() {
     int done = 0;
     while (done < world.size() - 1) {
+      if (!world.iprobe(boost::mpi::any_source, kAsk)) {
+        std::this_thread::sleep_for(kPoll);
+        continue;
+      }
       int from_count = 0;
       boost::mpi::status s = world.recv(boost::mpi::any_source, kAsk, from_count);
       const std::size_t task = take();
@@ -72,11 +93,13 @@ std::size_t Ranks::next_task(std::size_t count) {
   }
   std::size_t task = count;
   mpi_->world.send(0, kAsk, static_cast<int>(count));
-  mpi_->world.recv(0, kAnswer, task);
+  boost::mpi::request answer = mpi_->world.irecv(0, kAnswer, task);
+  while (!answer.test()) std::this_thread::sleep_for(kPoll);
   return task;
 }
 
 std::vector<std::string> Ranks::gather(const std::string& mine) {
+  if (size_ > 1) wait_for_all(mpi_->world);
   if (rank_ == 0 && mpi_->server.joinable()) mpi_->server.join();
   std::vector<std::string> all;
   boost::mpi::gather(mpi_->world, mine, all, 0);
