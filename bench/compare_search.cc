@@ -20,14 +20,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "saturn/base/cli.h"
-#include "saturn/base/file.h"
-#include "saturn/base/status.h"
-#include "saturn/bench/options.h"
-#include "saturn/bench/report.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "nlohmann/json.hpp"
+#include "saturn/base/cli.h"
+#include "saturn/base/file.h"
+#include "saturn/base/ranks.h"
+#include "saturn/base/status.h"
+#include "saturn/bench/options.h"
+#include "saturn/bench/report.h"
 #include "saturn/saturn.h"
 
 using namespace saturn;
@@ -113,12 +114,86 @@ int print_mcts_checks(const std::vector<Run>& runs) {
       const bool ok = worst <= g.after.front() * (1 + 1e-9);
       if (!header) fmt::print("\nchecks (MCTS's worst seed at least as good as greedy):\n");
       header = true;
-      fmt::print("  {} {} {}: MCTS {:.2f} vs greedy {:.2f}: {}\n", m.cost, m.budget, m.model,
-                 worst, g.after.front(), ok ? "ok" : "WORSE");
+      fmt::print("  {} {} {}: MCTS {:.2f} vs greedy {:.2f}: {}\n", m.cost, m.budget, m.model, worst,
+                 g.after.front(), ok ? "ok" : "WORSE");
       worse += ok ? 0 : 1;
     }
   }
   return worse;
+}
+
+// One point of the grid: every seed of one strategy on one model, cost and budget.
+Run run_grid_point(const Args& args, const tensor::Graph& graph, const std::string& model,
+                   const std::string& strategy, const std::string& cost_name,
+                   const std::shared_ptr<const CostModel>& cost, std::size_t budget) {
+  Run run{model, strategy, cost_name, budget};
+  const Strategy s = *parse_strategy(strategy);
+  const int seeds = s == Strategy::kMcts ? args.seeds : 1;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    OptimizeOptions options;
+    options.search.strategy = s;
+    options.search.seed = static_cast<std::uint64_t>(seed);
+    options.search.threads = args.threads;
+    options.budget.max_nodes = budget;
+    options.budget.time_limit_seconds = args.time_limit;
+    options.cost_model = cost;
+    options.ilp_seconds = args.ilp_seconds;
+    options.min_gain = 0;  // the strategies are compared on what they find
+    options.rule_files = args.rules;
+    options.unverified_rules = args.unverified_rules;
+    absl::StatusOr<OptimizeResult> r = optimize(graph, options);
+    if (!r.ok()) {
+      run.error = std::string(message(r.status()));
+      break;
+    }
+    run.before = r->cost_before;
+    run.after.push_back(r->cost_after);
+    run.improvement.push_back(r->improvement_percent());
+    run.speedup.push_back(100.0 * (r->speedup() - 1.0));
+    run.seconds.push_back(r->times.total);
+    run.nodes = std::max(run.nodes, r->stats.peak_nodes);
+    run.bytes = std::max(run.bytes, r->stats.peak_bytes);
+    run.stop = r->stats.stop_reason;
+    for (const RuleApplication& a : r->rules_applied) run.top_rules[a.name] += a.count;
+  }
+  return run;
+}
+
+// A run as it crosses ranks, and back.
+nlohmann::json run_json(const Run& r) {
+  return {{"model", r.model},
+          {"strategy", r.strategy},
+          {"cost", r.cost},
+          {"budget", r.budget},
+          {"before", r.before},
+          {"after", r.after},
+          {"improvement", r.improvement},
+          {"speedup", r.speedup},
+          {"seconds", r.seconds},
+          {"nodes", r.nodes},
+          {"bytes", r.bytes},
+          {"stop", r.stop},
+          {"error", r.error},
+          {"top_rules", r.top_rules}};
+}
+
+Run run_from_json(const nlohmann::json& j) {
+  Run r;
+  j.at("model").get_to(r.model);
+  j.at("strategy").get_to(r.strategy);
+  j.at("cost").get_to(r.cost);
+  j.at("budget").get_to(r.budget);
+  j.at("before").get_to(r.before);
+  j.at("after").get_to(r.after);
+  j.at("improvement").get_to(r.improvement);
+  j.at("speedup").get_to(r.speedup);
+  j.at("seconds").get_to(r.seconds);
+  j.at("nodes").get_to(r.nodes);
+  j.at("bytes").get_to(r.bytes);
+  j.at("stop").get_to(r.stop);
+  j.at("error").get_to(r.error);
+  j.at("top_rules").get_to(r.top_rules);
+  return r;
 }
 
 }  // namespace
@@ -131,70 +206,71 @@ int main(int argc, char** argv) {
   const std::string machine = machine_description();
   fmt::print("machine: {}\n", machine);
   fmt::print("rules: {}{}\n\n",
-             args->rules.empty() ? std::string("shipped") : fmt::format("{}", fmt::join(args->rules, ", ")),
+             args->rules.empty() ? std::string("shipped")
+                                 : fmt::format("{}", fmt::join(args->rules, ", ")),
              args->unverified_rules ? " (unverified)" : "");
-  fmt::print(
-      "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "
-      "peak MB | wall s | stop |\n");
-  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  // The grid, validated on every rank before any work.
+  struct Task {
+    std::string cost, model, strategy;
+    std::size_t budget;
+  };
+  std::vector<Task> tasks;
+  std::map<std::string, std::shared_ptr<const CostModel>> costs;
+  std::map<std::string, tensor::Graph> graphs;
   for (const std::string& cost_name : args->costs) {
     absl::StatusOr<std::shared_ptr<const CostModel>> cost = cost_model_by_name(cost_name);
     if (!cost.ok()) {
       fmt::print(stderr, "compare_search: {}\n", message(cost.status()));
       return 2;
     }
+    costs[cost_name] = *cost;
     for (std::size_t budget : args->budgets) {
       for (const std::string& model : args->models) {
-        absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(model);
-        if (!graph.ok()) {
-          fmt::print(stderr, "compare_search: {}\n", message(graph.status()));
-          return 2;
-        }
-        for (const std::string& strategy : args->strategies) {
-          Run run{model, strategy, cost_name, budget};
-          const Strategy s = *parse_strategy(strategy);
-          const int seeds = s == Strategy::kMcts ? args->seeds : 1;
-          for (int seed = 1; seed <= seeds; ++seed) {
-            OptimizeOptions options;
-            options.search.strategy = s;
-            options.search.seed = static_cast<std::uint64_t>(seed);
-            options.search.threads = args->threads;
-            options.budget.max_nodes = budget;
-            options.budget.time_limit_seconds = args->time_limit;
-            options.cost_model = *cost;
-            options.ilp_seconds = args->ilp_seconds;
-            options.min_gain = 0;  // the strategies are compared on what they find
-            options.rule_files = args->rules;
-            options.unverified_rules = args->unverified_rules;
-            absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
-            if (!r.ok()) {
-              run.error = std::string(message(r.status()));
-              break;
-            }
-            run.before = r->cost_before;
-            run.after.push_back(r->cost_after);
-            run.improvement.push_back(r->improvement_percent());
-            run.speedup.push_back(100.0 * (r->speedup() - 1.0));
-            run.seconds.push_back(r->times.total);
-            run.nodes = std::max(run.nodes, r->stats.peak_nodes);
-            run.bytes = std::max(run.bytes, r->stats.peak_bytes);
-            run.stop = r->stats.stop_reason;
-            for (const RuleApplication& a : r->rules_applied) run.top_rules[a.name] += a.count;
+        if (!graphs.contains(model)) {
+          absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(model);
+          if (!graph.ok()) {
+            fmt::print(stderr, "compare_search: {}\n", message(graph.status()));
+            return 2;
           }
-          auto with_spread = [&](const std::vector<double>& v) {
-            return v.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", run.mean(v), run.spread(v))
-                                : fmt::format("{:.2f}", run.mean(v));
-          };
-          fmt::print(
-              "| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {} | {:.2f} | {:.2f} | {} |\n",
-              model, cost_name, budget, strategy, run.before, run.mean(run.after),
-              with_spread(run.improvement), with_spread(run.speedup), run.nodes, run.bytes / 1e6,
-              run.mean(run.seconds), run.error.empty() ? run.stop : "error: " + run.error);
-          std::fflush(stdout);
-          runs.push_back(std::move(run));
+          graphs.emplace(model, *std::move(graph));
         }
+        for (const std::string& strategy : args->strategies)
+          tasks.push_back({cost_name, model, strategy, budget});
       }
     }
+  }
+  // Runs spread over MPI ranks (base/ranks.h) when launched with mpirun; the
+  // rows are printed in grid order once all are in.
+  Ranks ranks;
+  nlohmann::json mine = nlohmann::json::array();
+  for (std::size_t t; (t = ranks.next_task(tasks.size())) < tasks.size();) {
+    const Task& task = tasks[t];
+    Run run = run_grid_point(*args, graphs.at(task.model), task.model, task.strategy, task.cost,
+                             costs.at(task.cost), task.budget);
+    mine.push_back({{"task", t}, {"run", run_json(run)}});
+  }
+  const std::vector<std::string> gathered = ranks.gather(mine.dump());
+  if (ranks.rank() != 0) return 0;  // rank 0 reports, and its exit code is the run's
+  std::vector<Run> by_task(tasks.size());
+  for (const std::string& part : gathered) {
+    for (const nlohmann::json& done : nlohmann::json::parse(part))
+      by_task[done["task"].get<std::size_t>()] = run_from_json(done["run"]);
+  }
+  fmt::print("ranks: {}\n\n", ranks.size());
+  fmt::print(
+      "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "
+      "peak MB | wall s | stop |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (Run& run : by_task) {
+    auto with_spread = [&](const std::vector<double>& v) {
+      return v.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", run.mean(v), run.spread(v))
+                          : fmt::format("{:.2f}", run.mean(v));
+    };
+    fmt::print("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {} | {:.2f} | {:.2f} | {} |\n",
+               run.model, run.cost, run.budget, run.strategy, run.before, run.mean(run.after),
+               with_spread(run.improvement), with_spread(run.speedup), run.nodes, run.bytes / 1e6,
+               run.mean(run.seconds), run.error.empty() ? run.stop : "error: " + run.error);
+    runs.push_back(std::move(run));
   }
 
   // Means per (cost, budget, strategy).
@@ -305,6 +381,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("\nwrote {} and {}\n", json_path, svg_path);
+  std::fflush(stdout);  // the rows come before the summary on stderr
   if (failed > 0) {
     fmt::print(stderr, "compare_search: {} of {} runs failed (their rows say why)\n", failed,
                runs.size());

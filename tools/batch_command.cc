@@ -28,7 +28,7 @@
 #include "saturn/tools/commands.h"
 #include "saturn/tools/model_files.h"
 #include "saturn/tools/optimize_command.h"
-#include "saturn/tools/ranks.h"
+#include "saturn/base/ranks.h"
 
 namespace saturn::tools {
 

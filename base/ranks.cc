@@ -1,4 +1,4 @@
-#include "saturn/tools/ranks.h"
+#include "saturn/base/ranks.h"
 
 #include <chrono>
 #include <mutex>
@@ -14,7 +14,7 @@
 #include <mpi.h>
 #endif
 
-namespace saturn::tools {
+namespace saturn {
 
 #ifdef SATURN_MPI
 
@@ -128,4 +128,4 @@ int Ranks::broadcast(int value) { return value; }
 
 #endif
 
-}  // namespace saturn::tools
+}  // namespace saturn

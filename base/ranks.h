@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace saturn::tools {
+namespace saturn {
 
 class Ranks {
  public:
@@ -44,4 +44,4 @@ class Ranks {
   std::size_t next_ = 0;  // one rank: the next task
 };
 
-}  // namespace saturn::tools
+}  // namespace saturn
