@@ -125,6 +125,11 @@ class EGraph {
   // ---- Budget ---------------------------------------------------------
 
   void set_budget(const Budget& budget) { budget_ = budget; }
+  // Makes room in the hash-cons for `n` e-nodes in all, so that adding them
+  // rehashes it at most once (a runner about to apply many matches).
+  void reserve(std::size_t n) {
+    if (n > memo_.size()) memo_.reserve(n);
+  }
   const Budget& budget() const { return budget_; }
   // Whether `n` more e-nodes fit under the node budget.
   bool has_room_for(std::size_t n) const { return num_nodes() + n <= budget_.max_nodes; }

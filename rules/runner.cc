@@ -122,6 +122,8 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
 
     phase.restart();
     const std::size_t nodes_before = egraph.num_nodes();
+    // About one new e-node per match: grown once instead of doubling by steps.
+    egraph.reserve(std::min(nodes_before + it.matches, node_limit_));
     const std::size_t classes_before = egraph.num_classes();
     for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
       if (found[r].size() == 0) continue;
