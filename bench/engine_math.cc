@@ -70,10 +70,7 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
                              std::size_t iterations, bool egg) {
   saturn::ConstantFolding folding(lang, /*prune=*/egg);
   saturn::EGraph egraph(lang, &folding);
-  for (const char* term : saturn::kEggBenchTerms) {
-    if (auto id = saturn::add_term(egraph, term); !id.ok()) return id.status();
-  }
-  egraph.rebuild();
+  if (absl::Status s = saturn::add_egg_bench_terms(egraph); !s.ok()) return s;
   const std::size_t added_before = egraph.nodes_added();
   Run run;
   saturn::Runner runner;

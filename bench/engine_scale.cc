@@ -109,13 +109,10 @@ int main(int argc, char** argv) {
   for (std::size_t size : sizes) {
     saturn::ConstantFolding folding(lang);
     saturn::EGraph egraph(lang, &folding);
-    for (const char* term : saturn::kEggBenchTerms) {
-      if (auto id = saturn::add_term(egraph, term); !id.ok()) {
-        fmt::print(stderr, "{}\n", saturn::message(id.status()));
-        return 1;
-      }
+    if (absl::Status s = saturn::add_egg_bench_terms(egraph); !s.ok()) {
+      fmt::print(stderr, "{}\n", saturn::message(s));
+      return 1;
     }
-    egraph.rebuild();
     const std::size_t nine_tenths = size / 10 * 9;
     const Grown first = grow(egraph, *rules, nine_tenths);
     egraph.mark();

@@ -6,42 +6,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
+#include "saturn/egraph/undo_entry.h"
 
 namespace saturn {
-
-// One reversible change, recorded while a mark is active. Rollback undoes the
-// entries in reverse order, so each undo sees exactly the state its change
-// left behind.
-struct EGraph::UndoEntry {
-  struct UnionLink {  // `loser` was linked below `root`
-    Id loser, root;
-    std::uint32_t old_root_size;
-  };
-  struct ClassSnapshot {  // a class before its first change since the mark
-    Id id;
-    EClass old;
-    std::uint64_t old_ops;
-    std::uint64_t old_epoch;
-  };
-  struct ParentPushed {  // a parent appended to an old class
-    Id id;
-  };
-  struct MemoInserted {
-    ENode key;
-  };
-  struct MemoErased {
-    ENode key;
-    Id value;
-  };
-  struct HiddenSnapshot {  // a class's hidden nodes before they changed
-    Id id;
-    bool kept_leaves;  // whether the class kept only its leaves then
-    std::vector<ENode> old;
-  };
-  std::variant<UnionLink, ClassSnapshot, ParentPushed, MemoInserted, MemoErased,
-               HiddenSnapshot>
-      change;
-};
 
 namespace {
 
@@ -158,8 +125,6 @@ std::optional<Id> EGraph::lookup(ENode node) const {
   return find(it->second);
 }
 
-void EGraph::log(UndoEntry entry) { trail_.push_back(std::move(entry)); }
-
 AddResult EGraph::add(ENode node) {
   canonicalize(node);
   const Id id(static_cast<std::uint32_t>(classes_.size()));
@@ -265,15 +230,6 @@ void EGraph::push_parent(Id child, Id parent) {
   classes_[child.index()].parents.push_back(parent);
 }
 
-void EGraph::snapshot_class(Id id) {
-  if (!recording()) return;
-  const MarkRecord& m = marks_.back();
-  if (id.index() >= m.num_ids || saved_epoch_[id.index()] >= m.epoch) return;
-  log({UndoEntry::ClassSnapshot{id, classes_[id.index()], ops_[id.index()],
-                                saved_epoch_[id.index()]}});
-  saved_epoch_[id.index()] = epoch_;
-}
-
 absl::StatusOr<Id> EGraph::merge(Id a, Id b) {
   a = find(a);
   b = find(b);
@@ -350,13 +306,6 @@ void EGraph::keep_leaves(Id id) {
   new_version();
 }
 
-void EGraph::snapshot_hidden(Id id) {
-  if (!recording() || id.index() >= marks_.back().num_ids) return;
-  auto h = hidden_.find(id.index());
-  log({UndoEntry::HiddenSnapshot{id, h != hidden_.end(),
-                                 h != hidden_.end() ? h->second : std::vector<ENode>()}});
-}
-
 void EGraph::hide_non_leaves(Id id) {
   snapshot_class(id);
   auto& nodes = classes_[id.index()].nodes;
@@ -377,21 +326,9 @@ void EGraph::repair_hidden(Id id, std::vector<std::pair<Id, Id>>& congruent) {
   std::size_t out = 0;
   for (std::size_t i = 0; i < hidden.size(); ++i) {
     ENode& node = hidden[i];
-    if (!is_canonical(node)) {
-      auto stale = memo_.find(node);
-      assert(stale != memo_.end());
-      if (recording()) log({UndoEntry::MemoErased{stale->first, stale->second}});
-      memo_.erase(stale);
-      canonicalize(node);
-      auto [it, inserted] = memo_.try_emplace(node, id);
-      if (!inserted) {
-        counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
-        --counters_.hidden_nodes;
-        Id other = find(it->second);
-        if (other != id) congruent.emplace_back(other, id);
-        continue;
-      }
-      if (recording()) log({UndoEntry::MemoInserted{node}});
+    if (!is_canonical(node) && !rekey(node, id, congruent)) {
+      --counters_.hidden_nodes;
+      continue;
     }
     if (out != i) hidden[out] = std::move(node);
     ++out;
@@ -439,6 +376,24 @@ void EGraph::take_canonical(std::vector<Id>& queue, std::vector<Id>& out) const 
 
 // Re-canonicalizes a class's nodes. A node that becomes equal to a node of
 // another class is a congruence: the two classes merge.
+bool EGraph::rekey(ENode& node, Id id, std::vector<std::pair<Id, Id>>& congruent) {
+  auto stale = memo_.find(node);
+  assert(stale != memo_.end());
+  if (recording()) log({UndoEntry::MemoErased{stale->first, stale->second}});
+  memo_.erase(stale);
+  canonicalize(node);
+  auto [it, inserted] = memo_.try_emplace(node, id);
+  if (inserted) {
+    if (recording()) log({UndoEntry::MemoInserted{node}});
+    return true;
+  }
+  // Already present: drop this copy (one e-node fewer).
+  counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
+  const Id other = find(it->second);
+  if (other != id) congruent.emplace_back(other, id);
+  return false;
+}
+
 void EGraph::repair(Id id) {
   snapshot_class(id);
   std::vector<std::pair<Id, Id>> congruent;
@@ -452,21 +407,7 @@ void EGraph::repair(Id id) {
         ++out;
         continue;
       }
-      auto stale = memo_.find(node);
-      assert(stale != memo_.end());
-      if (recording()) log({UndoEntry::MemoErased{stale->first, stale->second}});
-      memo_.erase(stale);
-      canonicalize(node);
-      auto [it, inserted] = memo_.try_emplace(node, id);
-      if (inserted) {
-        if (recording()) log({UndoEntry::MemoInserted{node}});
-        rekeyed_nodes_.push_back(std::move(node));
-      } else {
-        // Already present: drop this copy (one e-node fewer).
-        counters_.engine_bytes -= memo_entry_bytes(node) + node.stored_bytes();
-        Id other = find(it->second);
-        if (other != id) congruent.emplace_back(other, id);
-      }
+      if (rekey(node, id, congruent)) rekeyed_nodes_.push_back(std::move(node));
     }
     cls.nodes.resize(out);
     cls.nodes.insert(cls.nodes.end(), std::make_move_iterator(rekeyed_nodes_.begin()),
@@ -519,73 +460,6 @@ std::span<const Id> EGraph::classes_with_op(Symbol op) const {
     append_canonical(by_op_[op.index()], cache.classes);
   }
   return cache.classes;
-}
-
-void EGraph::mark() {
-  assert(is_clean() && "mark() needs a rebuilt e-graph");
-  std::vector<std::size_t> by_op_sizes;
-  by_op_sizes.reserve(by_op_.size());
-  for (const std::vector<Id>& ids : by_op_) by_op_sizes.push_back(ids.size());
-  marks_.push_back(MarkRecord{trail_.size(), classes_.size(), attrs_.size(), counters_, ++epoch_,
-                              version_, std::move(by_op_sizes)});
-  if (analysis_ != nullptr) analysis_->mark();
-}
-
-void EGraph::undo(UndoEntry& entry) {
-  struct Undoer {
-    EGraph& g;
-    void operator()(UndoEntry::UnionLink& u) {
-      g.parent_[u.loser.index()] = u.loser;
-      g.set_size_[u.root.index()] = u.old_root_size;
-    }
-    void operator()(UndoEntry::ClassSnapshot& s) {
-      g.classes_[s.id.index()] = std::move(s.old);
-      g.ops_[s.id.index()] = s.old_ops;
-      g.saved_epoch_[s.id.index()] = s.old_epoch;
-    }
-    void operator()(UndoEntry::ParentPushed& p) { g.classes_[p.id.index()].parents.pop_back(); }
-    void operator()(UndoEntry::MemoInserted& m) { g.memo_.erase(m.key); }
-    void operator()(UndoEntry::MemoErased& m) { g.memo_.emplace(std::move(m.key), m.value); }
-    void operator()(UndoEntry::HiddenSnapshot& h) {
-      if (h.kept_leaves)
-        g.hidden_[h.id.index()] = std::move(h.old);
-      else
-        g.hidden_.erase(h.id.index());
-    }
-  };
-  std::visit(Undoer{*this}, entry.change);
-}
-
-void EGraph::rollback() {
-  assert(!marks_.empty());
-  const MarkRecord m = std::move(marks_.back());
-  marks_.pop_back();
-  while (trail_.size() > m.trail_size) {
-    undo(trail_.back());
-    trail_.pop_back();
-  }
-  classes_.resize(m.num_ids);
-  absl::erase_if(hidden_, [&](const auto& entry) { return entry.first >= m.num_ids; });
-  parent_.resize(m.num_ids);
-  set_size_.resize(m.num_ids);
-  ops_.resize(m.num_ids);
-  saved_epoch_.resize(m.num_ids);
-  by_op_.resize(m.by_op_sizes.size());
-  for (std::size_t op = 0; op < by_op_.size(); ++op) by_op_[op].resize(m.by_op_sizes[op]);
-  attrs_.truncate(m.num_attrs);
-  counters_ = m.counters;
-  dirty_.clear();
-  analysis_pending_.clear();
-  modify_pending_.clear();
-  if (analysis_ != nullptr) analysis_->rollback();
-  version_ = m.version;  // the marked state again
-}
-
-void EGraph::release() {
-  assert(!marks_.empty());
-  marks_.pop_back();
-  if (marks_.empty()) trail_.clear();
-  if (analysis_ != nullptr) analysis_->release();
 }
 
 absl::Status EGraph::check_invariants() const {

@@ -250,6 +250,11 @@ class EGraph {
   void repair_hidden(Id id, std::vector<std::pair<Id, Id>>& congruent);
   void push_parent(Id child, Id parent);
   void repair(Id id);
+  // Re-keys `node`, a non-canonical member (or hidden node) of class `id`,
+  // in the hash-cons. True when its canonical form is new there; false when
+  // that form was present: the copy is to be dropped, and a congruence with
+  // the other class is recorded in `congruent`.
+  bool rekey(ENode& node, Id id, std::vector<std::pair<Id, Id>>& congruent);
   // The union itself: merge() after its check, and congruences (equal
   // children give equal data, so they never conflict).
   Id unite(Id a, Id b);

@@ -172,7 +172,7 @@ absl::StatusOr<tensor::Graph> Environment::graph_of(const ExtractionProblem& p,
                                    chosen_enodes(*egraph_, p, extraction.selection));
 }
 
-Observation Environment::observe() {
+Observation Environment::observe(absl::StatusOr<tensor::Graph>* graph) {
   Observation o;
   o.op_counts.assign(tensor::kNumOps, 0);
   ExtractionProblem p = problem();
@@ -180,6 +180,7 @@ Observation Environment::observe() {
   ++extractions_;
   // The same extraction prices the state, if it was not priced yet.
   if (!history_.empty() && std::isnan(history_.back().cost)) history_.back().cost = price(p, r);
+  if (graph != nullptr) *graph = graph_of(p, r);
   auto chosen = chosen_enodes(*egraph_, p, r.selection);
   for (std::uint32_t c = 0; c < p.num_classes(); ++c) {
     if (r.selection.choice[c] < 0) continue;

@@ -144,7 +144,9 @@ class Environment {
   // weight_spill).
   double cost();
   double initial_cost() const { return initial_cost_; }
-  Observation observe();
+  // `graph`, when given, receives the graph the observation describes (from
+  // the same extraction).
+  Observation observe(absl::StatusOr<tensor::Graph>* graph = nullptr);
   // Whether another action can still change anything: false once a step hit
   // the node or byte budget, or the time limit passed.
   bool has_budget() const;

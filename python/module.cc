@@ -110,7 +110,7 @@ struct Result {
     d["improvement_percent"] = result.improvement_percent();
     d["kept_input"] = result.kept_input;
     d["cost_found"] = result.cost_found;
-    d["ops_after"] = tensor::total_ops(result.graph);
+    d["ops_after"] = tensor::total_ops(*model.graph);
     d["peak_nodes"] = result.stats.peak_nodes;
     d["stop_reason"] = result.stats.stop_reason;
     d["regions"] = result.regions;
@@ -153,7 +153,7 @@ Result optimize_model(const Model& model, const std::string& search, std::size_t
     r = optimize(*model.graph, options);
   }
   OptimizeResult result = take(std::move(r));
-  Model out = Model::of(result.graph);
+  Model out = Model::of(std::move(result.graph));  // Result::model holds it
   return Result{std::move(out), std::move(result)};
 }
 
@@ -209,8 +209,7 @@ class PyEnvironment {
     absl::StatusOr<tensor::Graph> best;
     {
       py::gil_scoped_release release;
-      o = env_->observe();
-      best = env_->extract_graph(DagGreedyExtractor());
+      o = env_->observe(&best);
     }
     py::dict d;
     d["op_counts"] =
@@ -266,7 +265,7 @@ class PyEnvironment {
     absl::StatusOr<tensor::Graph> g;
     {
       py::gil_scoped_release release;
-      g = env_->extract_graph(DagGreedyExtractor());
+      env_->observe(&g);  // the graph observation() describes
     }
     return Model::of(take(std::move(g)));
   }

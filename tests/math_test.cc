@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(EggMath, MathGoal, ::testing::ValuesIn(kGoals),
 // egg's math_ematching_bench (bench/engine_math --egg) for 3 iterations:
 // every rule every iteration, constant classes pruned to their leaves.
 RunReport run_egg_workload(MathSetup& m, std::size_t iterations) {
-  for (const char* term : kEggBenchTerms) EXPECT_TRUE(add_term(m.eg, term).ok()) << term;
+  EXPECT_TRUE(add_egg_bench_terms(m.eg).ok());
   return Runner()
       .with_iteration_limit(iterations)
       .with_node_limit(2'000'000)

@@ -13,18 +13,18 @@
 #include <unistd.h>
 
 #include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
 #include "saturn/base/cli.h"
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
-#include "fmt/format.h"
 #include "saturn/mcts/optimize.h"
 #include "saturn/mcts/self_check.h"
-#include "nlohmann/json.hpp"
 #include "saturn/tensor/json/json_model.h"
 #include "saturn/tools/commands.h"
-#include "saturn/tools/optimize_command.h"
 #include "saturn/tools/model_files.h"
+#include "saturn/tools/optimize_command.h"
 #include "saturn/tools/runtime_commands.h"
 
 namespace saturn::tools {
@@ -48,7 +48,8 @@ class ProgressLine {
     shown_ = true;
     if (p.region_structures > 0) {
       // Costs of different regions do not compare: show the searches' count.
-      fmt::print(stderr, "\r  search {:6.1f} s  region structures searched {} / {}  {:>7} / {} e-nodes   ",
+      fmt::print(stderr,
+                 "\r  search {:6.1f} s  region structures searched {} / {}  {:>7} / {} e-nodes   ",
                  last_, p.regions_searched, p.region_structures, p.nodes, p.max_nodes);
     } else {
       fmt::print(stderr, "\r  search {:6.1f} s  {:>7} / {} e-nodes  best cost {:.2f} ({:+.2f}%)   ",
@@ -98,9 +99,10 @@ bool kept_onnx_input(const OptimizeCommandOptions& o, const OptimizeResult& r) {
 // at other sizes, or nullopt when it does: the export must write it for any
 // size (tensor/onnx/export_symbolic.cc), and the input and the export, both
 // read with every symbol 2 larger than it was, must compute the same in the
-// interpreter (the self-check at those sizes).
+// interpreter (the self-check at those sizes). `exported` gets the checked
+// export, which is what -o then gets.
 std::optional<std::string> fails_at_other_sizes(const OptimizeCommandOptions& o,
-                                                const OptimizeResult& r) {
+                                                const OptimizeResult& r, std::string& exported) {
   absl::StatusOr<std::string> bytes = tensor::to_onnx_model(r.graph);
   if (!bytes.ok()) return std::string(message(bytes.status()));
   tensor::OnnxImportOptions other;
@@ -111,15 +113,17 @@ std::optional<std::string> fails_at_other_sizes(const OptimizeCommandOptions& o,
   if (!output.ok()) return std::string(message(output.status()));
   absl::StatusOr<SelfCheck> check = self_check(*input, *output, r.rules_applied);
   if (!check.ok()) return std::string(message(check.status()));
+  exported = *std::move(bytes);
   return std::nullopt;
 }
 
 // Keeps the input where the optimized graph holds only at the given sizes
 // of its symbolic dimensions; returns why (empty when it holds at any size).
+// `exported` gets the export that was checked, if one was.
 std::string keep_input_unless_generic(const Graph& input, const OptimizeCommandOptions& o,
-                                      OptimizeResult& r) {
+                                      OptimizeResult& r, std::string& exported) {
   if (r.kept_input || r.graph.symbols.empty() || !o.out.ends_with(".onnx")) return "";
-  std::optional<std::string> why = fails_at_other_sizes(o, r);
+  std::optional<std::string> why = fails_at_other_sizes(o, r, exported);
   if (!why) return "";
   r.graph = input;
   r.kept_input = true;
@@ -140,9 +144,10 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
              o.optimize.budget.max_nodes, per_region, r.stats.stop_reason, to_string(r.extraction));
   if (!o.optimize.rule_files.empty() && !o.optimize.unverified_rules)
-    fmt::print("  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",
-               r.rule_check.verified, r.rule_check.unverified.size(),
-               r.rule_check.files_from_cache, o.optimize.rule_files.size());
+    fmt::print(
+        "  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",
+        r.rule_check.verified, r.rule_check.unverified.size(), r.rule_check.files_from_cache,
+        o.optimize.rule_files.size());
   if (r.regions > 1)
     fmt::print("  regions: {}, {} structures searched, {} reused a search\n", r.regions,
                r.region_summaries.size(), r.region_cache_hits());
@@ -200,7 +205,8 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"improvement_percent", r.improvement_percent()},
           {"kept_input", r.kept_input},
           {"symbolic_dimensions", graph.symbols.sizes},
-          {"holds_only_at_given_sizes", sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
+          {"holds_only_at_given_sizes",
+           sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
           {"cost_found", r.cost_found},
           {"min_gain_percent", 100 * min_gain_of(o.optimize)},
           {"ops_before", tensor::total_ops(graph)},
@@ -233,9 +239,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
             {"total", r.times.total}}}};
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
   o.optimize.search.strategy = *parse_strategy(o.search);
@@ -251,7 +255,8 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
   if (!r.ok()) return with_context(r.status(), o.model);
   if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
-    fmt::print(stderr, "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
+    fmt::print(stderr,
+               "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
   } else {
     for (const std::string& rule : r->rule_check.unverified)
       fmt::print(stderr, "saturn: warning: could not verify {}\n", rule);
@@ -262,12 +267,13 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
                "or dtype differs from the matched value's, so the rule is unsound)\n",
                rule.name, rule.count);
   OptimizeOutcome outcome{*std::move(graph), *std::move(r), ""};
-  outcome.sizes_only = keep_input_unless_generic(outcome.input, o, outcome.result);
+  std::string exported;  // the export checked at other sizes, if any
+  outcome.sizes_only = keep_input_unless_generic(outcome.input, o, outcome.result, exported);
   if (!o.out.empty()) {
     // A kept ONNX input is written as it came, not as saturn would export it.
-    absl::Status s = kept_onnx_input(o, outcome.result)
-                         ? tensor::copy_onnx_model(o.model, o.out)
-                         : save_model(outcome.result.graph, o.out);
+    absl::Status s = kept_onnx_input(o, outcome.result) ? tensor::copy_onnx_model(o.model, o.out)
+                     : !exported.empty()                ? write_text_file(o.out, exported)
+                                                        : save_model(outcome.result.graph, o.out);
     if (!s.ok()) return s;
   }
   return outcome;

@@ -5,6 +5,7 @@
 
 #include "saturn/base/embedded.h"
 #include "saturn/egraph/egraph.h"
+#include "saturn/egraph/term.h"
 #include "fmt/format.h"
 #include "saturn/rules/parser.h"
 
@@ -135,6 +136,14 @@ ConditionRegistry math_conditions(const MathLanguage& lang) {
       },
       "the first class is a constant or a symbol other than the second");
   return conditions;
+}
+
+absl::Status add_egg_bench_terms(EGraph& egraph) {
+  for (const char* term : kEggBenchTerms) {
+    if (absl::StatusOr<Id> id = add_term(egraph, term); !id.ok()) return id.status();
+  }
+  egraph.rebuild();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RuleSet> load_math_rules(const MathLanguage& language,

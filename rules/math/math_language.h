@@ -69,6 +69,9 @@ inline constexpr const char* kEggBenchTerms[] = {
     "(/ 1 (- (/ (+ 1 (sqrt five)) 2) (/ (- 1 (sqrt five)) 2)))",
 };
 
+// Adds kEggBenchTerms to `egraph` and rebuilds it.
+absl::Status add_egg_bench_terms(EGraph& egraph);
+
 // The shipped math rules (rules/math/math.rules, compiled in).
 absl::StatusOr<RuleSet> load_math_rules(const MathLanguage& language,
                                         const ConditionRegistry& conditions);

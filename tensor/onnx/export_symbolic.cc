@@ -31,11 +31,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
+#include "saturn/base/status.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/proto.h"
@@ -98,6 +98,8 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
 }
 
 void Exporter::start_probe() {
+  for (int i = 0; i < out_->initializer_size(); ++i)
+    folded_initializers_.emplace(out_->initializer(i).name(), i);
   int k = 0;
   for (const auto& [symbol, size] : g_.symbols.sizes)
     probe_sizes_[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
@@ -199,11 +201,9 @@ absl::Status Exporter::probe_opaque(int i, int first_proto) {
     const int x = n.inputs[k];
     if (names_[x].empty() || probe_[x].is_tuple) continue;
     const std::string& name = names_[x][0];
-    if (folded_[x]) {
-      for (const onnx::TensorProto& t : out_->initializer()) {
-        if (t.name() == name) *g->add_initializer() = t;
-      }
-    }
+    if (auto init = folded_initializers_.find(name);
+        folded_[x] && init != folded_initializers_.end())
+      *g->add_initializer() = out_->initializer(init->second);
     auto* v = g->add_input();
     v->set_name(name);
     if (absl::Status s = value_type(x, 0, v->mutable_type()); !s.ok()) return s;

@@ -164,6 +164,9 @@ class Exporter {
   std::map<std::string, std::int64_t> probe_sizes_;
   std::vector<ValueType> probe_;
   std::map<int, Attributes> written_;
+  // The initializers write_folded() wrote, by name (opaque nodes' constant
+  // inputs, for their shape inference at the probe sizes).
+  std::map<std::string, int> folded_initializers_;
   DType float_type_ = DType::kFloat32;
 };
 
