@@ -224,7 +224,10 @@ absl::StatusOr<OptimizeResult> optimize_regions(
 
   // The whole graph priced before and after: the regions' own prices do not
   // see their neighbours (a layout a convolution across the cut imposes).
-  absl::StatusOr<double> before = graph_cost(*cost_model, graph, options.cost_options);
+  absl::StatusOr<double> search_before = graph_cost(*cost_model, graph, options.cost_options);
+  if (!search_before.ok()) return search_before.status();
+  absl::StatusOr<double> before =
+      input_price(graph, *cost_model, options.cost_options, *search_before);
   if (!before.ok()) return before.status();
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();

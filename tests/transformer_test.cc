@@ -21,6 +21,7 @@
 #include "saturn/base/status.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
+#include "saturn/mcts/runtime_view.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "saturn/rules/runner.h"
@@ -423,6 +424,55 @@ TEST(TransformerOnnxruntime, GroupedKeyValueHeadsAgree) {
   };
   expect_same_outputs(build(false), build(true));
   expect_onnxruntime_agrees(build(false), build(true), "grouped");
+}
+
+// The input as onnxruntime loads it (the price a measured table gives the
+// input): a post-norm block's residual sum and LayerNorm become one
+// SkipLayerNormalization, the erf GELU one Gelu, and the view computes what
+// the graph computes.
+TEST(RuntimeView, PostNormBlockIsFusedAsOnnxruntimeLoadsIt) {
+  GraphBuilder b("post-norm");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  Value h = b.input("h", {1, kSeq, kHidden});
+  Value g = b.weight("g", {kHidden}, 0.5f, 1.5f), beta = b.weight("beta", {kHidden});
+  Value normed = layer_norm(b, b.add(x, h), g, beta, Spelling::kExported);
+  Value half = b.mul(normed, b.constant(0.5f));
+  b.output(b.mul(half, b.add(b.erf(b.div(normed, b.constant(1.4142135381698608f))),
+                             b.constant(1))),
+           "y");
+  Graph graph = *b.build();
+  absl::StatusOr<Graph> view = as_onnxruntime_loads(graph);
+  ASSERT_TRUE(view.ok()) << message(view.status());
+  EXPECT_EQ(op_counts(*view), (std::map<Op, int>{{Op::kSkipLayerNorm, 1}, {Op::kGelu, 1}}));
+  expect_same_outputs(graph, *view);
+  absl::StatusOr<Graph> unskipped = as_onnxruntime_loads(graph, /*skip_normalizations=*/false);
+  ASSERT_TRUE(unskipped.ok());
+  EXPECT_EQ(op_counts(*unskipped),
+            (std::map<Op, int>{{Op::kAdd, 1}, {Op::kLayerNorm, 1}, {Op::kGelu, 1}}));
+}
+
+// A pre-norm block's sum is read again by the next residual: onnxruntime
+// fuses the LayerNorm alone. An RMSNorm spelled with the reciprocal is not
+// one of its patterns and stays as it is; PyTorch's spelling is fused.
+TEST(RuntimeView, OnlyOnnxruntimesOwnPatternsAreFused) {
+  GraphBuilder b("pre-norm");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  Value h = b.input("h", {1, kSeq, kHidden});
+  Value sum = b.add(x, h);
+  Value normed = layer_norm(b, sum, b.weight("g", {kHidden}, 0.5f, 1.5f), b.weight("beta", {kHidden}),
+                            Spelling::kExported);
+  Value next = b.add(sum, normed);
+  b.output(rms_norm(b, next, b.weight("w1", {kHidden}, 0.5f, 1.5f), Spelling::kExported), "y");
+  b.output(rms_norm(b, next, b.weight("w2", {kHidden}, 0.5f, 1.5f), Spelling::kOther), "z");
+  Graph graph = *b.build();
+  absl::StatusOr<Graph> view = as_onnxruntime_loads(graph);
+  ASSERT_TRUE(view.ok()) << message(view.status());
+  std::map<Op, int> ops = op_counts(*view);
+  EXPECT_EQ(ops[Op::kLayerNorm], 1);
+  EXPECT_EQ(ops[Op::kSkipLayerNorm], 0);
+  EXPECT_EQ(ops[Op::kSimplifiedLayerNorm], 1);
+  EXPECT_EQ(ops[Op::kPow], 1) << "the reciprocal spelling's square";
+  expect_same_outputs(graph, *view);
 }
 
 }  // namespace

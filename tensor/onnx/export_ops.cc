@@ -290,22 +290,17 @@ absl::Status Exporter::emit_layer_norm(int i, const std::vector<std::string>& in
   const Attributes& a = g_.nodes[i].attributes;
   std::int64_t axis = *normalize_axis(*a.get_int("axis"), rank);
   double eps = *a.get_float("epsilon");
-  if (opset_ >= 17) {
-    auto* l = node("LayerNormalization", in, {out});
-    set_int(l, "axis", axis);
-    set_float(l, "epsilon", eps);
-    return absl::OkStatus();
-  }
-  // Before opset 17: the normalization spelled out as PyTorch exports it,
-  // which onnxruntime fuses into its LayerNormalization kernel (on ViT's
-  // [1,197,192], 27 us against about 76 us for the separate kernels). But
-  // after an Add read by nothing else (a post-norm residual, as in BERT) it
-  // fuses both into its SkipLayerNormalization kernel, which was 3-4x slower
-  // than the separate kernels on both x86 machines of the recorded results
-  // (onnxruntime 1.30, one thread; BERT-base's [1,128,768]: 433 us against
-  // 121 us alone and 18 us for the Add); there the variance squares with
-  // Mul, which onnxruntime does not fuse. (The IR's SkipLayerNormalization
-  // is that kernel, for where it pays.)
+  // onnxruntime fuses a LayerNorm (LayerNormalization, or from opset 13 on
+  // the normalization spelled out as PyTorch exports it) into its
+  // LayerNormalization kernel (on ViT's [1,197,192], 27 us against about
+  // 76 us for the separate kernels). But after an Add read by nothing else
+  // (a post-norm residual, as in BERT) it fuses both into its
+  // SkipLayerNormalization kernel, which was 3-4x slower than the separate
+  // kernels on both x86 machines of the recorded results (onnxruntime 1.30,
+  // one thread; BERT-base's [1,128,768]: 433 us against 121 us alone and
+  // 18 us for the Add). There the normalization is spelled out with the
+  // variance squared by Mul, which onnxruntime does not fuse. (The IR's
+  // SkipLayerNormalization is that kernel, for where it pays.)
   const int x = g_.nodes[i].inputs[0];
   int readers = 0;
   for (int j = 0; j < g_.size(); ++j) {
@@ -314,6 +309,12 @@ absl::Status Exporter::emit_layer_norm(int i, const std::vector<std::string>& in
   }
   for (const GraphOutput& o : g_.outputs) readers += o.node == x;
   const bool blocks_fusion = g_.nodes[x].op == Op::kAdd && readers == 1;
+  if (opset_ >= 17 && !blocks_fusion) {
+    auto* l = node("LayerNormalization", in, {out});
+    set_int(l, "axis", axis);
+    set_float(l, "epsilon", eps);
+    return absl::OkStatus();
+  }
   Ints axes;
   for (auto k = axis; k < static_cast<std::int64_t>(rank); ++k) axes.push_back(k);
   auto mean = [&](const std::string& x) {
