@@ -1,6 +1,7 @@
 #include "saturn/base/ranks.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -82,6 +83,13 @@ Ranks::~Ranks() {
 
 bool Ranks::distributed_build() { return true; }
 
+bool Ranks::launched() {
+  // Open MPI's launcher, and the PMI and PMIx process managers others use.
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(variable) != nullptr) return true;
+  return false;
+}
+
 std::size_t Ranks::next_task(std::size_t count) {
   if (size_ == 1) return next_ < count ? next_++ : count;
   if (rank_ == 0) {
@@ -119,6 +127,8 @@ Ranks::Ranks() = default;
 Ranks::~Ranks() = default;
 
 bool Ranks::distributed_build() { return false; }
+
+bool Ranks::launched() { return false; }
 
 std::size_t Ranks::next_task(std::size_t count) { return next_ < count ? next_++ : count; }
 

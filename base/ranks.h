@@ -29,6 +29,10 @@ class Ranks {
   int size() const { return size_; }
   // Whether this build can run over MPI ranks.
   static bool distributed_build();
+  // Whether this process was started by an MPI launcher (mpirun, srun with
+  // PMI) in a build that can run over ranks: a program that uses ranks only
+  // when launched so need not start MPI otherwise.
+  static bool launched();
 
   // The next task of `count` for this rank; `count` or more once none is left.
   std::size_t next_task(std::size_t count);

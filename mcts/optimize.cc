@@ -108,10 +108,13 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
+  // A graph searched whole runs on the root process alone.
+  if (regions->size() <= 1 && options.processes != nullptr && options.processes->rank() != 0)
+    return OptimizeResult{.worker = true};
   absl::StatusOr<OptimizeResult> result =
       regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
                           : optimize_whole(graph, options, cost_model);
-  if (result.ok()) {
+  if (result.ok() && !result->worker) {
     result->rule_check = std::move(rule_check);
     result->times.rules += checking.seconds() - result->times.total;
     result->times.total = checking.seconds();

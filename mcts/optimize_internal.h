@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,5 +45,22 @@ absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
                                                 std::vector<tensor::Region> regions,
                                                 const OptimizeOptions& options,
                                                 const std::shared_ptr<const CostModel>& cost_model);
+
+// region_transfer.cc: one process's searches of region structures (index
+// into `first`, the structures' first regions), sent to the root as text;
+// the root reads each result's graph onto its region (regions[first[s]]).
+struct StructureSearch {
+  std::size_t structure = 0;
+  double seconds = 0;
+  absl::StatusOr<OptimizeResult> found;
+};
+std::string encode_searches(const std::vector<StructureSearch>& searches);
+// Fills `found` and `seconds` from the text rank `rank` sent; a failed
+// search's error names the rank.
+absl::Status decode_searches(const std::string& text, int rank,
+                             const std::vector<tensor::Region>& regions,
+                             const std::vector<int>& first,
+                             std::vector<absl::StatusOr<OptimizeResult>>& found,
+                             std::vector<double>& seconds);
 
 }  // namespace saturn

@@ -178,14 +178,32 @@ absl::StatusOr<OptimizeResult> optimize_regions(
     return regions[first[a]].ops > regions[first[b]].ops;
   });
   tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, order.size(), 1),
-        [&](const auto& range) {
-          for (std::size_t i = range.begin(); i < range.end(); ++i) search(order[i]);
-        },
-        tbb::simple_partitioner());
-  });
+  if (options.processes != nullptr && options.processes->size() > 1) {
+    // One structure at a time on each process, handed out largest first.
+    Processes& processes = *options.processes;
+    std::vector<StructureSearch> mine;
+    for (std::size_t t; (t = processes.next_task(order.size())) < order.size();) {
+      arena.execute([&] { search(order[t]); });
+      mine.push_back({order[t], seconds[order[t]], std::move(found[order[t]])});
+    }
+    const std::vector<std::string> sent = processes.gather(encode_searches(mine));
+    if (processes.rank() != 0) return OptimizeResult{.worker = true};
+    for (std::size_t rank = 0; rank < sent.size(); ++rank) {
+      if (absl::Status s = decode_searches(sent[rank], static_cast<int>(rank), regions, first,
+                                           found, seconds);
+          !s.ok())
+        return s;
+    }
+  } else {
+    arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, order.size(), 1),
+          [&](const auto& range) {
+            for (std::size_t i = range.begin(); i < range.end(); ++i) search(order[i]);
+          },
+          tbb::simple_partitioner());
+    });
+  }
 
   OptimizeResult result;
   result.cost_model = std::string(cost_model->name());

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "saturn/base/cli.h"
 #include "saturn/base/file.h"
+#include "saturn/base/ranks.h"
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
 #include "saturn/mcts/optimize.h"
@@ -254,6 +255,7 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
   if (o.min_gain_percent) o.optimize.min_gain = *o.min_gain_percent / 100;
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
   if (!r.ok()) return with_context(r.status(), o.model);
+  if (r->worker) return OptimizeOutcome{*std::move(graph), *std::move(r), ""};
   if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
     fmt::print(stderr,
                "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
@@ -302,15 +304,36 @@ int check_optimize_options(const CLI::App& app, const OptimizeCommandOptions& o)
   return 0;
 }
 
+// The ranks of an MPI launch as the processes a search is spread over.
+class RankProcesses final : public Processes {
+ public:
+  int rank() const override { return ranks_.rank(); }
+  int size() const override { return ranks_.size(); }
+  std::size_t next_task(std::size_t count) override { return ranks_.next_task(count); }
+  std::vector<std::string> gather(const std::string& mine) override {
+    return ranks_.gather(mine);
+  }
+
+ private:
+  Ranks ranks_;
+};
+
 int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   if (o.keep_faster && !o.min_speedup) o.min_speedup = 1.0;
   o.verify = o.verify || o.min_speedup.has_value();
   if (int rc = check_optimize_options(app, o); rc != 0) return rc;
-  ProgressLine progress(!o.quiet && isatty(fileno(stderr)));
+  // Under mpirun, the region searches spread over the ranks; rank 0 reports
+  // and writes.
+  std::unique_ptr<RankProcesses> ranks;
+  if (Ranks::launched()) ranks = std::make_unique<RankProcesses>();
+  const bool root = ranks == nullptr || ranks->rank() == 0;
+  if (ranks != nullptr && ranks->size() > 1) o.optimize.processes = ranks.get();
+  ProgressLine progress(root && !o.quiet && isatty(fileno(stderr)));
   o.optimize.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
   absl::StatusOr<OptimizeOutcome> outcome = optimize_file(o);
   progress.finish();
   if (!outcome.ok()) return fail(outcome.status());
+  if (outcome->result.worker) return 0;
   const Graph* graph = &outcome->input;
   const OptimizeResult* r = &outcome->result;
   const std::string& sizes_only = outcome->sizes_only;
