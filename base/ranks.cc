@@ -7,6 +7,7 @@
 
 #ifdef SATURN_MPI
 #include <boost/mpi/collectives.hpp>
+#include <boost/mpi/collectives/all_gather.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
 #include <boost/serialization/string.hpp>
@@ -114,6 +115,12 @@ std::vector<std::string> Ranks::gather(const std::string& mine) {
   return all;
 }
 
+std::vector<std::string> Ranks::all_gather(const std::string& mine) {
+  std::vector<std::string> all;
+  boost::mpi::all_gather(mpi_->world, mine, all);
+  return all;
+}
+
 int Ranks::broadcast(int value) {
   boost::mpi::broadcast(mpi_->world, value, 0);
   return value;
@@ -133,6 +140,8 @@ bool Ranks::launched() { return false; }
 std::size_t Ranks::next_task(std::size_t count) { return next_ < count ? next_++ : count; }
 
 std::vector<std::string> Ranks::gather(const std::string& mine) { return {mine}; }
+
+std::vector<std::string> Ranks::all_gather(const std::string& mine) { return {mine}; }
 
 int Ranks::broadcast(int value) { return value; }
 

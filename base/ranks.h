@@ -38,6 +38,8 @@ class Ranks {
   std::size_t next_task(std::size_t count);
   // Every rank's string, at rank 0 in rank order; empty on the other ranks.
   std::vector<std::string> gather(const std::string& mine);
+  // Every rank's string, on every rank in rank order.
+  std::vector<std::string> all_gather(const std::string& mine);
   // Rank 0's value, on every rank.
   int broadcast(int value);
 

@@ -14,9 +14,15 @@
 // Threads run independent trees (root parallelism), each on its own
 // environment with its own seed; the root statistics are summed to choose the
 // action. A fixed number of simulations per tree makes the result depend only
-// on the seed and the number of trees (one per thread unless set).
+// on the seed and the number of trees (one per thread unless set). Spread
+// over processes (SearchOptions::processes), each holds every N-th tree and
+// the processes exchange their root statistics at each real step, so that
+// all take the same action.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <string_view>
 #include <limits>
 #include <optional>
 #include <random>
@@ -219,40 +225,123 @@ class Tree {
   std::vector<std::size_t> single_rules_;  // what a sweep applies
 };
 
+// The trees' root statistics per action: visits summed, and the best value
+// a simulation through the action reached.
+struct RootStats {
+  std::vector<std::uint64_t> visits;
+  std::vector<double> values;
+
+  explicit RootStats(std::size_t num_actions) : visits(num_actions, 0), values(num_actions, -1) {}
+  void add(std::size_t action, std::uint64_t n, double best) {
+    visits[action] += n;
+    values[action] = std::max(values[action], best);
+  }
+  void add(const RootStats& other) {
+    for (std::size_t a = 0; a < visits.size(); ++a) add(a, other.visits[a], other.values[a]);
+  }
+};
+
+RootStats root_stats(const std::vector<std::unique_ptr<Tree>>& trees, std::size_t num_actions) {
+  RootStats stats(num_actions);
+  for (const std::unique_ptr<Tree>& tree : trees) {
+    for (const std::unique_ptr<TreeNode>& child : tree->root().children)
+      stats.add(child->action, child->visits, child->best_value);
+  }
+  return stats;
+}
+
 // The action whose simulations reached the best value over all trees' roots
 // (a single-player search: the best line found is what counts; ties: more
 // visits, then the lower action index); none if no tree has children.
-std::optional<std::size_t> choose_action(const std::vector<std::unique_ptr<Tree>>& trees,
-                                         std::size_t num_actions) {
-  std::vector<std::uint64_t> visits(num_actions, 0);
-  std::vector<double> values(num_actions, -1);
-  for (const std::unique_ptr<Tree>& tree : trees) {
-    for (const std::unique_ptr<TreeNode>& child : tree->root().children) {
-      visits[child->action] += child->visits;
-      values[child->action] = std::max(values[child->action], child->best_value);
-    }
-  }
+std::optional<std::size_t> choose_action(const RootStats& stats) {
   std::optional<std::size_t> best;
-  for (std::size_t a = 0; a < num_actions; ++a) {
-    if (visits[a] == 0) continue;
-    if (!best || values[a] > values[*best] ||
-        (values[a] == values[*best] && visits[a] > visits[*best]))
+  for (std::size_t a = 0; a < stats.visits.size(); ++a) {
+    if (stats.visits[a] == 0) continue;
+    if (!best || stats.values[a] > stats.values[*best] ||
+        (stats.values[a] == stats.values[*best] && stats.visits[a] > stats.visits[*best]))
       best = a;
   }
   return best;
+}
+
+// Numbers sent between processes as their bytes (every process runs the
+// same build on the same kind of machine).
+template <typename T>
+void put(std::string& out, const std::vector<T>& values) {
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+template <typename T>
+std::vector<T> take(std::string_view& in, std::size_t count) {
+  std::vector<T> values(std::min(count, in.size() / sizeof(T)));
+  std::memcpy(values.data(), in.data(), values.size() * sizeof(T));
+  in.remove_prefix(values.size() * sizeof(T));
+  return values;
+}
+
+// Whether every process still has budget, and all their trees' root
+// statistics (combined in rank order, so that every process sees the same).
+bool exchange(Processes& processes, bool budget, RootStats& stats) {
+  std::string mine(1, budget ? '\1' : '\0');
+  put(mine, stats.visits);
+  put(mine, stats.values);
+  const std::size_t n = stats.visits.size();
+  RootStats all(n);
+  bool all_budget = true;
+  for (const std::string& text : processes.all_gather(mine)) {
+    std::string_view in(text);
+    all_budget = all_budget && !in.empty() && in.front() == '\1';
+    in.remove_prefix(std::min<std::size_t>(1, in.size()));
+    RootStats theirs(n);
+    theirs.visits = take<std::uint64_t>(in, n);
+    theirs.values = take<double>(in, n);
+    theirs.visits.resize(n, 0);
+    theirs.values.resize(n, -1);
+    all.add(theirs);
+  }
+  stats = std::move(all);
+  return all_budget;
+}
+
+// The search statistics of every process's trees, on every process.
+void combine_stats(Processes& processes, SearchStats& stats) {
+  std::string mine;
+  put(mine, std::vector<std::size_t>{stats.simulations, stats.extractions, stats.peak_nodes,
+                                     stats.peak_bytes, stats.rule_conflicts.size()});
+  put(mine, stats.rule_conflicts);
+  stats.simulations = stats.extractions = stats.peak_nodes = stats.peak_bytes = 0;
+  std::vector<std::size_t> conflicts;
+  for (const std::string& text : processes.all_gather(mine)) {
+    std::string_view in(text);
+    const std::vector<std::size_t> head = take<std::size_t>(in, 5);
+    if (head.size() < 5) continue;
+    stats.simulations += head[0];
+    stats.extractions += head[1];
+    stats.peak_nodes = std::max(stats.peak_nodes, head[2]);
+    stats.peak_bytes = std::max(stats.peak_bytes, head[3]);
+    const std::vector<std::size_t> theirs = take<std::size_t>(in, head[4]);
+    conflicts.resize(std::max(conflicts.size(), theirs.size()), 0);
+    for (std::size_t r = 0; r < theirs.size(); ++r) conflicts[r] += theirs[r];
+  }
+  stats.rule_conflicts = std::move(conflicts);
 }
 
 }  // namespace
 
 absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
                                        const SearchOptions& options) {
-  const std::size_t num_trees =
-      static_cast<std::size_t>(options.trees > 0 ? options.trees : options.threads);
+  Processes* processes =
+      options.processes != nullptr && options.processes->size() > 1 ? options.processes : nullptr;
+  const std::size_t ranks = processes ? static_cast<std::size_t>(processes->size()) : 1;
+  const std::size_t rank = processes ? static_cast<std::size_t>(processes->rank()) : 0;
+  // Every process holds at least one tree.
+  const std::size_t num_trees = std::max(
+      ranks, static_cast<std::size_t>(options.trees > 0 ? options.trees : options.threads) *
+                 (options.trees > 0 ? 1 : ranks));
   // A simulation values its last state only.
   EnvironmentConfig unpriced = config;
   unpriced.price_steps = false;
-  std::vector<std::unique_ptr<Tree>> trees;
-  for (std::size_t t = 0; t < num_trees; ++t) {
+  std::vector<std::unique_ptr<Tree>> trees;  // this process's: every ranks-th from its rank
+  for (std::size_t t = rank; t < num_trees; t += ranks) {
     absl::StatusOr<std::unique_ptr<Environment>> env = Environment::create(unpriced);
     if (!env.ok()) return env.status();
     // Seeds far apart per tree (splitmix-style constant).
@@ -271,7 +360,7 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   // region's whole search meanwhile.
   auto simulate_all = [&] {
     tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(std::size_t{0}, num_trees,
+      tbb::parallel_for(std::size_t{0}, trees.size(),
                         [&](std::size_t t) { trees[t]->simulate(per_tree); });
     });
   };
@@ -279,15 +368,20 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   stats.strategy = "mcts";
   stats.stop_reason = "step limit";
   for (std::size_t step = 0; step < options.mcts.max_steps; ++step) {
-    if (!lead.has_budget()) {
+    bool budget = lead.has_budget();
+    if (budget) {
+      if (own_arena)
+        own_arena->execute(simulate_all);
+      else
+        simulate_all();
+    }
+    RootStats root = root_stats(trees, Tree::num_actions(lead));
+    if (processes != nullptr) budget = exchange(*processes, budget, root);
+    if (!budget) {
       stats.stop_reason = lead.out_of_time() ? "time limit" : "node or byte budget";
       break;
     }
-    if (own_arena)
-      own_arena->execute(simulate_all);
-    else
-      simulate_all();
-    std::optional<std::size_t> action = choose_action(trees, Tree::num_actions(lead));
+    std::optional<std::size_t> action = choose_action(root);
     if (!action) {
       stats.stop_reason = lead.out_of_time() ? "time limit" : "no applicable rule";
       break;
@@ -299,19 +393,24 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
     for (std::unique_ptr<Tree>& tree : trees) tree->advance(*action);
   }
   SearchOutcome out;
-  // Greedy saturation's state, for the final extraction to weigh beside the
-  // search's: the search's reward (a greedy extraction) can tie the two, or
-  // rank saturation's lower, where an exact extraction finds it cheaper.
-  absl::StatusOr<std::unique_ptr<Environment>> saturated = Environment::create(config);
-  if (!saturated.ok()) return saturated.status();
-  std::vector<std::size_t> all_rules(lead.num_rules());
-  for (std::size_t r = 0; r < all_rules.size(); ++r) all_rules[r] = r;
-  saturate(**saturated, all_rules, options.greedy.iteration_limit, options.greedy.multi_iterations);
-  count_usage(**saturated, stats);
-  out.saturated = std::move(*saturated);
   for (const std::unique_ptr<Tree>& tree : trees) {
     stats.simulations += tree->simulations();
     count_usage(tree->env(), stats);
+  }
+  if (processes != nullptr) combine_stats(*processes, stats);
+  // Greedy saturation's state, for the final extraction to weigh beside the
+  // search's: the search's reward (a greedy extraction) can tie the two, or
+  // rank saturation's lower, where an exact extraction finds it cheaper.
+  // The root's alone, which goes on to extract.
+  if (rank == 0) {
+    absl::StatusOr<std::unique_ptr<Environment>> saturated = Environment::create(config);
+    if (!saturated.ok()) return saturated.status();
+    std::vector<std::size_t> all_rules(lead.num_rules());
+    for (std::size_t r = 0; r < all_rules.size(); ++r) all_rules[r] = r;
+    saturate(**saturated, all_rules, options.greedy.iteration_limit,
+             options.greedy.multi_iterations);
+    count_usage(**saturated, stats);
+    out.saturated = std::move(*saturated);
   }
   stats.seconds = lead.seconds();
   record_final_state(lead, stats);

@@ -108,12 +108,19 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
-  // A graph searched whole runs on the root process alone.
-  if (regions->size() <= 1 && options.processes != nullptr && options.processes->rank() != 0)
-    return OptimizeResult{.worker = true};
-  absl::StatusOr<OptimizeResult> result =
-      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
-                          : optimize_whole(graph, options, cost_model);
+  absl::StatusOr<OptimizeResult> result = absl::UnknownError("not searched");
+  if (regions->size() > 1) {
+    result = optimize_regions(graph, std::move(*regions), options, cost_model);
+  } else if (options.processes != nullptr && options.search.strategy == Strategy::kMcts) {
+    // A graph searched whole: MCTS spreads its trees over the processes.
+    OptimizeOptions spread = options;
+    spread.search.processes = options.processes;
+    result = optimize_whole(graph, spread, cost_model);
+  } else if (options.processes != nullptr && options.processes->rank() != 0) {
+    return OptimizeResult{.worker = true};  // the other strategies run on the root alone
+  } else {
+    result = optimize_whole(graph, options, cost_model);
+  }
   if (result.ok() && !result->worker) {
     result->rule_check = std::move(rule_check);
     result->times.rules += checking.seconds() - result->times.total;
@@ -192,6 +199,8 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                            .on_progress = options.on_progress};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
   if (!outcome.ok()) return outcome.status();
+  if (options.search.processes != nullptr && options.search.processes->rank() != 0)
+    return OptimizeResult{.worker = true};  // the root extracts and checks
   result.times.search = phase.seconds();
   result.stats = std::move(outcome->stats);
   Environment& env = *outcome->env;

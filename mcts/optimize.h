@@ -34,25 +34,6 @@ inline constexpr int kRegionTrees = 2;
 // (com.microsoft domain) too, or standard ONNX operators only.
 enum class Target { kOnnxRuntime, kOnnx };
 
-// The processes one optimization is spread over (the ranks of an MPI launch;
-// saturn's command line adapts base/ranks.h). Each process takes region
-// structures to search as they come; the root (rank 0) gathers the
-// searches, stitches the graph and returns the result, and every other
-// process returns a result with `worker` set and nothing else. A structure's
-// search depends only on its seed and the fixed tree count (kRegionTrees),
-// so the result is the one process's, unless the time limit stops searches.
-// A graph searched whole runs on the root alone.
-class Processes {
- public:
-  virtual ~Processes() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  // The next of `count` tasks for this process; `count` or more once none is left.
-  virtual std::size_t next_task(std::size_t count) = 0;
-  // Every process's text, at the root in rank order; empty elsewhere.
-  virtual std::vector<std::string> gather(const std::string& mine) = 0;
-};
-
 struct OptimizeOptions {
   SearchOptions search;  // strategy, seed, threads and per-strategy settings
   // A graph with more operators than regions.max_ops is cut into regions
@@ -94,7 +75,9 @@ struct OptimizeOptions {
   bool self_check = true;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
-  // Spread the region searches over these processes; null: this process alone.
+  // Spread the search over these processes (see Processes in search.h): a
+  // graph cut into regions, its region structures; a graph searched whole by
+  // MCTS, its trees. Null: this process alone.
   Processes* processes = nullptr;
 };
 

@@ -141,6 +141,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   per_region.search.threads = threads;
   per_region.search.trees = kRegionTrees;
   per_region.min_gain = 0;  // min_gain judges the whole graph's gain
+  per_region.search.processes = nullptr;  // the processes take whole structures
   if (options.budget.max_bytes != Budget::kUnlimited)
     per_region.budget.max_bytes = options.budget.max_bytes /
                                   static_cast<std::size_t>(std::min(threads, int(first.size()))) /

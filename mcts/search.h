@@ -72,15 +72,41 @@ struct TasoOptions {
 // own e-graph, and the thread pool does not grow without bound.
 inline constexpr int kMaxThreads = 256;
 
+// The processes a search is spread over (the ranks of an MPI launch;
+// saturn's command line adapts base/ranks.h). In saturn::optimize
+// (OptimizeOptions::processes), each process takes region structures to
+// search as they come, or, for a graph searched whole by MCTS, a share of
+// its trees, whose root statistics all processes combine at each real step.
+// The root (rank 0) returns the result, and every other process a result
+// with `worker` set and nothing else. A structure's search depends only on
+// its seed and the fixed tree count, and an MCTS tree only on its seed and
+// its index among all the trees, so the result is the one process's with
+// the same trees, unless the time limit stops a search.
+class Processes {
+ public:
+  virtual ~Processes() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The next of `count` tasks for this process; `count` or more once none is left.
+  virtual std::size_t next_task(std::size_t count) = 0;
+  // Every process's text, at the root in rank order; empty elsewhere.
+  virtual std::vector<std::string> gather(const std::string& mine) = 0;
+  // Every process's text, on every process in rank order.
+  virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+};
+
 struct SearchOptions {
   Strategy strategy = Strategy::kMcts;
   std::uint64_t seed = 1;
   // Threads the search may use (at most kMaxThreads).
   int threads = 1;
   // MCTS: independent trees whose root statistics are summed, spread over
-  // the threads; 0 means one tree per thread. A fixed tree count makes the
-  // result independent of the thread count.
+  // the threads (and processes); 0 means one tree per thread of each
+  // process. A fixed tree count makes the result independent of the thread
+  // and process counts.
   int trees = 0;
+  // MCTS: spread the trees over these processes; null: this process alone.
+  Processes* processes = nullptr;
   MctsOptions mcts;
   GreedyOptions greedy;
   DefaultOrderOptions default_order;

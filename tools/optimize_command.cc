@@ -313,6 +313,9 @@ class RankProcesses final : public Processes {
   std::vector<std::string> gather(const std::string& mine) override {
     return ranks_.gather(mine);
   }
+  std::vector<std::string> all_gather(const std::string& mine) override {
+    return ranks_.all_gather(mine);
+  }
 
  private:
   Ranks ranks_;
