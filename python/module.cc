@@ -128,7 +128,7 @@ struct Result {
 Result optimize_model(const Model& model, const std::string& search, std::size_t budget_nodes,
                       const std::string& cost, std::uint64_t seed, int threads, double time_limit,
                       double ilp_seconds, std::optional<double> min_gain,
-                      const std::string& target) {
+                      const std::string& target, std::optional<int> region_ops) {
   std::optional<Strategy> strategy = parse_strategy(search);
   if (!strategy)
     throw py::value_error(
@@ -147,6 +147,11 @@ Result optimize_model(const Model& model, const std::string& search, std::size_t
   options.min_gain = min_gain;
   options.target = target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
   options.cost_model = cost_model(cost);
+  if (region_ops) {
+    if (*region_ops < 0)
+      throw py::value_error(fmt::format("region_ops must be at least 0, got {}", *region_ops));
+    options.regions = {.target_ops = *region_ops, .max_ops = *region_ops * 5 / 2};
+  }
   absl::StatusOr<OptimizeResult> r;
   {
     py::gil_scoped_release release;
@@ -252,6 +257,34 @@ class PyEnvironment {
 
   std::size_t num_actions() const { return env_->num_rules() + 1; }
   std::size_t stop_action() const { return env_->stop_action(); }
+  // Applies `rules` to every match, `iterations` times or until nothing
+  // changes (a pass of the default order: mcts/search.h). The reward is the
+  // pass's cost reduction over the input's cost.
+  py::tuple step_rules(const std::vector<std::size_t>& rules, std::size_t iterations) {
+    for (std::size_t r : rules)
+      if (r >= env_->num_rules())
+        throw py::value_error(
+            fmt::format("rule {} is not a rule index (0 to {})", r, env_->num_rules() - 1));
+    StepResult last;
+    double before = 0, after = 0;
+    {
+      py::gil_scoped_release release;
+      before = env_->cost();
+      last = saturate(*env_, rules, iterations, iterations);
+      after = env_->cost();
+    }
+    const double initial = env_->initial_cost();
+    py::dict info;
+    info["applied"] = last.applied;
+    info["conflicts"] = last.conflicts;
+    return py::make_tuple(initial > 0 ? (before - after) / initial : 0.0, !env_->has_budget(),
+                          info);
+  }
+  std::vector<std::string> rule_groups() const {
+    std::vector<std::string> groups;
+    for (std::size_t r = 0; r < env_->num_rules(); ++r) groups.push_back(env_->rule(r).group);
+    return groups;
+  }
   std::vector<std::string> rule_names() const {
     std::vector<std::string> names;
     for (std::size_t r = 0; r < env_->num_rules(); ++r) names.push_back(env_->rule(r).name);
@@ -363,7 +396,11 @@ PYBIND11_MODULE(saturn, m) {
         py::arg("budget_nodes") = 2000, py::arg("cost") = "roofline", py::arg("seed") = 1,
         py::arg("threads") = 1, py::arg("time_limit") = 60.0, py::arg("ilp_seconds") = 10.0,
         py::arg("min_gain") = py::none(), py::arg("target") = "onnxruntime",
-        "Optimizes a model (as `saturn optimize`); the GIL is released while it runs");
+        py::arg("region_ops") = py::none(),
+        "Optimizes a model (as `saturn optimize`; region_ops as --region-ops, 0 searches it "
+        "whole); the GIL is released while it runs");
+  m.attr("DEFAULT_ORDER") = DefaultOrderOptions{}.groups;
+  m.attr("DEFAULT_PASS_ITERATIONS") = DefaultOrderOptions{}.iterations_per_group;
 
   py::class_<PyEnvironment>(m, "Environment",
                             "The search environment: rule applications as actions")
@@ -375,6 +412,9 @@ PYBIND11_MODULE(saturn, m) {
       .def("reset", &PyEnvironment::reset)
       .def("step", &PyEnvironment::step, py::arg("action"),
            "Applies a rule (or stops): (reward, done, info)")
+      .def("step_rules", &PyEnvironment::step_rules, py::arg("rules"), py::arg("iterations") = 1,
+           "Applies the rules to every match, `iterations` times or until nothing changes: "
+           "(reward, done, info)")
       .def("legal_actions", &PyEnvironment::legal_actions)
       .def("observation", &PyEnvironment::observation)
       .def("checkpoint", &PyEnvironment::checkpoint, "Remembers the state (checkpoints nest)")
@@ -383,7 +423,8 @@ PYBIND11_MODULE(saturn, m) {
       .def("best_model", &PyEnvironment::best_model)
       .def_property_readonly("num_actions", &PyEnvironment::num_actions)
       .def_property_readonly("stop_action", &PyEnvironment::stop_action)
-      .def_property_readonly("rule_names", &PyEnvironment::rule_names);
+      .def_property_readonly("rule_names", &PyEnvironment::rule_names)
+      .def_property_readonly("rule_groups", &PyEnvironment::rule_groups);
 }
 
 }  // namespace saturn::python

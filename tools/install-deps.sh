@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libcli11-dev libboost-graph-dev coinor-libcbc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   clang libclang-rt-14-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch
   libboost-mpi-dev libopenmpi-dev openmpi-bin
 )
 
