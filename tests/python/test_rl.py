@@ -97,11 +97,12 @@ def test_a_file_that_is_not_a_policy_is_refused(tmp_path):
         policies.load_policy(str(path))
 
 
+@pytest.mark.parametrize("cost", ["opcount", "roofline"])
 @pytest.mark.parametrize("agent", ["pass", "rule"])
-def test_the_shipped_policies_fit_the_shipped_rules(agent):
+def test_the_shipped_policies_fit_the_shipped_rules(agent, cost):
     # A rule added or removed changes the rule-choice agent's actions, a
     # group the pass agent's: the shipped policies must then be trained again.
     import agents
-    path = os.path.join(RL, "policies", f"ppo-{agent}-opcount.pt")
+    path = os.path.join(RL, "policies", f"ppo-{agent}-{cost}.pt")
     env, actions = agents.run_policy(path, saturn.load("nasrnn"))
     assert actions and env.cost() < env.initial_cost()
