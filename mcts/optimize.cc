@@ -1,6 +1,7 @@
 #include "saturn/mcts/optimize.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
@@ -49,8 +50,13 @@ absl::StatusOr<PricedExtraction> price(const Environment& env, const ExtractionP
 }  // namespace
 
 absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& model,
-                                   const EGraphCostOptions& options, double search_price) {
-  if (model.name() != "measured") return search_price;
+                                   const EGraphCostOptions& options,
+                                   std::optional<double> search_price) {
+  auto plain = [&]() -> absl::StatusOr<double> {
+    if (search_price) return *search_price;
+    return graph_cost(model, graph, options);
+  };
+  if (model.name() != "measured") return plain();
   // The table times onnxruntime's kernels: the input is run as onnxruntime
   // loads it. (A result is written so that onnxruntime fuses nothing that
   // extraction did not choose: see the exporter's LayerNorm.)
@@ -62,7 +68,7 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
     // A fused kernel the table has not timed: priced without that fusion.
     if (*price < MeasuredCostModel::kUnmeasuredRuntimeOperator) return price;
   }
-  return search_price;
+  return plain();
 }
 
 double min_gain_of(const OptimizeOptions& options) {
@@ -108,19 +114,15 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
-  absl::StatusOr<OptimizeResult> result = absl::UnknownError("not searched");
-  if (regions->size() > 1) {
-    result = optimize_regions(graph, std::move(*regions), options, cost_model);
-  } else if (options.processes != nullptr && options.search.strategy == Strategy::kMcts) {
-    // A graph searched whole: MCTS spreads its trees over the processes.
-    OptimizeOptions spread = options;
-    spread.search.processes = options.processes;
-    result = optimize_whole(graph, spread, cost_model);
-  } else if (options.processes != nullptr && options.processes->rank() != 0) {
-    return OptimizeResult{.worker = true};  // the other strategies run on the root alone
-  } else {
-    result = optimize_whole(graph, options, cost_model);
-  }
+  // A graph searched whole: MCTS spreads its trees over the processes, the
+  // other strategies run on the root alone.
+  const Processes* processes = options.search.processes;
+  if (regions->size() <= 1 && options.search.strategy != Strategy::kMcts &&
+      processes != nullptr && processes->rank() != 0)
+    return OptimizeResult{.worker = true};
+  absl::StatusOr<OptimizeResult> result =
+      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
+                          : optimize_whole(graph, options, cost_model);
   if (result.ok() && !result->worker) {
     result->rule_check = std::move(rule_check);
     result->times.rules += checking.seconds() - result->times.total;

@@ -75,10 +75,6 @@ struct OptimizeOptions {
   bool self_check = true;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
-  // Spread the search over these processes (see Processes in search.h): a
-  // graph cut into regions, its region structures; a graph searched whole by
-  // MCTS, its trees. Null: this process alone.
-  Processes* processes = nullptr;
 };
 
 // The default minimum gain under a latency model: half a percent.
@@ -111,7 +107,7 @@ struct PhaseTimes {
 };
 
 struct OptimizeResult {
-  // A process other than the root of OptimizeOptions::processes: it searched
+  // A process other than the root of search.processes: it searched
   // for the root, and the rest of this result is empty.
   bool worker = false;
   tensor::Graph graph;      // the best graph found (the input when nothing is cheaper)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,12 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
                                               const std::shared_ptr<const CostModel>& cost_model);
 
-// What the input costs: `search_price` (the search's own price of it),
-// except under a measured table, where the input is priced as the runtime
-// loads it (as_onnxruntime_loads).
+// What the input costs: `search_price` (the search's own price of it; the
+// graph's cost when not given), except under a measured table, where the
+// input is priced as the runtime loads it (as_onnxruntime_loads).
 absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& model,
-                                   const EGraphCostOptions& options, double search_price);
+                                   const EGraphCostOptions& options,
+                                   std::optional<double> search_price = std::nullopt);
 
 // Takes the candidate (its cost, weight spill and held weight bytes) when it
 // is min_gain cheaper than the input, and otherwise keeps the input: a

@@ -179,9 +179,9 @@ absl::StatusOr<OptimizeResult> optimize_regions(
     return regions[first[a]].ops > regions[first[b]].ops;
   });
   tbb::task_arena arena(threads);
-  if (options.processes != nullptr && options.processes->size() > 1) {
+  if (options.search.processes != nullptr && options.search.processes->size() > 1) {
     // One structure at a time on each process, handed out largest first.
-    Processes& processes = *options.processes;
+    Processes& processes = *options.search.processes;
     std::vector<StructureSearch> mine;
     for (std::size_t t; (t = processes.next_task(order.size())) < order.size();) {
       arena.execute([&] { search(order[t]); });
@@ -243,10 +243,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
 
   // The whole graph priced before and after: the regions' own prices do not
   // see their neighbours (a layout a convolution across the cut imposes).
-  absl::StatusOr<double> search_before = graph_cost(*cost_model, graph, options.cost_options);
-  if (!search_before.ok()) return search_before.status();
-  absl::StatusOr<double> before =
-      input_price(graph, *cost_model, options.cost_options, *search_before);
+  absl::StatusOr<double> before = input_price(graph, *cost_model, options.cost_options);
   if (!before.ok()) return before.status();
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();

@@ -1,4 +1,4 @@
-// What a process sends the root of OptimizeOptions::processes: the searches
+// What a process sends the root of SearchOptions::processes: the searches
 // of the region structures it took, as JSON text. A result's graph goes
 // node by node, in its order, with its weights by name only: the root cut
 // the same regions from the same graph, so it holds the region's weights,

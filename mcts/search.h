@@ -74,7 +74,7 @@ inline constexpr int kMaxThreads = 256;
 
 // The processes a search is spread over (the ranks of an MPI launch;
 // saturn's command line adapts base/ranks.h). In saturn::optimize
-// (OptimizeOptions::processes), each process takes region structures to
+// (SearchOptions::processes), each process takes region structures to
 // search as they come, or, for a graph searched whole by MCTS, a share of
 // its trees, whose root statistics all processes combine at each real step.
 // The root (rank 0) returns the result, and every other process a result
@@ -105,7 +105,9 @@ struct SearchOptions {
   // process. A fixed tree count makes the result independent of the thread
   // and process counts.
   int trees = 0;
-  // MCTS: spread the trees over these processes; null: this process alone.
+  // Spread the search over these processes (see Processes): in
+  // saturn::optimize, a graph cut into regions its region structures, a
+  // graph searched whole by MCTS its trees. Null: this process alone.
   Processes* processes = nullptr;
   MctsOptions mcts;
   GreedyOptions greedy;

@@ -330,7 +330,7 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   std::unique_ptr<RankProcesses> ranks;
   if (Ranks::launched()) ranks = std::make_unique<RankProcesses>();
   const bool root = ranks == nullptr || ranks->rank() == 0;
-  if (ranks != nullptr && ranks->size() > 1) o.optimize.processes = ranks.get();
+  if (ranks != nullptr && ranks->size() > 1) o.optimize.search.processes = ranks.get();
   ProgressLine progress(root && !o.quiet && isatty(fileno(stderr)));
   o.optimize.on_progress = [&progress](const SearchProgress& p) { progress.update(p); };
   absl::StatusOr<OptimizeOutcome> outcome = optimize_file(o);

@@ -40,7 +40,9 @@ class _Base:
         self.budget_nodes = budget_nodes
         self.max_steps = max_steps
         self.steps = 0
-        self.num_op_types = len(self.env.observation()["op_counts"])
+        first = self.env.observation()
+        self.num_op_types = len(first["op_counts"])
+        self._initial_cost = first["initial_cost"]
 
     def _globals(self, o):
         initial = max(o["initial_cost"], 1e-9)
@@ -54,7 +56,7 @@ class _Base:
         return self.env.cost()
 
     def initial_cost(self):
-        return self.env.observation()["initial_cost"]
+        return self._initial_cost
 
     def best_model(self):
         return self.env.best_model()
@@ -87,20 +89,22 @@ class PassOrderEnv(_Base):
         o = self.env.observation()
         hist = np.log1p(np.asarray(o["op_counts"], dtype=np.float32)) / 8.0
         glob = np.asarray(self._globals(o), dtype=np.float32)
-        # Per group, the share of its rules that match now.
+        # Per group, the share of its rules that match now (mask() reads the
+        # same state's matches).
         matching = np.zeros(len(self.groups), dtype=np.float32)
         for r in self.env.legal_actions():
             if r in self.group_of:
                 matching[self.group_of[r]] += 1.0
+        self.matching_groups = matching > 0
         matching /= np.asarray([max(len(rules), 1) for rules in self.group_rules], dtype=np.float32)
         return np.concatenate([hist, glob, self.ran / self.max_steps, self.changed, matching])
 
     def mask(self):
-        """The passes of groups some rule of which matches, and stop."""
-        matching = {self.group_of[r] for r in self.env.legal_actions() if r in self.group_of}
+        """The passes of groups some rule of which matches, and stop (of the
+        state the last observation describes)."""
         m = np.ones(self.num_actions, dtype=bool)
         for a, (g, _) in enumerate(self.actions):
-            m[a] = g in matching
+            m[a] = self.matching_groups[g]
         return m
 
     def step(self, action):
