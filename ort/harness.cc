@@ -1,5 +1,6 @@
-// The harness subprocess (`node ort-run.js`), its options, and the timing of
-// models through it; the temporary directories and shell quoting it needs.
+// The harness subprocess (`python ort_run.py` in the project's virtual
+// environment), its options, and the timing of models through it; the
+// temporary directories and shell quoting it needs.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -32,6 +33,16 @@ fs::path harness_dir() {
   return SATURN_ORT_DIR;
 }
 
+// The interpreter that runs it, one that imports onnxruntime: $SATURN_ORT_PYTHON,
+// or the virtual environment tools/install-deps.sh creates.
+fs::path harness_python() {
+  if (const char* python = std::getenv("SATURN_ORT_PYTHON")) return python;
+  return SATURN_ORT_PYTHON;
+}
+
+// The harness's exit code when onnxruntime, onnx or numpy cannot be imported.
+constexpr int kHarnessMissingPackages = 3;
+
 // The most onnxruntime threads a run asks for.
 constexpr int kMaxRuntimeThreads = 256;
 
@@ -53,17 +64,17 @@ absl::Status check_options(const RuntimeOptions& o) {
 absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
                                            const RuntimeOptions& o) {
   if (absl::Status s = check_options(o); !s.ok()) return s;
-  const fs::path dir = harness_dir();
-  if (!fs::exists(dir / "node_modules" / "onnxruntime-node")) {
-    return absl::FailedPreconditionError(
-        fmt::format("onnxruntime-node is not installed in {} (tools/install-deps.sh installs it)",
-                    dir.string()));
-  }
-  std::vector<std::string> words = {(dir / "ort-run.js").string()};
+  const fs::path python = harness_python();
+  const std::string not_installed = fmt::format(
+      "onnxruntime's Python environment ({}) is missing or incomplete; tools/install-deps.sh "
+      "creates it",
+      python.string());
+  if (!fs::exists(python)) return absl::FailedPreconditionError(not_installed);
+  std::vector<std::string> words = {python.string(), (harness_dir() / "ort_run.py").string()};
   words.insert(words.end(), args.begin(), args.end());
-  std::string cmd = "node";
+  std::string cmd;
   for (const std::string& w : words) {
-    cmd.push_back(' ');
+    if (!cmd.empty()) cmd.push_back(' ');
     cmd.append(shell_quote(w));
   }
   cmd += fmt::format(
@@ -72,13 +83,14 @@ absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
       o.runs, o.warmup, o.rtol, o.atol, o.seed, o.threads, o.profile ? 1 : 0, o.kernel_offset_us,
       o.kernel_floor_us);
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError("cannot start a shell to run node");
+  if (pipe == nullptr) return absl::InternalError("cannot start a shell to run onnxruntime");
   std::string out;
   char buffer[4096];
   while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
   const int status = pclose(pipe);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    return absl::FailedPreconditionError("Node.js (node) is not installed");
+  if (WIFEXITED(status) &&
+      (WEXITSTATUS(status) == 127 || WEXITSTATUS(status) == kHarnessMissingPackages))
+    return absl::FailedPreconditionError(not_installed);
   if (status != 0) {
     return absl::InternalError(
         "onnxruntime could not run the models (its message is above on stderr)");
@@ -109,7 +121,7 @@ absl::StatusOr<nlohmann::json> time_models(const std::vector<std::string>& files
       for (nlohmann::json& m : *batch) out.push_back(std::move(m));
       continue;
     }
-    if (absl::IsFailedPrecondition(batch.status())) return batch.status();  // no Node.js
+    if (absl::IsFailedPrecondition(batch.status())) return batch.status();  // no onnxruntime
     for (std::size_t k = begin; k < end; ++k) {
       absl::StatusOr<nlohmann::json> one = run(k, k + 1);
       out.push_back(one.ok() ? (*one)[0]

@@ -1,7 +1,7 @@
 // Internal to ort/ (saturn's interface to it is ort/runtime.h): what the
 // bridge's files share, the harness subprocess and its timing of models.
 //
-//   harness.cc              the subprocess (`node ort-run.js`), its options,
+//   harness.cc              the subprocess (`python ort_run.py`), its options,
 //                           timing in batches and passes, TempDir,
 //                           shell_quote
 //   verify.cc               runtime_file, verify_models, the report's lines
@@ -25,10 +25,10 @@
 
 namespace saturn::ort {
 
-// The options' ranges, checked before node is started.
+// The options' ranges, checked before the harness is started.
 absl::Status check_options(const RuntimeOptions& options);
 
-// Runs `node ort-run.js ARGS...` and parses what it prints.
+// Runs `python ort_run.py ARGS...` and parses what it prints.
 absl::StatusOr<nlohmann::json> run_harness(const std::vector<std::string>& args,
                                            const RuntimeOptions& options);
 

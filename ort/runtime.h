@@ -1,6 +1,6 @@
-// saturn's bridge to onnxruntime: it runs the Node.js
-// harness ort/harness/ort-run.js (onnxruntime-node, CPU, graph optimization
-// level "all") and reads the JSON it prints.
+// saturn's bridge to onnxruntime: it runs the harness ort/harness/ort_run.py
+// (onnxruntime from PyPI in the project's virtual environment, CPU, graph
+// optimization level "all") and reads the JSON it prints.
 //
 //   RuntimeOptions o;                       // 20 timed runs, rtol 1e-3, atol 1e-4
 //   absl::StatusOr<VerifyReport> r = verify_models("a.onnx", "b.onnx", o);
@@ -60,12 +60,12 @@ absl::StatusOr<std::string> runtime_file(const std::string& model, const tensor:
                                          const tensor::OnnxImportOptions& onnx = {});
 
 struct VerifyReport {
-  bool ok = false;      // every output within tolerance
+  bool ok = false;      // every output within tolerance, and PyPI's ONNX checker passes
   double speedup = 0;   // median over the A/B run pairs of their latency ratio
   nlohmann::json json;  // everything the harness measured
 };
 
-// Compares and times two ONNX files (see ort-run.js).
+// Compares and times two ONNX files (see ort_run.py).
 absl::StatusOr<VerifyReport> verify_models(const std::string& original,
                                            const std::string& optimized,
                                            const RuntimeOptions& options);

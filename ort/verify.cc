@@ -35,7 +35,8 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
   absl::StatusOr<nlohmann::json> j = run_harness({"verify", original, optimized}, options);
   if (!j.ok()) return j.status();
   VerifyReport r;
-  r.ok = j->value("ok", false);
+  const bool checked = j->contains("checker") && (*j)["checker"].value("ok", false);
+  r.ok = j->value("ok", false) && checked;
   r.speedup = j->value("speedup", 0.0);
   r.json = std::move(*j);
   return r;
@@ -53,6 +54,11 @@ std::string describe(const VerifyReport& r) {
     if (o.contains("detail")) out += ": " + o["detail"].get<std::string>();
     out += "\n";
   }
+  if (const auto checker = r.json.find("checker"); checker != r.json.end()) {
+    out += fmt::format("  ONNX checker (onnx {}, full check): {}\n",
+                       checker->value("onnx", "?"),
+                       checker->value("ok", false) ? "passes" : "FAILS: " + checker->value("message", std::string("?")));
+  }
   const nlohmann::json& a = r.json["latency"]["original"];
   const nlohmann::json& b = r.json["latency"]["optimized"];
   auto ms = [](const nlohmann::json& s, const char* key) { return s[key].get<double>() / 1000.0; };
@@ -64,7 +70,7 @@ std::string describe(const VerifyReport& r) {
   out += fmt::format(
       "  speedup {:.3f}x (median over run pairs) [p10 {:.3f}, p90 {:.3f}]; outputs {}\n", r.speedup,
       r.json["speedup_p10"].get<double>(), r.json["speedup_p90"].get<double>(),
-      r.ok ? "match" : "DIFFER");
+      r.ok ? "match" : "DIFFER or fail the checker");
   return out;
 }
 

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libcli11-dev libboost-graph-dev coinor-libcbc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   clang libclang-rt-14-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch
+  pybind11-dev python3-dev python3-venv python3-numpy python3-pytest python3-torch
   libboost-mpi-dev libopenmpi-dev openmpi-bin
 )
 
@@ -29,18 +29,20 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The onnxruntime harness (saturn verify, saturn calibrate): onnxruntime-node
-# from the npm registry, CPU only (ONNXRUNTIME_NODE_INSTALL=skip: no CUDA
-# downloads), at the version package-lock.json pins.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "install-deps: installing nodejs npm"
-  sudo_cmd=()
-  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-fi
-ort_dir="$(dirname "$0")/../ort/harness"
-if [[ ! -d "$ort_dir/node_modules/onnxruntime-node" ]]; then
-  echo "install-deps: installing onnxruntime-node"
-  (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --silent >/dev/null)
+# The Python packages from PyPI, at the versions tools/requirements.txt pins,
+# in a virtual environment over Debian's python3 (build/venv, or
+# $SATURN_VENV): onnxruntime for the harness (saturn verify, calibrate,
+# --keep-faster, real_latency), onnx for its checker, numpy, pytest. It sees
+# Debian's packages too (--system-site-packages): the Python module is built
+# for that interpreter. Reinstalled only when the pins change.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${SATURN_VENV:-$root/build/venv}"
+requirements="$root/tools/requirements.txt"
+stamp="$venv/.saturn-requirements"
+if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$requirements" "$stamp"; then
+  echo "install-deps: installing the Python packages of tools/requirements.txt into $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -r "$requirements" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  cp "$requirements" "$stamp"
 fi

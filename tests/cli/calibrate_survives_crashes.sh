@@ -5,8 +5,8 @@ source "$(dirname "$0")/lib.sh"
 
 # A stand-in harness that crashes on any batch and on op0.onnx.
 harness=$OUT/crashing_ort
-mkdir -p "$harness/node_modules/onnxruntime-node"
-cp "$DATA/crashing-ort-run.js" "$harness/ort-run.js"
+mkdir -p "$harness"
+cp "$DATA/crashing_ort_run.py" "$harness/ort_run.py"
 
 run_ok out env SATURN_ORT_DIR="$harness" "$SATURN" calibrate "$DATA/models/conv_split_conv.json" \
   -o "$OUT/costs.json" --explore 0 --passes 1

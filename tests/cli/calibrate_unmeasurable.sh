@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An operator onnxruntime-node cannot be fed (a bfloat16 input) is counted as
+# An operator the onnxruntime harness cannot feed (a bfloat16 input) is counted as
 # not measurable; the rest of the table is still measured.
 source "$(dirname "$0")/lib.sh"
 

@@ -2,7 +2,7 @@
 and errors as exceptions. Run by CTest (python_tests) with
 PYTHONPATH=build/python; by hand:
 
-    PYTHONPATH=build/python /usr/bin/python3 -m pytest -q tests/python
+    PYTHONPATH=build/python build/venv/bin/python -m pytest -q tests/python
 """
 import os
 import threading

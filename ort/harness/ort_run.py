@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""saturn's onnxruntime harness (CPU execution provider, optimization level "all").
+
+Needs the project's virtual environment (onnxruntime, onnx and numpy from
+PyPI at the versions tools/requirements.txt pins); the saturn command line
+runs it with that interpreter and reads the one JSON object it prints.
+
+  ort_run.py verify A.onnx B.onnx [--runs N] [--warmup N] [--rtol R]
+             [--atol A] [--seed S] [--threads T]
+    Runs both models on the same seeded random inputs, compares every
+    output, checks B with PyPI's ONNX checker (full check, strict shape
+    inference), and times them: each model in its own session, the timed
+    runs alternating A, B, A, B, ... so that drift in the machine's speed
+    hits both alike.
+  ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
+             [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
+    The latency of each model (for measured cost tables): the wall time of
+    a run (median_us) and, from onnxruntime's profiler, the time its kernels
+    took (kernel_us, the mean of the middle half of the runs), which leaves
+    out feeding the inputs, copying the outputs back, and the layout
+    reorders a lone convolution needs at its edges (a model pays those once
+    per chain of convolutions, not per operator). Also each kernel's own
+    time (kernels: operator, first input and output shapes, us), so that a
+    caller can attribute the reorders an operator causes. Each kernel's time
+    is first lowered by --kernel-offset (what the profiler adds to it) and
+    raised to at least --kernel-floor. With --profile 0 the runs are not
+    profiled, and only their wall time is reported.
+
+Exit codes: 0 with the JSON on stdout; 1 with a message on stderr; 3 when
+onnxruntime, onnx or numpy cannot be imported (the environment is missing).
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zlib
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+except ImportError as err:  # the caller tells the user to run tools/install-deps.sh
+    sys.stderr.write(f"ort_run: {err} (the interpreter is {sys.executable})\n")
+    sys.exit(3)
+
+OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "threads": 2,
+           "profile": 1, "kernel-offset": 0, "kernel-floor": 0}
+
+# Operators that only convert between layouts at the edge of a chain of
+# convolutions in the blocked layout onnxruntime's CPU provider uses.
+LAYOUT_REORDERS = {"ReorderInput", "ReorderOutput"}
+
+# The element types the harness feeds, by onnxruntime's type names.
+NUMPY_TYPES = {
+    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+    "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_,
+}
+
+
+class HarnessError(Exception):
+    pass
+
+
+def parse_args(argv):
+    opts = dict(OPTIONS)
+    files = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            key = a[2:]
+            if key not in opts or i + 1 >= len(argv):
+                raise HarnessError(f"bad option {a}")
+            try:
+                value = float(argv[i + 1])
+            except ValueError:
+                raise HarnessError(f"{a} needs a number") from None
+            if value != value or value in (float("inf"), float("-inf")):
+                raise HarnessError(f"{a} needs a number")
+            opts[key] = value
+            i += 2
+        else:
+            files.append(a)
+            i += 1
+    for key in ("runs", "warmup", "seed", "threads", "profile"):
+        opts[key] = int(opts[key])
+    if opts["runs"] < 1:
+        raise HarnessError("--runs must be at least 1")
+    return opts, files
+
+
+def random_tensor(meta, seed):
+    """Seeded inputs: uniform in [-1, 1) for floats, 0..9 for integers, a
+    coin for booleans; the same for the same seed and input name."""
+    dims = []
+    for d in meta.shape:
+        if not isinstance(d, int) or d < 0:
+            raise HarnessError(f"input '{meta.name}' has a dynamic shape {meta.shape}")
+        dims.append(d)
+    dtype = NUMPY_TYPES.get(meta.type)
+    if dtype is None:
+        raise HarnessError(f"input '{meta.name}' has element type {meta.type}, "
+                           "which the harness does not generate")
+    rng = np.random.default_rng([seed, zlib.crc32(meta.name.encode())])
+    if np.issubdtype(dtype, np.floating):
+        return (2 * rng.random(dims) - 1).astype(dtype)
+    if dtype is np.bool_:
+        return rng.random(dims) < 0.5
+    return rng.integers(0, 10, size=dims).astype(dtype)
+
+
+def open_session(file, threads, profile_prefix=None):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
+    try:
+        return ort.InferenceSession(file, so, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises several types for a model it refuses
+        raise HarnessError(f"{file}: onnxruntime cannot load it: {err}") from None
+
+
+def inputs_for(session, seed):
+    return {m.name: random_tensor(m, seed) for m in session.get_inputs()}
+
+
+def timed_run(session, feeds):
+    t0 = time.perf_counter_ns()
+    out = session.run(None, feeds)
+    return out, (time.perf_counter_ns() - t0) / 1e3
+
+
+def quantile(sorted_samples, q):
+    pos = (len(sorted_samples) - 1) * q
+    lo, hi = int(pos // 1), int(-(-pos // 1))
+    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def middle_mean(samples):
+    """The mean of the middle half of the samples: as robust as the median
+    to a slow run, and finer for the profiler's whole microseconds."""
+    s = sorted(samples)
+    cut = len(s) // 4
+    middle = s[cut:len(s) - cut]
+    return sum(middle) / len(middle)
+
+
+def summary(samples):
+    s = sorted(samples)
+    return {"median_us": quantile(s, 0.5), "p10_us": quantile(s, 0.1),
+            "p90_us": quantile(s, 0.9), "runs": len(s)}
+
+
+def compare(a, b, rtol, atol):
+    """Largest |a-b| / (atol + rtol*|b|) over the elements (<= 1 means close)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return {"ratio": float("inf"), "max_abs": float("inf"),
+                "detail": f"shape or type {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"}
+    if a.dtype.kind in "OUS":
+        same = bool(np.array_equal(a, b))
+        return {"ratio": 0.0 if same else float("inf"), "max_abs": 0.0 if same else float("inf"),
+                **({} if same else {"detail": "strings differ"})}
+    x, y = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    nan_x, nan_y = np.isnan(x), np.isnan(y)
+    if np.any(nan_x != nan_y):
+        at = int(np.argmax(nan_x != nan_y))
+        return {"ratio": float("inf"), "max_abs": float("inf"), "detail": f"NaN at {at}"}
+    keep = ~nan_x & (x != y)  # equal values (and equal infinities) are close
+    if not np.any(keep):
+        return {"ratio": 0.0, "max_abs": 0.0}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = np.abs(x[keep] - y[keep])
+        ratio = d / (atol + rtol * np.abs(y[keep]))
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    return {"ratio": float(np.max(ratio)), "max_abs": float(np.max(d))}
+
+
+def checker_verdict(file):
+    """PyPI's ONNX checker on a model: None when it passes, else its message."""
+    try:
+        onnx.checker.check_model(file, full_check=True)
+        return None
+    except Exception as err:  # the checker and shape inference raise several types
+        return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def json_number(x):
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def verify(opts, files):
+    if len(files) != 2:
+        raise HarnessError("verify needs two models: ORIGINAL OPTIMIZED")
+    fa, fb = files
+    a = open_session(fa, opts["threads"])
+    b = open_session(fb, opts["threads"])
+    # Inputs are fed by name: the same names, types and shapes, in any order.
+    def names(s):
+        return " ".join(sorted(f"{m.name}:{m.type}{m.shape}" for m in s.get_inputs()))
+    if names(a) != names(b):
+        raise HarnessError(f"the models' inputs differ: {names(a)} vs {names(b)}")
+    feeds = inputs_for(a, opts["seed"])
+    out_a = dict(zip([o.name for o in a.get_outputs()], a.run(None, feeds)))
+    out_b = dict(zip([o.name for o in b.get_outputs()], b.run(None, feeds)))
+    outputs, ok = [], True
+    for name, value in out_a.items():
+        if name not in out_b:
+            outputs.append({"name": name, "ok": False, "detail": "missing from the optimized model"})
+            ok = False
+            continue
+        c = compare(np.asarray(out_b[name]), np.asarray(value), opts["rtol"], opts["atol"])
+        good = c["ratio"] <= 1
+        ok = ok and good
+        entry = {"name": name, "ok": good, "max_abs_diff": json_number(c["max_abs"]),
+                 "error_ratio": json_number(c["ratio"])}
+        if "detail" in c:
+            entry["detail"] = c["detail"]
+        outputs.append(entry)
+    checker = checker_verdict(fb)
+    for _ in range(opts["warmup"]):
+        a.run(None, feeds)
+        b.run(None, feeds)
+    ta, tb = [], []
+    for _ in range(opts["runs"]):
+        ta.append(timed_run(a, feeds)[1])
+        tb.append(timed_run(b, feeds)[1])
+    sa, sb = summary(ta), summary(tb)
+    # The speedup is paired: run i of A and run i of B ran back to back, so
+    # their ratio cancels the machine's slower drifts; its median and spread
+    # are over the pairs.
+    ratios = sorted(x / y for x, y in zip(ta, tb))
+    return {
+        "original": fa, "optimized": fb, "ok": ok, "rtol": opts["rtol"], "atol": opts["atol"],
+        "seed": opts["seed"], "outputs": outputs,
+        "checker": {"ok": checker is None, "onnx": onnx.__version__,
+                    **({"message": checker} if checker else {})},
+        "onnxruntime": ort.__version__,
+        "latency": {"original": sa, "optimized": sb},
+        "speedup": quantile(ratios, 0.5), "speedup_p10": quantile(ratios, 0.1),
+        "speedup_p90": quantile(ratios, 0.9),
+        "speedup_of_medians": sa["median_us"] / sb["median_us"],
+    }
+
+
+def kernels_by_run(events):
+    """The kernels of an onnxruntime profile, one list per model_run event
+    (in the order the runs happened)."""
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
+                  key=lambda e: e["ts"])
+    spans = [(e["ts"], e["ts"] + e["dur"], []) for e in runs]
+    for e in events:
+        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
+            continue
+        for start, end, kernels in spans:
+            if start <= e["ts"] <= end:
+                kernels.append(e)
+                break
+    return [kernels for _, _, kernels in spans]
+
+
+def first_shape(e, key):
+    """The shape of an event's first input or output, or None."""
+    entries = (e.get("args") or {}).get(key)
+    if not isinstance(entries, list) or not entries:
+        return None
+    shape = next(iter(entries[0].values()), None)
+    return shape if isinstance(shape, list) else None
+
+
+def kernels_per_node(runs):
+    """Every kernel with its first input and output shapes and its time over
+    the runs (middle_mean)."""
+    nodes = {}
+    for run, kernels in enumerate(runs):
+        for e in kernels:
+            op = e["args"]["op_name"]
+            node = nodes.setdefault(f"{e['name']} {op}", {
+                "op": op, "input": first_shape(e, "input_type_shape"),
+                "output": first_shape(e, "output_type_shape"), "samples": [0.0] * len(runs)})
+            node["samples"][run] += e["dur"]
+    return [{"op": n["op"], "input": n["input"], "output": n["output"],
+             "us": middle_mean(n["samples"])} for n in nodes.values()]
+
+
+def time_once(file, opts):
+    folder = tempfile.mkdtemp(prefix="ort-profile-") if opts["profile"] else None
+    try:
+        s = open_session(file, opts["threads"], folder and os.path.join(folder, "run"))
+        feeds = inputs_for(s, opts["seed"])
+        for _ in range(opts["warmup"]):
+            s.run(None, feeds)
+        t = [timed_run(s, feeds)[1] for _ in range(opts["runs"])]
+        if not folder:
+            return summary(t)
+        with open(s.end_profiling(), encoding="utf-8") as f:
+            events = json.load(f)
+        # The profile holds the warm-up runs too: keep the timed ones.
+        runs = kernels_by_run(events)[opts["warmup"]:]
+        if len(runs) != opts["runs"]:
+            raise HarnessError(f"the profile shows {len(runs)} timed runs, not {opts['runs']}")
+        for kernels in runs:
+            for e in kernels:
+                e["dur"] = max(e["dur"] - opts["kernel-offset"], opts["kernel-floor"])
+        per_run = [sum(e["dur"] for e in kernels if e["args"]["op_name"] not in LAYOUT_REORDERS)
+                   for kernels in runs]
+        return {**summary(t), "kernel_us": middle_mean(per_run), "kernels": kernels_per_node(runs)}
+    finally:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def time_models(opts, files):
+    results = []
+    for model in files:
+        # A model the harness cannot run (an input type it does not generate,
+        # an operator onnxruntime lacks) is reported, not fatal.
+        try:
+            results.append({"model": model, **time_once(model, opts)})
+        except Exception as err:  # onnxruntime raises several types
+            results.append({"model": model, "error": str(err)})
+    return {"models": results}
+
+
+def main(argv):
+    if not argv:
+        raise HarnessError("usage: ort_run.py verify|time FILES... [--OPTION VALUE]...")
+    command, rest = argv[0], argv[1:]
+    opts, files = parse_args(rest)
+    if command == "verify":
+        result = verify(opts, files)
+    elif command == "time":
+        result = time_models(opts, files)
+    else:
+        raise HarnessError(f"unknown command '{command}' (verify or time)")
+    sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except HarnessError as err:
+        sys.stderr.write(f"ort_run: {err}\n")
+        sys.exit(1)

@@ -1,0 +1,117 @@
+"""The onnxruntime harness (ort/harness/ort_run.py) in the project's virtual
+environment: its comparison, its inputs, PyPI's ONNX checker on what saturn
+writes, and its command line. Run by CTest (python_tests); by hand:
+
+    PYTHONPATH=build/python build/venv/bin/python -m pytest -q tests/python
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import saturn
+
+ROOT = os.environ.get("SATURN_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "ort", "harness"))
+import ort_run  # noqa: E402  (the harness is a script, not a package)
+
+HARNESS = os.path.join(ROOT, "ort", "harness", "ort_run.py")
+
+
+def relu_model(path, op="Relu", opset=18):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_compare_uses_the_relative_and_absolute_tolerances():
+    want = np.array([1.0, 100.0, 0.0], dtype=np.float32)
+    close = np.array([1.0005, 100.05, 5e-5], dtype=np.float32)
+    far = np.array([1.0, 100.0, 1e-3], dtype=np.float32)
+    assert ort_run.compare(close, want, 1e-3, 1e-4)["ratio"] <= 1
+    assert ort_run.compare(far, want, 1e-3, 1e-4)["ratio"] > 1
+    assert ort_run.compare(want[:2], want, 1e-3, 1e-4)["detail"].startswith("shape or type")
+    nan = np.array([np.nan, 100.0, 0.0], dtype=np.float32)
+    assert ort_run.compare(nan, want, 1e-3, 1e-4)["ratio"] == float("inf")
+    assert ort_run.compare(nan, nan, 1e-3, 1e-4)["ratio"] == 0
+
+
+def test_inputs_are_seeded_per_name():
+    class Meta:
+        def __init__(self, name, type_="tensor(float)", shape=(4, 5)):
+            self.name, self.type, self.shape = name, type_, list(shape)
+    a1, a2 = ort_run.random_tensor(Meta("a"), 1), ort_run.random_tensor(Meta("a"), 1)
+    b = ort_run.random_tensor(Meta("b"), 1)
+    np.testing.assert_array_equal(a1, a2)
+    assert not np.array_equal(a1, b)
+    assert a1.dtype == np.float32 and a1.min() >= -1 and a1.max() < 1
+    ids = ort_run.random_tensor(Meta("ids", "tensor(int64)"), 1)
+    assert ids.dtype == np.int64 and ids.min() >= 0 and ids.max() <= 9
+    with pytest.raises(ort_run.HarnessError, match="dynamic shape"):
+        ort_run.random_tensor(Meta("x", shape=("batch", 3)), 1)
+    with pytest.raises(ort_run.HarnessError, match="does not generate"):
+        ort_run.random_tensor(Meta("x", "tensor(bfloat16)"), 1)
+
+
+def test_checker_rejects_an_operator_of_no_opset(tmp_path):
+    assert ort_run.checker_verdict(relu_model(tmp_path / "ok.onnx")) is None
+    assert "NoSuchOp" in ort_run.checker_verdict(relu_model(tmp_path / "bad.onnx", "NoSuchOp"))
+
+
+def test_what_saturn_writes_at_opset_18_passes_the_checker(tmp_path):
+    # The harness's checker is PyPI's onnx (opset 18 and later), not Debian's.
+    assert tuple(int(p) for p in onnx.__version__.split(".")[:2]) >= (1, 14)
+    model = saturn.load(os.path.join(ROOT, "tensor", "fixtures", "llama_block.onnx"))
+    result = saturn.optimize(model, search="default", cost="opcount", ilp_seconds=0)
+    out = tmp_path / "llama_block.opt.onnx"
+    result.save(str(out))
+    assert ort_run.checker_verdict(str(out)) is None
+
+
+def run_harness(*args):
+    return subprocess.run([sys.executable, HARNESS, *args], capture_output=True, text=True)
+
+
+def test_verify_command_reports_outputs_checker_and_speedup(tmp_path):
+    a = relu_model(tmp_path / "a.onnx")
+    b = relu_model(tmp_path / "b.onnx")
+    done = run_harness("verify", a, b, "--runs", "3", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["checker"]["ok"]
+    assert [o["name"] for o in report["outputs"]] == ["y"] and report["outputs"][0]["ok"]
+    assert report["latency"]["original"]["runs"] == 3 and report["speedup"] > 0
+
+
+def test_verify_command_finds_a_wrong_output(tmp_path):
+    a = relu_model(tmp_path / "a.onnx")
+    b = relu_model(tmp_path / "b.onnx", "Neg")
+    report = json.loads(run_harness("verify", a, b, "--runs", "1").stdout)
+    assert not report["ok"] and not report["outputs"][0]["ok"]
+
+
+def test_time_command_reports_kernels_and_survives_a_bad_model(tmp_path):
+    good = relu_model(tmp_path / "good.onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    done = run_harness("time", good, str(bad), "--runs", "4", "--warmup", "1")
+    assert done.returncode == 0, done.stderr
+    good_row, bad_row = json.loads(done.stdout)["models"]
+    assert good_row["runs"] == 4 and good_row["kernel_us"] >= 0
+    assert [k["op"] for k in good_row["kernels"]] == ["Relu"]
+    assert "cannot load" in bad_row["error"]
+
+
+def test_bad_command_lines_exit_with_a_message(tmp_path):
+    for args in (["verify", "only_one.onnx"], ["time", "--runs", "x"], ["fly"], ["time", "--bogus", "1"]):
+        done = run_harness(*args)
+        assert done.returncode == 1 and done.stderr.startswith("ort_run: "), args
