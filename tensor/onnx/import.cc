@@ -37,8 +37,6 @@ namespace onnx_io {
 
 namespace {
 
-bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-
 bool is_random_op(const std::string& op_type) {
   return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Multinomial";
 }
@@ -183,10 +181,17 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   for (const auto& op : model.opset_import()) {
     if (!is_default_domain(op.domain())) continue;
     opset_ = op.version();
-    if (opset_ < 1 || opset_ > max_onnx_opset()) {
+    if (opset_ < 1 || opset_ > kNewestReadOpset) {
       return error("ONNX opset {} is not supported (this build reads opsets 1 to {})", opset_,
-                   max_onnx_opset());
+                   kNewestReadOpset);
     }
+  }
+  // A newer opset than libonnx knows: read through the newest it knows
+  // (its checker and shape inference run on that spelling).
+  if (opset_ > max_onnx_opset()) {
+    if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset()); !s.ok())
+      return error("{}", message(s));
+    opset_ = max_onnx_opset();
   }
   if (model.functions_size() > 0)
     return error("model-local functions are not supported (function '{}')",

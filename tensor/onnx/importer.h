@@ -7,6 +7,8 @@
 //   import_tensors.cc  external data, seeded weights, initializers and
 //                      constants
 //   import_ops.cc      the mapping of known ONNX operators onto IR operators
+//   opset_lowering.cc  models at a newer opset than libonnx knows, read
+//                      through the newest it knows
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,19 @@ absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem
 // model's folder, each once.
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
     const onnx::ModelProto& model);
+
+// The newest default-domain opset the import reads. Opsets newer than
+// libonnx's (max_onnx_opset()) are lowered to it by lower_to_opset.
+inline constexpr std::int64_t kNewestReadOpset = 23;
+
+// Rewrites a model written for default-domain opset `from` into the
+// spelling of the older opset `to` (and the IR version libonnx knows): the
+// attributes that became inputs (the reductions' axes) are attributes
+// again, attributes at their defaults that `to` lacks are dropped, and Gelu
+// (opset 20) and Mish (18) are spelled in older operators. Operators and
+// attributes with no equivalent at `to` are errors naming the node. The
+// exported model is then written at opset `to`.
+absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to);
 
 // The weights a model names under `saturn.seeded_weights`: name -> [low, high).
 using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;

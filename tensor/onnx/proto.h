@@ -31,6 +31,11 @@ inline constexpr std::string_view kOutTypePrefix = "out_type_";
 // The metadata key naming stripped weights (tensor/fixtures/README.md).
 inline constexpr std::string_view kSeededWeights = "saturn.seeded_weights";
 
+// The default ONNX domain ("" or "ai.onnx").
+inline bool is_default_domain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
 std::optional<DType> dtype_from_onnx(int elem_type);
 int dtype_to_onnx(DType dtype);
 

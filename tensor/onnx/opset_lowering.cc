@@ -1,0 +1,288 @@
+// Models written for a newer default-domain opset than this build's libonnx
+// knows, read through the newest opset it knows. See importer.h.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "fmt/format.h"
+#include "onnx/defs/schema.h"
+#include "saturn/base/status.h"
+#include "saturn/tensor/onnx/importer.h"
+#include "saturn/tensor/onnx/proto.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+// The IR version of ONNX 1.12 (libonnx's checker refuses later ones); IR 9
+// and 10 added element types (float8, int4) and function overloads, which
+// the import refuses by name where a model uses them.
+constexpr std::int64_t kKnownIrVersion = 8;
+
+// The reductions whose axes became an input in opset 18 (ReduceSum did in 13).
+const absl::flat_hash_set<std::string>& reductions_with_axes_input() {
+  static const auto* ops = new absl::flat_hash_set<std::string>{
+      "ReduceMean", "ReduceMax",       "ReduceMin",        "ReduceProd",
+      "ReduceL1",   "ReduceL2",        "ReduceLogSum",     "ReduceLogSumExp",
+      "ReduceSumSquare"};
+  return *ops;
+}
+
+class Lowering {
+ public:
+  Lowering(onnx::ModelProto& model, std::int64_t from, std::int64_t to)
+      : model_(model), from_(from), to_(to) {}
+
+  absl::Status run() {
+    if (model_.ir_version() > kKnownIrVersion) model_.set_ir_version(kKnownIrVersion);
+    onnx::GraphProto& g = *model_.mutable_graph();
+    for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = &t;
+    for (const onnx::NodeProto& n : g.node()) {
+      if (n.op_type() == "Constant" && is_default_domain(n.domain()) && n.output_size() == 1) {
+        for (const onnx::AttributeProto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+      }
+    }
+    if (absl::Status s = lower_graph(g); !s.ok()) return s;
+    for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
+      if (is_default_domain(op.domain())) op.set_version(to_);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status fail(const onnx::NodeProto& n, std::string_view why) const {
+    return absl::InvalidArgumentError(fmt::format(
+        "node '{}' ({}): {} (the model is at ONNX opset {}, which this build reads through "
+        "opset {})",
+        n.name(), n.op_type(), why, from_, to_));
+  }
+
+  // The int64 values of a constant input (an initializer or a Constant).
+  absl::StatusOr<std::vector<std::int64_t>> constant_ints(const std::string& name) const {
+    auto it = constants_.find(name);
+    if (it == constants_.end())
+      return absl::InvalidArgumentError(fmt::format("'{}' is computed at run time", name));
+    absl::StatusOr<Tensor> t = tensor_from_proto(*it->second);
+    if (!t.ok()) return t.status();
+    if (t->dtype() != DType::kInt64)
+      return absl::InvalidArgumentError(fmt::format("'{}' is not an int64 tensor", name));
+    return std::vector<std::int64_t>(t->ints().begin(), t->ints().end());
+  }
+
+  // Drops attribute `name` when its value is the default `keep(a)` accepts;
+  // an error otherwise.
+  template <typename Default>
+  absl::Status drop_default(onnx::NodeProto& n, std::string_view name, Default is_default) {
+    auto* attrs = n.mutable_attribute();
+    for (int i = 0; i < attrs->size(); ++i) {
+      if (attrs->Get(i).name() != name) continue;
+      if (!is_default(attrs->Get(i)))
+        return fail(n, fmt::format("attribute {} has no equivalent in opset {}", name, to_));
+      attrs->DeleteSubrange(i, 1);
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status lower_reduction(onnx::NodeProto& n) {
+    bool noop_with_empty_axes = false;
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "noop_with_empty_axes") noop_with_empty_axes = a.i() != 0;
+    if (absl::Status s = drop_default(n, "noop_with_empty_axes", [](auto&) { return true; });
+        !s.ok())
+      return s;
+    if (n.input_size() < 2 || n.input(1).empty()) {
+      if (noop_with_empty_axes) {  // no axes: the input unchanged
+        n.set_op_type("Identity");
+        n.clear_attribute();
+      }
+      n.mutable_input()->DeleteSubrange(1, n.input_size() - 1);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::vector<std::int64_t>> axes = constant_ints(n.input(1));
+    if (!axes.ok()) return fail(n, fmt::format("its axes {}", message(axes.status())));
+    n.mutable_input()->DeleteSubrange(1, n.input_size() - 1);
+    if (axes->empty()) {
+      if (noop_with_empty_axes) {
+        n.set_op_type("Identity");
+        n.clear_attribute();
+      }
+      return absl::OkStatus();
+    }
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t axis : *axes) a->add_ints(axis);
+    return absl::OkStatus();
+  }
+
+  // A float32 scalar Constant named after `base`; returns its name.
+  std::string scalar(const std::string& base, const std::string& what, float value,
+                     std::vector<onnx::NodeProto>& out) {
+    onnx::NodeProto c;
+    const std::string name = fmt::format("{}/{}", base, what);
+    c.set_op_type("Constant");
+    c.set_name(name);
+    c.add_output(name);
+    onnx::AttributeProto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(value);
+    out.push_back(std::move(c));
+    return name;
+  }
+
+  static onnx::NodeProto node(std::string op, std::vector<std::string> in, std::string out) {
+    onnx::NodeProto n;
+    n.set_op_type(std::move(op));
+    n.set_name(out);
+    for (std::string& i : in) n.add_input(std::move(i));
+    n.add_output(std::move(out));
+    return n;
+  }
+
+  // Gelu (opset 20) in the operators before it: 0.5 x (1 + erf(x / sqrt 2)),
+  // or with approximate="tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+  absl::Status expand_gelu(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    std::string approximate = "none";
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "approximate") approximate = a.s();
+    if (approximate != "none" && approximate != "tanh")
+      return fail(n, fmt::format("approximate='{}' is not a Gelu variant", approximate));
+    const std::string x = n.input(0), base = n.output(0) + "/gelu";
+    std::string inner;
+    if (approximate == "none") {
+      out.push_back(node("Div", {x, scalar(base, "sqrt2", std::sqrt(2.0f), out)}, base + "/scaled"));
+      out.push_back(node("Erf", {base + "/scaled"}, base + "/erf"));
+      inner = base + "/erf";
+    } else {
+      out.push_back(node("Mul", {x, x}, base + "/x2"));
+      out.push_back(node("Mul", {base + "/x2", x}, base + "/x3"));
+      out.push_back(node("Mul", {base + "/x3", scalar(base, "c", 0.044715f, out)}, base + "/cx3"));
+      out.push_back(node("Add", {x, base + "/cx3"}, base + "/poly"));
+      const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
+      out.push_back(node("Mul", {base + "/poly", scalar(base, "k", k, out)}, base + "/arg"));
+      out.push_back(node("Tanh", {base + "/arg"}, base + "/tanh"));
+      inner = base + "/tanh";
+    }
+    out.push_back(node("Add", {inner, scalar(base, "one", 1.0f, out)}, base + "/plus1"));
+    out.push_back(node("Mul", {x, base + "/plus1"}, base + "/xplus"));
+    onnx::NodeProto last = node("Mul", {base + "/xplus", scalar(base, "half", 0.5f, out)},
+                                n.output(0));
+    last.set_name(n.name());
+    out.push_back(std::move(last));
+    return absl::OkStatus();
+  }
+
+  // Mish (opset 18): x tanh(softplus(x)).
+  void expand_mish(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const std::string x = n.input(0), base = n.output(0) + "/mish";
+    out.push_back(node("Softplus", {x}, base + "/softplus"));
+    out.push_back(node("Tanh", {base + "/softplus"}, base + "/tanh"));
+    onnx::NodeProto last = node("Mul", {x, base + "/tanh"}, n.output(0));
+    last.set_name(n.name());
+    out.push_back(std::move(last));
+  }
+
+  // One node, lowered in place (or expanded into `out`); true when it was
+  // expanded.
+  absl::StatusOr<bool> lower_node(onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) {
+        if (absl::Status s = lower_graph(*a.mutable_g()); !s.ok()) return s;
+      }
+      for (onnx::GraphProto& g : *a.mutable_graphs()) {
+        if (absl::Status s = lower_graph(g); !s.ok()) return s;
+      }
+    }
+    if (!is_default_domain(n.domain())) return false;
+    const std::string& op = n.op_type();
+    auto is_zero = [](const onnx::AttributeProto& a) { return a.i() == 0; };
+    auto all_ones = [](const onnx::AttributeProto& a) {
+      for (std::int64_t v : a.ints())
+        if (v != 1) return false;
+      return true;
+    };
+    if (reductions_with_axes_input().contains(op)) {
+      if (absl::Status s = lower_reduction(n); !s.ok()) return s;
+      return false;
+    }
+    if (op == "Gelu") {
+      if (absl::Status s = expand_gelu(n, out); !s.ok()) return s;
+      return true;
+    }
+    if (op == "Mish") {
+      expand_mish(n, out);
+      return true;
+    }
+    absl::Status s = absl::OkStatus();
+    if (op == "Split") {
+      s = drop_default(n, "num_outputs",
+                       [&](const onnx::AttributeProto& a) { return a.i() == n.output_size(); });
+    } else if (op == "Cast" || op == "CastLike") {
+      s = drop_default(n, "saturate", [](auto&) { return true; });  // only float8 targets read it
+    } else if (op == "AveragePool" || op == "LpPool") {
+      s = drop_default(n, "dilations", all_ones);
+    } else if (op == "Resize") {
+      s = drop_default(n, "antialias", is_zero);
+      if (s.ok())
+        s = drop_default(n, "keep_aspect_ratio_policy",
+                         [](const onnx::AttributeProto& a) { return a.s() == "stretch"; });
+      if (s.ok()) s = drop_default(n, "axes", [](auto&) { return false; });
+    } else if (op == "Pad") {
+      if (n.input_size() > 3 && !n.input(3).empty()) s = fail(n, "its axes input came in opset 18");
+    } else if (op == "ScatterElements" || op == "ScatterND") {
+      s = drop_default(n, "reduction", [](const onnx::AttributeProto& a) {
+        return a.s() == "none" || a.s() == "add" || a.s() == "mul";
+      });
+    } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+      s = drop_default(n, "block_size", is_zero);
+      if (s.ok()) s = drop_default(n, "output_dtype", is_zero);
+    } else if (op == "GridSample") {
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {  // renamed in opset 20
+        if (a.name() == "mode" && a.s() == "linear") a.set_s("bilinear");
+        if (a.name() == "mode" && a.s() == "cubic") a.set_s("bicubic");
+      }
+    } else if (op == "DFT") {
+      s = fail(n, "its axis moved to an input in opset 20");
+    } else if (onnx::OpSchemaRegistry::Schema(op, static_cast<int>(to_), "") == nullptr) {
+      s = fail(n, fmt::format("the operator is newer than opset {}", to_));
+    }
+    if (!s.ok()) return s;
+    return false;
+  }
+
+  absl::Status lower_graph(onnx::GraphProto& g) {
+    std::vector<onnx::NodeProto> nodes;
+    nodes.reserve(g.node_size());
+    for (onnx::NodeProto& n : *g.mutable_node()) {
+      std::vector<onnx::NodeProto> expanded;
+      absl::StatusOr<bool> replaced = lower_node(n, expanded);
+      if (!replaced.ok()) return replaced.status();
+      if (*replaced) {
+        for (onnx::NodeProto& e : expanded) nodes.push_back(std::move(e));
+      } else {
+        nodes.push_back(std::move(n));
+      }
+    }
+    g.clear_node();
+    for (onnx::NodeProto& n : nodes) *g.add_node() = std::move(n);
+    return absl::OkStatus();
+  }
+
+  onnx::ModelProto& model_;
+  std::int64_t from_, to_;
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> constants_;
+};
+
+}  // namespace
+
+absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to) {
+  return Lowering(model, from, to).run();
+}
+
+}  // namespace saturn::tensor::onnx_io
