@@ -1,0 +1,559 @@
+#!/usr/bin/env python3
+"""The corpus benchmark: saturn with its defaults beside its peers, on models
+written elsewhere (bench/corpus/models, see README.md there).
+
+Run from the repository root with the corpus's environment (onnxruntime,
+onnx, onnxsim and the transformer optimizer; bench/corpus/README.md says how
+to create it) after tools/build.sh:
+
+    build/corpus-venv/bin/python bench/corpus/run.py [--models NAME...]
+        [--part tuning|held-out] [--pairs 21] [--out bench/results]
+
+For each model of bench/corpus/manifest.json:
+  1. its stripped weights are filled with seeded values in their ranges and
+     the model is written whole (what a user has): `original`;
+  2. four candidates are made from it: saturn (`saturn optimize` with its
+     defaults, the symbolic dimensions sized as the manifest says; its wall
+     time and peak RSS measured), onnxsim, onnxruntime's offline transformer
+     optimizer (for the model types it supports), and the original itself
+     (onnxruntime alone);
+  3. every candidate's outputs are compared with the original's in
+     onnxruntime (all outputs, rtol/atol), and the candidates that match are
+     timed in rounds: each round runs the original and every candidate once,
+     in a rotating order, in onnxruntime on the CPU with one intra-op
+     thread; a candidate's speedup is the median over the rounds of the
+     original's time over its own (at least 21 rounds).
+Writes corpus.json, corpus.md and corpus.svg into --out.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "ort", "harness"))
+import ort_run  # noqa: E402  (the harness's comparison and statistics)
+
+CORPUS = os.path.join(ROOT, "bench", "corpus")
+SEEDED_KEY = "saturn.seeded_weights"
+PEERS = ("onnxsim", "ort_transformers")
+LARGE_BYTES = 1_800_000_000
+
+# onnxruntime.transformers.optimizer's model type for each corpus family, as
+# its users pick one: the family's own type where the optimizer has one, the
+# nearest otherwise (it has no LLaMA-family type: those decoders go through
+# its GPT-2 fusions; the vision transformers through its ViT ones). A family
+# not named here (the CNNs) has none: the peer does not apply.
+ORT_MODEL_TYPES = {
+    "bert": "bert", "roberta": "bert", "distilbert": "bert", "deberta-v2": "bert",
+    "albert": "bert", "electra": "bert", "mobilebert": "bert", "wav2vec2": "bert",
+    "gpt2": "gpt2", "gpt-neox": "gpt_neox", "opt": "gpt2", "llama": "gpt2", "mistral": "gpt2",
+    "qwen2": "gpt2", "phi3": "gpt2", "phi": "gpt2",
+    "t5": "t5", "bart": "bart", "whisper": "bart",
+    "vit": "vit", "deit": "vit", "mobilevit": "vit", "levit": "vit", "efficientformer": "vit",
+    "mlp-mixer": "vit", "detr": "vit", "segformer": "vit",
+    "swin": "swin", "clip": "clip", "unet2d": "unet",
+}
+# Models whose seeded weights pass this many elements go to the first shard
+# (--shard), so that two shards never hold two of them in memory at once.
+LARGE_MODEL_ELEMENTS = 200_000_000
+
+
+class Failed(Exception):
+    """A candidate that could not be made or does not compute the same."""
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def materialize(stripped_path, out_path, seed):
+    """The stripped model with its seeded weights filled in: each input named
+    under saturn.seeded_weights becomes an initializer of uniform random
+    values in [low, high)."""
+    model = onnx.load(stripped_path)
+    meta = {p.key: p.value for p in model.metadata_props}
+    ranges = json.loads(meta.get(SEEDED_KEY, "{}"))
+    rng = np.random.default_rng(seed)
+    kept_inputs = []
+    for value in model.graph.input:
+        r = ranges.get(value.name)
+        if r is None:
+            kept_inputs.append(value)
+            continue
+        dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        data = rng.uniform(r["low"], r["high"], size=dims).astype(np.float32)
+        model.graph.initializer.append(numpy_helper.from_array(data, value.name))
+    del model.graph.input[:]
+    model.graph.input.extend(kept_inputs)
+    kept_meta = [p for p in model.metadata_props if p.key != SEEDED_KEY]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept_meta)
+    save(model, out_path)
+    return model
+
+
+def is_large(model):
+    """Whether the model's weights pass what one protobuf message holds
+    (2 GiB), with a margin for the graph."""
+    return sum(t.ByteSize() for t in model.graph.initializer) > LARGE_BYTES
+
+
+def save(model, path):
+    """Writes a model, its weights in an external data file beside it when
+    they would not fit in the file itself."""
+    if is_large(model):
+        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=os.path.basename(path) + ".data", size_threshold=1024)
+    else:
+        onnx.save(model, path)
+
+
+def feeds_for(session, entry, seed):
+    """Seeded inputs at the manifest's sizes for the symbolic dimensions:
+    floats in [-1, 1), integers in [0, min(10, int_input_high)), masks all
+    ones."""
+    dims = entry.get("dims") or {}
+    feeds = {}
+    for meta in session.get_inputs():
+        shape = []
+        for d in meta.shape:
+            if isinstance(d, int) and d >= 0:
+                shape.append(d)
+            elif isinstance(d, str) and d in dims:
+                shape.append(int(dims[d]))
+            else:
+                raise Failed(f"input {meta.name}: no size for dimension {d!r} in the manifest")
+        proxy = type("Meta", (), {"name": meta.name, "type": meta.type, "shape": shape})
+        value = ort_run.random_tensor(proxy, seed)
+        if np.issubdtype(value.dtype, np.integer):
+            if "mask" in meta.name:
+                value = np.ones_like(value)
+            else:
+                high = min(10, int((entry.get("int_input_high") or {}).get(meta.name) or 10))
+                value = value % high
+        feeds[meta.name] = value
+    return feeds
+
+
+def session(path, threads=1):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def run_measured(cmd, timeout):
+    """Runs a command; returns (exit code, output, seconds, peak RSS in MB)."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    return code, text, seconds, usage.ru_maxrss / 1024.0
+
+
+def make_saturn(original, work, entry, saturn, time_limit):
+    out = os.path.join(work, "saturn.onnx")
+    report = os.path.join(work, "saturn_report.json")
+    cmd = [saturn, "optimize", original, "-o", out, "--report", report, "--quiet"]
+    for name, size in (entry.get("dims") or {}).items():
+        cmd += ["--dim", f"{name}={size}"]
+    if time_limit:
+        cmd += ["--time-limit", str(time_limit)]
+    code, text, seconds, rss = run_measured(cmd, timeout=3600)
+    info = {"command": " ".join(shlex.quote(c) for c in cmd), "optimize_seconds": seconds,
+            "peak_rss_mb": rss, "exit_code": code}
+    if code != 0:
+        info["error"] = text.strip().splitlines()[-1] if text.strip() else f"exit {code}"
+        return None, info
+    with open(report, encoding="utf-8") as f:
+        info["report"] = json.load(f)
+    return out, info
+
+
+def make_onnxsim(original, work, entry):
+    import onnxsim
+    model = onnx.load(original)
+    shapes = {}
+    dims = entry.get("dims") or {}
+    for value in model.graph.input:
+        shape = []
+        for d in value.type.tensor_type.shape.dim:
+            shape.append(d.dim_value if d.HasField("dim_value") else int(dims.get(d.dim_param, 1)))
+        shapes[value.name] = shape
+    # onnxsim folds with the given input shapes; the symbolic dimensions stay
+    # symbolic in its output only where it cannot fold them (it is run as its
+    # users run it on a dynamic model: shapes for checking, not fixed).
+    simplified, ok = onnxsim.simplify(model, test_input_shapes=shapes)
+    if not ok:
+        raise Failed("onnxsim's own check failed")
+    out = os.path.join(work, "onnxsim.onnx")
+    save(simplified, out)
+    return out
+
+
+def make_ort_transformers(original, work, entry):
+    from onnxruntime.transformers import optimizer
+    model_type = ORT_MODEL_TYPES.get(entry["family"])
+    if model_type is None:
+        raise Failed(f"no onnxruntime.transformers model type for the family {entry['family']}")
+    # num_heads and hidden_size 0: the optimizer reads them off the graph.
+    opt = optimizer.optimize_model(original, model_type=model_type, num_heads=0,
+                                   hidden_size=0, opt_level=1, use_gpu=False)
+    out = os.path.join(work, "ort_transformers.onnx")
+    opt.save_model_to_file(out, use_external_data_format=is_large(opt.model))
+    return out
+
+
+def check_outputs(reference, candidate_path, feeds, rtol, atol):
+    s = session(candidate_path)
+    names = [o.name for o in s.get_outputs()]
+    got = dict(zip(names, s.run(None, feeds)))
+    worst = 0.0
+    for name, want in reference.items():
+        if name not in got:
+            raise Failed(f"output {name} is missing")
+        c = ort_run.compare(np.asarray(got[name]), np.asarray(want), rtol, atol)
+        if c["ratio"] > 1:
+            raise Failed(f"output {name} differs: {c.get('detail') or 'error ratio %.3g' % c['ratio']}")
+        worst = max(worst, c["ratio"])
+    return s, worst
+
+
+def time_rounds(sessions, feeds, pairs, warmup=2):
+    """Times every session once per round in a rotating order; returns each
+    one's list of times (us)."""
+    names = list(sessions)
+    for _ in range(warmup):
+        for n in names:
+            sessions[n].run(None, feeds)
+    times = {n: [] for n in names}
+    for r in range(pairs):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for n in order:
+            t0 = time.perf_counter_ns()
+            sessions[n].run(None, feeds)
+            times[n].append((time.perf_counter_ns() - t0) / 1e3)
+    return times
+
+
+def ops_of(path):
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
+def measure_model(entry, args):
+    name = entry["name"]
+    row = {"model": name, "family": entry["family"], "exporter": entry["exporter"],
+           "opset": entry["opset"], "part": entry["part"], "source": entry.get("source")}
+    work = os.path.join(args.work, name)
+    os.makedirs(work, exist_ok=True)
+    original = os.path.join(work, "original.onnx")
+    materialize(os.path.join(CORPUS, "models", f"{name}.onnx"), original, args.seed)
+    row["ops"] = ops_of(original)
+    base = session(original)
+    feeds = feeds_for(base, entry, args.seed)
+    reference = dict(zip([o.name for o in base.get_outputs()], base.run(None, feeds)))
+    row["outputs_finite"] = all(np.all(np.isfinite(v)) for v in reference.values()
+                                if np.issubdtype(np.asarray(v).dtype, np.floating))
+    candidates, notes = {}, {}
+
+    saturn_out, info = make_saturn(original, work, entry, args.saturn, args.time_limit)
+    rep = info.get("report", {})
+    row.update({
+        "optimize_seconds": round(info["optimize_seconds"], 2),
+        "peak_rss_mb": round(info["peak_rss_mb"], 1),
+        "ops_after_fold": rep.get("ops_before"),
+        "opaque_ops": sum((rep.get("opaque_ops_before") or {}).values()) if rep else None,
+        "opaque_by_type": rep.get("opaque_ops_before"),
+        "ops_after": rep.get("ops_after"),
+        "speedup_predicted": (rep["cost_before"] / rep["cost_after"]
+                              if rep.get("cost_after") else None),
+        "kept_input": rep.get("kept_input"),
+        "cost_model": rep.get("cost_model"),
+        "saturn_command": info["command"],
+    })
+    if saturn_out is None:
+        notes["saturn"] = f"saturn optimize failed: {info.get('error')}"
+    else:
+        candidates["saturn"] = saturn_out
+
+    for peer, make in (("onnxsim", make_onnxsim), ("ort_transformers", make_ort_transformers)):
+        try:
+            candidates[peer] = make(original, work, entry)
+        except Failed as err:
+            notes[peer] = str(err)
+        except Exception as err:  # a peer's own failure is reported, not fatal
+            notes[peer] = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+
+    sessions, match = {"original": base}, {}
+    for cand, path in candidates.items():
+        try:
+            sessions[cand], worst = check_outputs(reference, path, feeds, args.rtol, args.atol)
+            match[cand] = True
+        except Failed as err:
+            match[cand], notes[cand] = False, str(err)
+        except Exception as err:  # onnxruntime refusing the candidate
+            match[cand] = False
+            notes[cand] = f"onnxruntime cannot run it: {str(err).strip().splitlines()[0]}"
+    times = time_rounds(sessions, feeds, args.pairs)
+    base_t = times["original"]
+
+    def speedup(cand):
+        ratios = sorted(b / c for b, c in zip(base_t, times[cand]))
+        return round(ort_run.quantile(ratios, 0.5), 4), [round(ort_run.quantile(ratios, q), 4)
+                                                         for q in (0.1, 0.9)]
+
+    row["original_ms"] = round(ort_run.quantile(sorted(base_t), 0.5) / 1e3, 3)
+    row["outputs_match"] = match.get("saturn", False)
+    row["speedup_measured"], row["speedup_p10_p90"] = (speedup("saturn") if "saturn" in sessions
+                                                       else (None, None))
+    row["peers"] = {p: (speedup(p)[0] if p in sessions else None) for p in PEERS}
+    row["peer_ops"] = {p: (ops_of(candidates[p]) if p in sessions else None) for p in PEERS}
+    row["notes"] = notes
+    row["pairs"] = args.pairs
+    return row
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize(rows):
+    out = {}
+    for part in ("tuning", "held-out"):
+        part_rows = [r for r in rows if r["part"] == part]
+        out[part] = {
+            "models": len(part_rows),
+            "saturn": geomean([r.get("speedup_measured") for r in part_rows]),
+            "saturn_predicted": geomean([r.get("speedup_predicted") for r in part_rows]),
+            **{p: geomean([r["peers"].get(p) for r in part_rows if r.get("peers")]) for p in PEERS},
+            "opaque_fraction": (sum(r.get("opaque_ops") or 0 for r in part_rows)
+                                / max(1, sum(r.get("ops_after_fold") or 0 for r in part_rows))),
+        }
+    return out
+
+
+def fmt(x, digits=3):
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def write_markdown(path, doc):
+    rows, summary = doc["rows"], doc["summary"]
+    lines = [
+        "# The corpus: saturn beside its peers on models written elsewhere",
+        "",
+        f"Made by {' and '.join(f'`{c}`' for c in doc['command'])} on {doc['date']} ({doc['machine']}; onnxruntime "
+        f"{doc['versions']['onnxruntime']}, CPU, one intra-op thread, optimization level \"all\"; "
+        f"{doc['pairs']} timed rounds per model). Speedups are measured in onnxruntime against the "
+        "original model (the median over rounds of the original's time over the candidate's); "
+        "`—` where a candidate does not apply, failed, or computes something else (the reason is "
+        "under Notes). saturn runs with its defaults (the roofline cost model, MCTS, 60 s), the "
+        "symbolic dimensions sized as the manifest says.",
+        "",
+        "## Geometric means per part",
+        "",
+        "| part | models | saturn measured | saturn predicted | onnxsim | ort transformers | opaque ops |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for part, s in summary.items():
+        lines.append(f"| {part} | {s['models']} | {fmt(s['saturn'])} | {fmt(s['saturn_predicted'])} | "
+                     f"{fmt(s['onnxsim'])} | {fmt(s['ort_transformers'])} | "
+                     f"{100 * s['opaque_fraction']:.1f}% |")
+    lines += ["", "## Models", "",
+              "| model | family | exporter | opset | part | ops | opaque | ops after import | "
+              "original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
+              "ort transformers | optimize s | peak RSS MB | outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
+                         f"{r['part']} | | | | | | failed: {r['error']} | | | | | |")
+            continue
+        spread = r.get("speedup_p10_p90") or [None, None]
+        lines.append(
+            f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | {r['part']} | "
+            f"{r['ops']} | {r.get('opaque_ops', '')} | {r.get('ops_after_fold', '')} | "
+            f"{r['original_ms']} | {fmt(r.get('speedup_predicted'))} | "
+            f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}] | "
+            f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
+            f"{r.get('optimize_seconds')} | {r.get('peak_rss_mb')} | "
+            f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
+    lines += ["", "## Notes", ""]
+    for r in rows:
+        for who, note in (r.get("notes") or {}).items():
+            lines.append(f"- {r['model']}, {who}: {note}")
+        if r.get("error"):
+            lines.append(f"- {r['model']}: {r['error']}")
+    opaque = {}
+    for r in rows:
+        for op, n in (r.get("opaque_by_type") or {}).items():
+            opaque[op] = opaque.get(op, 0) + n
+    lines += ["", "## Opaque operators over the corpus", "",
+              ", ".join(f"{op} {n}" for op, n in sorted(opaque.items(), key=lambda kv: -kv[1])), ""]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+def write_svg(path, rows):
+    """Measured speedups per model: saturn and the two peers, one row each."""
+    shown = [r for r in rows if "error" not in r]
+    series = [("saturn", "#1f77b4"), ("onnxsim", "#ff7f0e"), ("ort_transformers", "#2ca02c")]
+    row_h, left, width = 16, 190, 420
+    height = 40 + row_h * len(shown) + 30
+    lo, hi = 0.5, 2.0
+    def x_of(v):
+        v = min(max(v, lo), hi)
+        return left + width * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
+             'font-family="sans-serif" font-size="11">',
+             '<text x="10" y="16" font-size="13">Measured speedup in onnxruntime (log scale, 0.5-2x)</text>']
+    for i, (name, color) in enumerate(series):
+        parts.append(f'<rect x="{left + 130 * i}" y="24" width="10" height="10" fill="{color}"/>'
+                     f'<text x="{left + 14 + 130 * i}" y="33">{name}</text>')
+    one = x_of(1.0)
+    parts.append(f'<line x1="{one}" y1="40" x2="{one}" y2="{height - 25}" stroke="#888"/>')
+    for k, r in enumerate(shown):
+        y = 44 + row_h * k
+        parts.append(f'<text x="{left - 6}" y="{y + 10}" text-anchor="end">{r["model"]}'
+                     f'{" *" if r["part"] == "held-out" else ""}</text>')
+        values = [r.get("speedup_measured"), r["peers"].get("onnxsim"),
+                  r["peers"].get("ort_transformers")]
+        for j, ((_, color), v) in enumerate(zip(series, values)):
+            if v:
+                parts.append(f'<rect x="{min(one, x_of(v))}" y="{y + 4 * j}" '
+                             f'width="{abs(x_of(v) - one) + 1}" height="4" fill="{color}"/>')
+    for v in (0.5, 0.8, 1.0, 1.25, 2.0):
+        parts.append(f'<text x="{x_of(v)}" y="{height - 10}" text-anchor="middle">{v}x</text>')
+    parts.append(f'<text x="10" y="{height - 10}">* held out</text></svg>')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="*", help="only these models (by name)")
+    p.add_argument("--part", choices=["tuning", "held-out"], help="only this part")
+    p.add_argument("--pairs", type=int, default=21, help="timed rounds per model (>= 21)")
+    p.add_argument("--time-limit", type=float, default=0,
+                   help="saturn's --time-limit (0: its default)")
+    p.add_argument("--rtol", type=float, default=1e-3)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "corpus-work"))
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    p.add_argument("--shard", help="K/N: run the K-th of N shards (K from 1), for N runs side "
+                   "by side, each pinned to its own core")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="merge the corpus.json of shard runs into --out (nothing is run)")
+    args = p.parse_args()
+    if args.pairs < 1:
+        p.error("--pairs must be at least 1")
+    if args.merge:
+        merge(args.merge, args.out)
+        return
+    with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    entries = [e for e in manifest["models"]
+               if (not args.models or e["name"] in args.models)
+               and (not args.part or e["part"] == args.part)]
+    unknown = set(args.models or []) - {e["name"] for e in manifest["models"]}
+    if unknown:
+        p.error(f"not in bench/corpus/manifest.json: {', '.join(sorted(unknown))}")
+    if args.shard:
+        try:
+            k, n = (int(x) for x in args.shard.split("/"))
+            assert 1 <= k <= n
+        except (ValueError, AssertionError):
+            p.error(f"--shard needs K/N with 1 <= K <= N, got {args.shard}")
+        entries = shard(entries, k, n)
+    rows = []
+    command = " ".join(["build/corpus-venv/bin/python", "bench/corpus/run.py"]
+                       + [shlex.quote(a) for a in sys.argv[1:]])
+    for k, entry in enumerate(entries):
+        log(f"{k + 1}/{len(entries)} {entry['name']}")
+        try:
+            row = measure_model(entry, args)
+        except Exception as err:  # one model's failure is a row, not the end of the run
+            traceback.print_exc()
+            row = {"model": entry["name"], "family": entry["family"], "exporter": entry["exporter"],
+                   "opset": entry["opset"], "part": entry["part"],
+                   "error": f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"}
+        log(f"  {json.dumps({k: row.get(k) for k in ('speedup_measured', 'peers', 'optimize_seconds', 'error')})}")
+        rows.append(row)
+        write_results(args.out, {"command": [command], "pairs": args.pairs}, rows)
+
+
+def shard(entries, k, n):
+    """The K-th of N shards: the large models all in the first (each
+    counted as two models), the rest dealt out in turn."""
+    large = [e for e in entries if (e.get("seeded_elements") or 0) > LARGE_MODEL_ELEMENTS]
+    rest = [e for e in entries if e not in large]
+    share = max(0, -(-len(entries) // n) - 2 * len(large))
+    if k == 1:
+        return large + rest[:share]
+    return [e for i, e in enumerate(rest[share:]) if i % (n - 1) == k - 2]
+
+
+def write_results(out, meta, rows):
+    doc = {
+        "command": meta["command"],
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} hardware threads",
+        "versions": {"onnxruntime": ort.__version__, "onnx": onnx.__version__,
+                     "python": platform.python_version()},
+        "pairs": meta["pairs"], "rows": rows, "summary": summarize(rows),
+    }
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "corpus.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    write_markdown(os.path.join(out, "corpus.md"), doc)
+    write_svg(os.path.join(out, "corpus.svg"), rows)
+
+
+def merge(dirs, out):
+    """One result of several shard runs, rows in the manifest's order."""
+    with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as f:
+        order = {m["name"]: i for i, m in enumerate(json.load(f)["models"])}
+    rows, commands, pairs = [], [], set()
+    for d in dirs:
+        with open(os.path.join(d, "corpus.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        rows += doc["rows"]
+        commands += doc["command"]
+        pairs.add(doc["pairs"])
+    rows.sort(key=lambda r: order.get(r["model"], len(order)))
+    write_results(out, {"command": commands, "pairs": min(pairs)}, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The corpus of models written elsewhere (bench/corpus): every model the
+generator wrote loads in onnxruntime and passes PyPI's ONNX checker, the
+manifest holds what the benchmark needs, and a small slice of the corpus
+runs through `saturn optimize` with outputs matching in onnxruntime. Run by
+CTest (python_tests, SATURN_CLI set); by hand:
+
+    SATURN_CLI=build/tools/saturn PYTHONPATH=build/python build/venv/bin/python -m pytest -q tests/python/test_corpus.py
+"""
+import collections
+import json
+import os
+import subprocess
+
+import onnx
+import onnxruntime as ort
+import pytest
+
+ROOT = os.environ.get("SATURN_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+CORPUS = os.path.join(ROOT, "bench", "corpus")
+with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as f:
+    MANIFEST = json.load(f)
+MODELS = {m["name"]: m for m in MANIFEST["models"]}
+
+# The slice run through saturn in the test command: small models of both
+# exporters (timm-resnet18 at opset 18), a few seconds each.
+SLICE = ["tv-resnet50", "distilbert-base-uncased", "timm-resnet18"]
+
+
+def model_path(name):
+    return os.path.join(CORPUS, "models", f"{name}.onnx")
+
+
+def test_manifest_covers_the_families_exporters_and_parts():
+    families = collections.defaultdict(set)
+    for m in MODELS.values():
+        families[m["family"]].add(m["part"])
+        assert os.path.exists(model_path(m["name"])), m["name"]
+    assert len(MODELS) >= 40 and len(families) >= 25
+    assert all(len(parts) == 1 for parts in families.values()), "a family split over both parts"
+    held_out = [f for f, parts in families.items() if "held-out" in parts]
+    assert 0.2 <= len(held_out) / len(families) <= 0.45
+    assert sum(m["exporter"] == "dynamo" and m["opset"] >= 18 for m in MODELS.values()) >= 10
+    assert any(m["exporter"] == "torchscript" for m in MODELS.values())
+    on_disk = {f[:-5] for f in os.listdir(os.path.join(CORPUS, "models")) if f.endswith(".onnx")}
+    assert on_disk == set(MODELS), "models/ and manifest.json disagree"
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_loads_in_onnxruntime_and_passes_the_checker(name):
+    path = model_path(name)
+    model = onnx.load(path)
+    onnx.checker.check_model(model)
+    meta = {p.key: json.loads(p.value) for p in model.metadata_props if p.key == "saturn.seeded_weights"}
+    seeded = meta.get("saturn.seeded_weights", {})
+    assert seeded and all(r["low"] < r["high"] for r in seeded.values())
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    inputs = {i.name for i in session.get_inputs()}
+    declared = {i["name"] for i in MODELS[name]["inputs"]}
+    assert declared <= inputs and inputs - declared == set(seeded)
+    symbols = {d for i in MODELS[name]["inputs"] for d in i["shape"] if isinstance(d, str)}
+    assert symbols <= set(MODELS[name].get("dims") or {})
+
+
+@pytest.mark.skipif(not os.environ.get("SATURN_CLI"), reason="needs SATURN_CLI (set by CTest)")
+@pytest.mark.parametrize("name", SLICE)
+def test_slice_optimizes_with_matching_outputs(name, tmp_path):
+    entry = MODELS[name]
+    cmd = [os.environ["SATURN_CLI"], "optimize", model_path(name), "-o", str(tmp_path / "out.onnx"),
+           "--search", "greedy", "--time-limit", "10", "--ilp-seconds", "1", "--threads", "1",
+           "--verify", "--verify-runs", "2", "--quiet"]
+    for dim, size in (entry.get("dims") or {}).items():
+        cmd += ["--dim", f"{dim}={size}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "outputs match" in done.stdout and "checker (onnx" in done.stdout
