@@ -17,7 +17,7 @@
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
 #include "saturn/mcts/environment.h"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/mcts/search.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/graph.h"

@@ -146,6 +146,12 @@ Run run_grid_point(const Args& args, const tensor::Graph& graph, const std::stri
       run.error = std::string(message(r.status()));
       break;
     }
+    // A sweep compares searches: a model (or region) left unsearched at
+    // this budget is a failed run, not a zero gain.
+    if (!r->not_searched.empty()) {
+      run.error = r->not_searched;
+      break;
+    }
     run.before = r->cost_before;
     run.after.push_back(r->cost_after);
     run.improvement.push_back(r->improvement_percent());

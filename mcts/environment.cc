@@ -66,7 +66,7 @@ absl::Status Environment::load() {
                                                    config_.graph->name, egraph_->memory_bytes()));
   }
   if (!ids.ok()) {
-    return absl::InvalidArgumentError(fmt::format(
+    return absl::ResourceExhaustedError(fmt::format(
         "model '{}' does not fit the search budget ({} e-nodes, {} bytes): {}", config_.graph->name,
         config_.budget.max_nodes,
         config_.budget.max_bytes == Budget::kUnlimited ? std::string("unlimited")

@@ -1,13 +1,14 @@
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 
 #include <algorithm>
 #include <optional>
 
+#include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "saturn/mcts/optimize_internal.h"
-#include "saturn/mcts/runtime_view.h"
-#include "saturn/mcts/self_check.h"
+#include "saturn/optimize/optimize_internal.h"
+#include "saturn/optimize/runtime_view.h"
+#include "saturn/optimize/self_check.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 
 namespace saturn {
@@ -173,6 +174,34 @@ void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cos
   }
 }
 
+namespace {
+
+// A graph that does not fit the search budget, kept as it came and priced;
+// `why` says so in the result.
+absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
+                                               const OptimizeOptions& options,
+                                               const CostModel& cost_model, OptimizeResult result,
+                                               std::string why, const Stopwatch& total) {
+  if (options.search.processes != nullptr && options.search.processes->rank() != 0)
+    return OptimizeResult{.worker = true};
+  absl::StatusOr<double> before = input_price(graph, cost_model, options.cost_options);
+  if (!before.ok()) return before.status();
+  absl::StatusOr<HeldWeights> weights = held_weights(cost_model, graph, 0);
+  if (!weights.ok()) return weights.status();
+  result.cost_before = result.cost_after = result.cost_found = *before;
+  result.weight_bytes_before = result.weight_bytes_after = weights->bytes;
+  result.graph = graph;
+  result.kept_input = true;
+  result.stats.strategy = std::string(to_string(options.search.strategy));
+  result.stats.stop_reason = "not searched: does not fit the budget";
+  result.not_searched = std::move(why);
+  result.self_check = "the input was kept: nothing to check";
+  result.times.total = total.seconds();
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
                                               const std::shared_ptr<const CostModel>& cost_model) {
@@ -200,6 +229,9 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                            .cost_options = options.cost_options,
                            .on_progress = options.on_progress};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
+  if (!outcome.ok() && absl::IsResourceExhausted(outcome.status()))
+    return kept_unsearched(graph, options, *cost_model, std::move(result),
+                           std::string(message(outcome.status())), total);
   if (!outcome.ok()) return outcome.status();
   if (options.search.processes != nullptr && options.search.processes->rank() != 0)
     return OptimizeResult{.worker = true};  // the root extracts and checks

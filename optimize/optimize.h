@@ -68,7 +68,7 @@ struct OptimizeOptions {
   // `saturn optimize`; see min_gain_of).
   std::optional<double> min_gain;
   // Before a changed graph is returned, it runs beside its input in saturn's
-  // interpreter on seeded random inputs (mcts/self_check.h): an output that
+  // interpreter on seeded random inputs (optimize/self_check.h): an output that
   // differs is an error naming the rules applied. A graph cut into regions
   // is checked region by region (each structure's result against the
   // region). false: no check.
@@ -112,6 +112,11 @@ struct OptimizeResult {
   bool worker = false;
   tensor::Graph graph;      // the best graph found (the input when nothing is cheaper)
   bool kept_input = false;  // whether `graph` is the input (nothing cheaper by min_gain)
+  // Why the graph, or a region of it, was not searched (it does not fit
+  // the search budget: a budget limits the work, it never refuses a
+  // model); empty when every part was searched. Such a part is kept as it
+  // came.
+  std::string not_searched;
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
   // The best extracted graph's cost, spill included: cost_after when it was

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/tensor/regions.h"
 
 namespace saturn {

@@ -16,7 +16,7 @@
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
-#include "saturn/mcts/optimize_internal.h"
+#include "saturn/optimize/optimize_internal.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 #include "tbb/partitioner.h"
@@ -219,6 +219,11 @@ absl::StatusOr<OptimizeResult> optimize_regions(
                           fmt::format("region {} ({} operators): {}", first[s], region.ops,
                                       message(found[s].status())));
     const OptimizeResult& f = *found[s];
+    if (!f.not_searched.empty()) {
+      result.not_searched += fmt::format("{}region {} ({} operators): {}",
+                                         result.not_searched.empty() ? "" : "; ", first[s],
+                                         region.ops, f.not_searched);
+    }
     add_search(f, copies[s], result, applied, conflicting);
     result.region_summaries.push_back({.first = first[s],
                                        .copies = copies[s],

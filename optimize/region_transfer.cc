@@ -14,7 +14,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "saturn/base/status.h"
-#include "saturn/mcts/optimize_internal.h"
+#include "saturn/optimize/optimize_internal.h"
 #include "saturn/tensor/ops.h"
 
 namespace saturn {

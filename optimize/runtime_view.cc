@@ -1,4 +1,4 @@
-#include "saturn/mcts/runtime_view.h"
+#include "saturn/optimize/runtime_view.h"
 
 #include <array>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "saturn/mcts/self_check.h"
+#include "saturn/optimize/self_check.h"
 
 #include <vector>
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/tensor/graph.h"
 
 namespace saturn {

@@ -55,9 +55,11 @@ std::string describe(const VerifyReport& r) {
     out += "\n";
   }
   if (const auto checker = r.json.find("checker"); checker != r.json.end()) {
-    out += fmt::format("  ONNX checker (onnx {}, full check): {}\n",
-                       checker->value("onnx", "?"),
-                       checker->value("ok", false) ? "passes" : "FAILS: " + checker->value("message", std::string("?")));
+    const std::string verdict = checker->value("ok", false)
+                                    ? "passes"
+                                    : "FAILS: " + checker->value("message", std::string("?"));
+    out += fmt::format("  ONNX checker (onnx {}, full check): {}\n", checker->value("onnx", "?"),
+                       verdict);
   }
   const nlohmann::json& a = r.json["latency"]["original"];
   const nlohmann::json& b = r.json["latency"]["optimized"];

@@ -113,6 +113,7 @@ struct Result {
     d["ops_after"] = tensor::total_ops(*model.graph);
     d["peak_nodes"] = result.stats.peak_nodes;
     d["stop_reason"] = result.stats.stop_reason;
+    d["not_searched"] = result.not_searched;
     d["regions"] = result.regions;
     d["self_check"] = result.self_check;
     d["seconds"] = result.times.total;

@@ -14,7 +14,7 @@
 #include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/mcts/search.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/onnx/onnx.h"

@@ -11,7 +11,7 @@
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/mcts/protocol.h"
 #include "nlohmann/json.hpp"
 #include "saturn/rules/tensor/tensor_rules.h"
@@ -94,9 +94,9 @@ TEST_P(SearchTest, StaysInTheByteBudget) {
 
 // The byte budget is a hard cap for every zoo model, whatever grows (the
 // e-graph's nodes, attribute sets, analysis data joined by merges): a model
-// that does not fit is refused, and the search (greedy, which fills the
-// budget fastest; the cap is the environment's, shared by every strategy)
-// never passes it.
+// that does not fit is kept unsearched, and the search (greedy, which fills
+// the budget fastest; the cap is the environment's, shared by every
+// strategy) never passes it.
 TEST(Search, EveryZooModelStaysInTheByteBudget) {
   for (const tensor::ZooModel& model : tensor::zoo_models()) {
     Graph g = *model.build();
@@ -106,9 +106,11 @@ TEST(Search, EveryZooModelStaysInTheByteBudget) {
       o.regions.target_ops = 0;
       o.ilp_seconds = 0;
       absl::StatusOr<OptimizeResult> r = optimize(g, o);
-      if (!r.ok()) {
-        EXPECT_NE(message(r.status()).find("does not fit the search budget"), std::string::npos)
-            << model.name << " at " << bytes << ": " << r.status();
+      ASSERT_TRUE(r.ok()) << model.name << " at " << bytes << ": " << r.status();
+      if (!r->not_searched.empty()) {
+        EXPECT_NE(r->not_searched.find("does not fit the search budget"), std::string::npos)
+            << model.name << " at " << bytes << ": " << r->not_searched;
+        EXPECT_TRUE(r->kept_input);
         continue;
       }
       EXPECT_LE(r->stats.peak_bytes, bytes) << model.name;
@@ -129,13 +131,33 @@ TEST_P(SearchTest, SameSeedAndThreadsGiveTheSameResult) {
   EXPECT_EQ(tensor::op_counts(a->graph), tensor::op_counts(b->graph));
 }
 
-TEST_P(SearchTest, ImpossibleBudgetIsAClearError) {
+TEST_P(SearchTest, ABudgetTooSmallKeepsTheInputAndSaysWhy) {
   Graph g = *tensor::build_zoo_model("squeezenet");
-  absl::StatusOr<OptimizeResult> r = optimize(g, quick_options(GetParam(), 10));
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("does not fit the search budget (10 e-nodes"),
+  OptimizeOptions o = quick_options(GetParam(), 10);
+  o.regions.target_ops = 0;
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->kept_input);
+  EXPECT_EQ(r->cost_after, r->cost_before);
+  EXPECT_GT(r->cost_before, 0);
+  EXPECT_EQ(tensor::op_counts(r->graph), tensor::op_counts(g));
+  EXPECT_NE(r->not_searched.find("does not fit the search budget (10 e-nodes"),
             std::string::npos)
-      << r.status();
+      << r->not_searched;
+}
+
+// A region that does not fit is kept; the others are searched.
+TEST(Search, ARegionTooLargeForTheBudgetIsKeptAndTheOthersSearched) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 10);
+  o.regions = {.target_ops = 4, .max_ops = 10};
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GT(r->regions, 1u);
+  EXPECT_NE(r->not_searched.find("region "), std::string::npos) << r->not_searched;
+  EXPECT_NE(r->not_searched.find("does not fit the search budget (10 e-nodes"), std::string::npos)
+      << r->not_searched;
+  EXPECT_LT(r->cost_after, r->cost_before) << "the regions that fit are searched";
 }
 
 // `blocks` residual MLP blocks of one structure: x + fc2(relu(fc1(x))).

@@ -21,7 +21,7 @@
 #include "saturn/base/status.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
-#include "saturn/mcts/runtime_view.h"
+#include "saturn/optimize/runtime_view.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "saturn/rules/runner.h"

@@ -21,8 +21,8 @@
 #include "saturn/base/ranks.h"
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
-#include "saturn/mcts/optimize.h"
-#include "saturn/mcts/self_check.h"
+#include "saturn/optimize/optimize.h"
+#include "saturn/optimize/self_check.h"
 #include "saturn/tensor/json/json_model.h"
 #include "saturn/tools/commands.h"
 #include "saturn/tools/model_files.h"
@@ -225,6 +225,7 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"cost_after", r.cost_after},
           {"improvement_percent", r.improvement_percent()},
           {"kept_input", r.kept_input},
+          {"not_searched", r.not_searched.empty() ? nlohmann::json() : nlohmann::json(r.not_searched)},
           {"symbolic_dimensions", graph.symbols.sizes},
           {"holds_only_at_given_sizes",
            sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
@@ -365,6 +366,10 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
       if (absl::Status s = write_dot(*g, o.dot_dir, stem); !s.ok()) return fail(s);
     }
   }
+  if (!r->not_searched.empty())
+    fmt::print(stderr, "saturn: {}: kept unsearched, since {} (a larger --budget-nodes or "
+                       "--budget-mem searches it)\n",
+               o.model, r->not_searched);
   if (!o.quiet) print_summary(*graph, *r, o, sizes_only);
   if (!o.report.empty()) {
     const std::string text = report_json(*graph, *r, o, sizes_only).dump(2) + "\n";

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "saturn/mcts/optimize.h"
+#include "saturn/optimize/optimize.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/onnx/onnx.h"

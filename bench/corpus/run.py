@@ -225,12 +225,50 @@ def make_ort_transformers(original, work, entry):
     model_type = ORT_MODEL_TYPES.get(entry["family"])
     if model_type is None:
         raise Failed(f"no onnxruntime.transformers model type for the family {entry['family']}")
-    # num_heads and hidden_size 0: the optimizer reads them off the graph.
-    opt = optimizer.optimize_model(original, model_type=model_type, num_heads=0,
-                                   hidden_size=0, opt_level=1, use_gpu=False)
+    # The attention's heads and width from the model's configuration where
+    # it names them as numbers; 0 lets the optimizer read them off the graph.
+    cfg = entry.get("config") or {}
+    def number(*keys):
+        for key in keys:
+            if isinstance(cfg.get(key), int):
+                return cfg[key]
+        return 0
+    opt = optimizer.optimize_model(original, model_type=model_type,
+                                   num_heads=number("num_attention_heads", "n_head"),
+                                   hidden_size=number("hidden_size", "n_embd", "d_model"),
+                                   opt_level=1, use_gpu=False)
     out = os.path.join(work, "ort_transformers.onnx")
     opt.save_model_to_file(out, use_external_data_format=is_large(opt.model))
     return out
+
+
+PEER_MAKERS = {"onnxsim": make_onnxsim, "ort_transformers": make_ort_transformers}
+
+
+def make_peer_apart(peer, original, work, entry):
+    """Runs a peer's optimizer in a process of its own (a large model's
+    copies are freed when it ends); returns its output file."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--make-peer", peer, original, work,
+           json.dumps(entry)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode == 0 and last.startswith("made "):
+        return last[len("made "):]
+    if last.startswith("failed "):
+        raise Failed(last[len("failed "):])
+    tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    raise Failed(f"the peer crashed (exit {done.returncode}): {tail}")
+
+
+def make_peer_main(peer, original, work, entry_json):
+    """The child of make_peer_apart: prints `made PATH` or `failed WHY`."""
+    try:
+        print("made " + PEER_MAKERS[peer](original, work, json.loads(entry_json)), flush=True)
+    except Failed as err:
+        print(f"failed {err}", flush=True)
+    except Exception as err:  # a peer's own failure is reported, not fatal
+        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"failed {type(err).__name__}: {text}", flush=True)
 
 
 def check_outputs(reference, candidate_path, feeds, rtol, atol):
@@ -305,13 +343,11 @@ def measure_model(entry, args):
     else:
         candidates["saturn"] = saturn_out
 
-    for peer, make in (("onnxsim", make_onnxsim), ("ort_transformers", make_ort_transformers)):
+    for peer in PEERS:
         try:
-            candidates[peer] = make(original, work, entry)
+            candidates[peer] = make_peer_apart(peer, original, work, entry)
         except Failed as err:
             notes[peer] = str(err)
-        except Exception as err:  # a peer's own failure is reported, not fatal
-            notes[peer] = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
 
     sessions, match = {"original": base}, {}
     for cand, path in candidates.items():
@@ -459,6 +495,9 @@ def write_svg(path, rows):
 
 
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--make-peer":
+        make_peer_main(*sys.argv[2:])
+        return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", help="only these models (by name)")
     p.add_argument("--part", choices=["tuning", "held-out"], help="only this part")
