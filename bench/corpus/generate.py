@@ -392,6 +392,18 @@ def write_readme(man):
              + ", ".join(tuning))
     L.append(f"- held-out ({len(held)} families, {sum(m['part'] == 'held-out' for m in ms)} models): "
              + ", ".join(held) + "\n")
+    L.append("## Benchmark\n")
+    L.append("`run.py` measures saturn with its defaults beside its peers on every model (after tools/build.sh; "
+             "onnxsim comes with this environment's requirements, onnxruntime's transformer optimizer with "
+             "onnxruntime). Each model is materialized (weights filled in their ranges), optimized by saturn, by "
+             "onnxsim and by onnxruntime's transformer optimizer (each peer in a process of its own), every "
+             "candidate's outputs are compared with the original's in onnxruntime, and the matching ones are timed "
+             "in rounds against it (CPU, one intra-op thread). It writes bench/results/corpus.json, .md and .svg:\n")
+    L.append("```sh\nbuild/corpus-venv/bin/python bench/corpus/run.py                      # every model, 21 rounds each\n"
+             "build/corpus-venv/bin/python bench/corpus/run.py --part tuning --models gpt2  # a subset\n"
+             "taskset -c 0 build/corpus-venv/bin/python bench/corpus/run.py --shard 1/2 --out build/s1 &  # two shards,\n"
+             "taskset -c 1 build/corpus-venv/bin/python bench/corpus/run.py --shard 2/2 --out build/s2    # one per core\n"
+             "build/corpus-venv/bin/python bench/corpus/run.py --merge build/s1 build/s2  # then one table\n```\n")
     L.append("## Models\n")
     L.append("| name | family | source | exporter | opset | part | ops | KB | reduced |")
     L.append("| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |")

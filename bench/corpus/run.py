@@ -158,26 +158,60 @@ def session(path, threads=1):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
+def peak_rss_mb(pid):
+    """The process's resident-set high-water mark (VmHWM), or None once it
+    has ended. (The rusage of a child counts the parent's memory at the fork,
+    so it overstates a child started from a large process.)"""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 def run_measured(cmd, timeout):
-    """Runs a command; returns (exit code, output, seconds, peak RSS in MB)."""
+    """Runs a command; returns (exit code, output, seconds, peak RSS in MB,
+    read from /proc every 20 ms while it runs)."""
     start = time.monotonic()
+    peak = 0.0
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
+        while proc.poll() is None:
+            rss = peak_rss_mb(proc.pid)
+            if rss is not None:
+                peak = max(peak, rss)
+            if time.monotonic() - start > timeout:
                 proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
+                proc.wait()
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         seconds = time.monotonic() - start
         out.seek(0)
         text = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    return code, text, seconds, usage.ru_maxrss / 1024.0
+    return proc.returncode, text, seconds, peak
+
+
+def remeasure_rss(dirs):
+    """Runs saturn again on each row's model, as the row's command says,
+    and records its peak RSS alone (for runs made before peak_rss_mb read
+    /proc)."""
+    for d in dirs:
+        path = os.path.join(d, "corpus.json")
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        for r in doc["rows"]:
+            if not r.get("saturn_command"):
+                continue
+            cmd = shlex.split(r["saturn_command"])
+            _, _, _, rss = run_measured(cmd, timeout=3600)
+            log(f"{r['model']}: peak RSS {rss:.1f} MB (was {r.get('peak_rss_mb')})")
+            r["peak_rss_mb"] = round(rss, 1)
+            r["peak_rss_pass"] = "separate"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
 
 
 def make_saturn(original, work, entry, saturn, time_limit):
@@ -335,6 +369,7 @@ def measure_model(entry, args):
         "speedup_predicted": (rep["cost_before"] / rep["cost_after"]
                               if rep.get("cost_after") else None),
         "kept_input": rep.get("kept_input"),
+        "not_searched": rep.get("not_searched"),
         "cost_model": rep.get("cost_model"),
         "saturn_command": info["command"],
     })
@@ -389,7 +424,9 @@ def summarize(rows):
         part_rows = [r for r in rows if r["part"] == part]
         out[part] = {
             "models": len(part_rows),
-            "saturn": geomean([r.get("speedup_measured") for r in part_rows]),
+            # A kept input is the same file: 1, whatever the timing noise shows.
+            "saturn": geomean([1.0 if r.get("kept_input") and r.get("speedup_measured")
+                               else r.get("speedup_measured") for r in part_rows]),
             "saturn_predicted": geomean([r.get("speedup_predicted") for r in part_rows]),
             **{p: geomean([r["peers"].get(p) for r in part_rows if r.get("peers")]) for p in PEERS},
             "opaque_fraction": (sum(r.get("opaque_ops") or 0 for r in part_rows)
@@ -413,9 +450,15 @@ def write_markdown(path, doc):
         "original model (the median over rounds of the original's time over the candidate's); "
         "`—` where a candidate does not apply, failed, or computes something else (the reason is "
         "under Notes). saturn runs with its defaults (the roofline cost model, MCTS, 60 s), the "
-        "symbolic dimensions sized as the manifest says.",
+        "symbolic dimensions sized as the manifest says. Optimize seconds are its wall time (each "
+        "shard pinned to one core, where the command line names shards); peak RSS is its resident "
+        "high-water mark (VmHWM)"
+        + (", read in a second run of the same command (`--remeasure-rss`)"
+           if any(r.get("peak_rss_pass") == "separate" for r in rows) else "") + ".",
         "",
         "## Geometric means per part",
+        "",
+        "saturn's mean counts a model it kept unchanged (the same file) as 1.",
         "",
         "| part | models | saturn measured | saturn predicted | onnxsim | ort transformers | opaque ops |",
         "|---|---|---|---|---|---|---|",
@@ -426,25 +469,31 @@ def write_markdown(path, doc):
                      f"{100 * s['opaque_fraction']:.1f}% |")
     lines += ["", "## Models", "",
               "| model | family | exporter | opset | part | ops | opaque | ops after import | "
-              "original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
+              "onnxsim ops | original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
               "ort transformers | optimize s | peak RSS MB | outputs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
-                         f"{r['part']} | | | | | | failed: {r['error']} | | | | | |")
+                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | |")
             continue
         spread = r.get("speedup_p10_p90") or [None, None]
+        measured = f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}]"
+        if r.get("kept_input") and r.get("speedup_measured"):
+            measured = f"1 (input kept; noise {measured})"
         lines.append(
             f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | {r['part']} | "
             f"{r['ops']} | {r.get('opaque_ops', '')} | {r.get('ops_after_fold', '')} | "
+            f"{(r.get('peer_ops') or {}).get('onnxsim') or '—'} | "
             f"{r['original_ms']} | {fmt(r.get('speedup_predicted'))} | "
-            f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}] | "
+            f"{measured} | "
             f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
             f"{r.get('optimize_seconds')} | {r.get('peak_rss_mb')} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
     lines += ["", "## Notes", ""]
     for r in rows:
+        if r.get("not_searched"):
+            lines.append(f"- {r['model']}, saturn: kept unsearched: {r['not_searched']}")
         for who, note in (r.get("notes") or {}).items():
             lines.append(f"- {r['model']}, {who}: {note}")
         if r.get("error"):
@@ -514,9 +563,14 @@ def main():
                    "by side, each pinned to its own core")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="merge the corpus.json of shard runs into --out (nothing is run)")
+    p.add_argument("--remeasure-rss", nargs="+", metavar="DIR",
+                   help="run saturn again on each row of DIR/corpus.json for its peak RSS alone")
     args = p.parse_args()
     if args.pairs < 1:
         p.error("--pairs must be at least 1")
+    if args.remeasure_rss:
+        remeasure_rss(args.remeasure_rss)
+        return
     if args.merge:
         merge(args.merge, args.out)
         return
@@ -580,17 +634,24 @@ def write_results(out, meta, rows):
 
 
 def merge(dirs, out):
-    """One result of several shard runs, rows in the manifest's order."""
+    """One result of several shard runs, rows in the manifest's order; a
+    model measured in several runs keeps the row of the last one named (a
+    model measured again after a fix)."""
     with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as f:
         order = {m["name"]: i for i, m in enumerate(json.load(f)["models"])}
-    rows, commands, pairs = [], [], set()
+    by_model, commands, pairs = {}, [], []
     for d in dirs:
         with open(os.path.join(d, "corpus.json"), encoding="utf-8") as f:
             doc = json.load(f)
-        rows += doc["rows"]
+        by_model.update((r["model"], r) for r in doc["rows"])
         commands += doc["command"]
-        pairs.add(doc["pairs"])
-    rows.sort(key=lambda r: order.get(r["model"], len(order)))
+        pairs.append(doc["pairs"])
+    rows = sorted(by_model.values(), key=lambda r: order.get(r["model"], len(order)))
+    for r in rows:  # rows of runs before the field: the report saturn left in the work folder
+        report = os.path.join(ROOT, "build", "corpus-work", r["model"], "saturn_report.json")
+        if "not_searched" not in r and os.path.exists(report):
+            with open(report, encoding="utf-8") as f:
+                r["not_searched"] = json.load(f).get("not_searched")
     write_results(out, {"command": commands, "pairs": min(pairs)}, rows)
 
 

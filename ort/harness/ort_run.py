@@ -105,11 +105,12 @@ def random_tensor(meta, seed):
         raise HarnessError(f"input '{meta.name}' has element type {meta.type}, "
                            "which the harness does not generate")
     rng = np.random.default_rng([seed, zlib.crc32(meta.name.encode())])
+    # np.asarray: a scalar input (no dimensions) is fed as a 0-d array.
     if np.issubdtype(dtype, np.floating):
-        return (2 * rng.random(dims) - 1).astype(dtype)
+        return np.asarray(2 * rng.random(dims) - 1, dtype=dtype)
     if dtype is np.bool_:
-        return rng.random(dims) < 0.5
-    return rng.integers(0, 10, size=dims).astype(dtype)
+        return np.asarray(rng.random(dims) < 0.5)
+    return np.asarray(rng.integers(0, 10, size=dims), dtype=dtype)
 
 
 def open_session(file, threads, profile_prefix=None):

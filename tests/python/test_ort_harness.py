@@ -56,6 +56,8 @@ def test_inputs_are_seeded_per_name():
     assert a1.dtype == np.float32 and a1.min() >= -1 and a1.max() < 1
     ids = ort_run.random_tensor(Meta("ids", "tensor(int64)"), 1)
     assert ids.dtype == np.int64 and ids.min() >= 0 and ids.max() <= 9
+    scalar = ort_run.random_tensor(Meta("t", shape=()), 1)
+    assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar.dtype == np.float32
     with pytest.raises(ort_run.HarnessError, match="dynamic shape"):
         ort_run.random_tensor(Meta("x", shape=("batch", 3)), 1)
     with pytest.raises(ort_run.HarnessError, match="does not generate"):
