@@ -124,7 +124,6 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
     fmt::print("  symbolic dimensions (sized for costing): {}\n", fmt::join(sizes, ", "));
   }
   std::int64_t weight_bytes = 0, weights = 0;
-  std::map<std::string, int> opaque;
   for (int i = 0; i < graph.size(); ++i) {
     const Node& n = graph.nodes[i];
     if (n.op == Op::kInput) {
@@ -137,14 +136,13 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
       ++weights;
       weight_bytes += types[i].tensor().num_bytes();
     }
-    if (n.op == Op::kOpaque) ++opaque[*n.attributes.get_string("op_type")];
   }
   for (const GraphOutput& o : graph.outputs)
     fmt::print("  output {:<24} {}{}\n", o.name, to_string(types[o.node]),
                symbolic_shape(graph, o.name, types[o.node]));
   fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
   fmt::print("  ops: {}\n", op_summary(graph));
-  for (const auto& [op_type, count] : opaque)
+  for (const auto& [op_type, count] : opaque_op_types(graph))
     fmt::print("  kept as opaque: {} x{}\n", op_type, count);
 }
 

@@ -179,25 +179,6 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
 
 }  // namespace
 
-namespace {
-
-// How many operators of the graph stayed opaque, by their ONNX op type
-// ("domain::Type" outside the default domain).
-nlohmann::json opaque_ops_by_type(const Graph& graph) {
-  std::map<std::string, int> counts;
-  for (const tensor::Node& n : graph.nodes) {
-    if (n.op != tensor::Op::kOpaque) continue;
-    const std::string* type = n.attributes.get_string("op_type");
-    const std::string* domain = n.attributes.get_string("domain");
-    std::string name = type ? *type : "?";
-    if (domain && !domain->empty() && *domain != "ai.onnx") name = *domain + "::" + name;
-    ++counts[name];
-  }
-  return counts;
-}
-
-}  // namespace
-
 // The summary as --report writes it.
 nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
                            const OptimizeCommandOptions& o, const std::string& sizes_only) {
@@ -233,8 +214,8 @@ nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
           {"min_gain_percent", 100 * min_gain_of(o.optimize)},
           {"ops_before", tensor::total_ops(graph)},
           {"ops_after", tensor::total_ops(r.graph)},
-          {"opaque_ops_before", opaque_ops_by_type(graph)},
-          {"opaque_ops_after", opaque_ops_by_type(r.graph)},
+          {"opaque_ops_before", opaque_op_types(graph)},
+          {"opaque_ops_after", opaque_op_types(r.graph)},
           {"weight_bytes_before", r.weight_bytes_before},
           {"weight_bytes_after", r.weight_bytes_after},
           {"weight_spill", r.weight_spill},

@@ -559,6 +559,9 @@ def main():
     p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
     p.add_argument("--work", default=os.path.join(ROOT, "build", "corpus-work"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    p.add_argument("--keep-work", action="store_true",
+                   help="keep each model's materialized files in --work (several GB for a "
+                   "large model; by default only saturn's report is kept)")
     p.add_argument("--shard", help="K/N: run the K-th of N shards (K from 1), for N runs side "
                    "by side, each pinned to its own core")
     p.add_argument("--merge", nargs="+", metavar="DIR",
@@ -602,8 +605,19 @@ def main():
                    "opset": entry["opset"], "part": entry["part"],
                    "error": f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"}
         log(f"  {json.dumps({k: row.get(k) for k in ('speedup_measured', 'peers', 'optimize_seconds', 'error')})}")
+        if not args.keep_work:
+            clear_work(os.path.join(args.work, entry["name"]))
         rows.append(row)
         write_results(args.out, {"command": [command], "pairs": args.pairs}, rows)
+
+
+def clear_work(folder):
+    """Removes a model's materialized files, keeping saturn's report."""
+    if not os.path.isdir(folder):
+        return
+    for name in os.listdir(folder):
+        if name != "saturn_report.json":
+            os.remove(os.path.join(folder, name))
 
 
 def shard(entries, k, n):
