@@ -1,6 +1,7 @@
 #include "saturn/optimize/optimize.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "saturn/base/status.h"
@@ -188,10 +189,11 @@ absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
   if (!before.ok()) return before.status();
   absl::StatusOr<HeldWeights> weights = held_weights(cost_model, graph, 0);
   if (!weights.ok()) return weights.status();
-  result.cost_before = result.cost_after = result.cost_found = *before;
-  result.weight_bytes_before = result.weight_bytes_after = weights->bytes;
-  result.graph = graph;
-  result.kept_input = true;
+  result.cost_before = result.cost_found = *before;
+  result.weight_bytes_before = weights->bytes;
+  // No candidate: keep_better keeps the input, as for one that gains nothing.
+  keep_better(graph, tensor::Graph{}, std::numeric_limits<double>::infinity(), 0, 0,
+              min_gain_of(options), result);
   result.stats.strategy = std::string(to_string(options.search.strategy));
   result.stats.stop_reason = "not searched: does not fit the budget";
   result.not_searched = std::move(why);

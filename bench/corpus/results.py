@@ -1,0 +1,174 @@
+"""The corpus benchmark's results (bench/corpus/run.py measures them): the
+geometric means per part, corpus.json, corpus.md and corpus.svg, and one
+result merged from the runs of several shards. Standard library only."""
+import datetime
+import json
+import math
+import os
+import platform
+
+CORPUS = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("onnxsim", "ort_transformers")
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize(rows):
+    out = {}
+    for part in ("tuning", "held-out"):
+        part_rows = [r for r in rows if r["part"] == part]
+        out[part] = {
+            "models": len(part_rows),
+            # A kept input is the same file: 1, whatever the timing noise shows.
+            "saturn": geomean([1.0 if r.get("kept_input") and r.get("speedup_measured")
+                               else r.get("speedup_measured") for r in part_rows]),
+            "saturn_predicted": geomean([r.get("speedup_predicted") for r in part_rows]),
+            **{p: geomean([r["peers"].get(p) for r in part_rows if r.get("peers")]) for p in PEERS},
+            "opaque_fraction": (sum(r.get("opaque_ops") or 0 for r in part_rows)
+                                / max(1, sum(r.get("ops_after_fold") or 0 for r in part_rows))),
+        }
+    return out
+
+
+def fmt(x, digits=3):
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def write_markdown(path, doc):
+    rows, summary = doc["rows"], doc["summary"]
+    lines = [
+        "# The corpus: saturn beside its peers on models written elsewhere",
+        "",
+        f"Made by {' and '.join(f'`{c}`' for c in doc['command'])} on {doc['date']} ({doc['machine']}; onnxruntime "
+        f"{doc['versions']['onnxruntime']}, CPU, one intra-op thread, optimization level \"all\"; "
+        f"{doc['pairs']} timed rounds per model). Speedups are measured in onnxruntime against the "
+        "original model (the median over rounds of the original's time over the candidate's); "
+        "`—` where a candidate does not apply, failed, or computes something else (the reason is "
+        "under Notes). saturn runs with its defaults (the roofline cost model, MCTS, 60 s), the "
+        "symbolic dimensions sized as the manifest says. Optimize seconds are its wall time (each "
+        "shard pinned to one core, where the command line names shards); peak RSS is its resident "
+        "high-water mark (VmHWM)"
+        + (", read in a second run of the same command (`--remeasure-rss`)"
+           if any(r.get("peak_rss_pass") == "separate" for r in rows) else "") + ".",
+        "",
+        "## Geometric means per part",
+        "",
+        "saturn's mean counts a model it kept unchanged (the same file) as 1.",
+        "",
+        "| part | models | saturn measured | saturn predicted | onnxsim | ort transformers | opaque ops |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for part, s in summary.items():
+        lines.append(f"| {part} | {s['models']} | {fmt(s['saturn'])} | {fmt(s['saturn_predicted'])} | "
+                     f"{fmt(s['onnxsim'])} | {fmt(s['ort_transformers'])} | "
+                     f"{100 * s['opaque_fraction']:.1f}% |")
+    lines += ["", "## Models", "",
+              "| model | family | exporter | opset | part | ops | opaque | ops after import | "
+              "onnxsim ops | original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
+              "ort transformers | optimize s | peak RSS MB | outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
+                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | |")
+            continue
+        spread = r.get("speedup_p10_p90") or [None, None]
+        measured = f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}]"
+        if r.get("kept_input") and r.get("speedup_measured"):
+            measured = f"1 (input kept; noise {measured})"
+        lines.append(
+            f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | {r['part']} | "
+            f"{r['ops']} | {r.get('opaque_ops', '')} | {r.get('ops_after_fold', '')} | "
+            f"{(r.get('peer_ops') or {}).get('onnxsim') or '—'} | "
+            f"{r['original_ms']} | {fmt(r.get('speedup_predicted'))} | "
+            f"{measured} | "
+            f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
+            f"{r.get('optimize_seconds')} | {r.get('peak_rss_mb')} | "
+            f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
+    lines += ["", "## Notes", ""]
+    for r in rows:
+        if r.get("not_searched"):
+            lines.append(f"- {r['model']}, saturn: kept unsearched: {r['not_searched']}")
+        for who, note in (r.get("notes") or {}).items():
+            lines.append(f"- {r['model']}, {who}: {note}")
+        if r.get("error"):
+            lines.append(f"- {r['model']}: {r['error']}")
+    opaque = {}
+    for r in rows:
+        for op, n in (r.get("opaque_by_type") or {}).items():
+            opaque[op] = opaque.get(op, 0) + n
+    lines += ["", "## Opaque operators over the corpus", "",
+              ", ".join(f"{op} {n}" for op, n in sorted(opaque.items(), key=lambda kv: -kv[1])), ""]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+def write_svg(path, rows):
+    """Measured speedups per model: saturn and the two peers, one row each."""
+    shown = [r for r in rows if "error" not in r]
+    series = [("saturn", "#1f77b4"), ("onnxsim", "#ff7f0e"), ("ort_transformers", "#2ca02c")]
+    row_h, left, width = 16, 190, 420
+    height = 40 + row_h * len(shown) + 30
+    lo, hi = 0.5, 2.0
+    def x_of(v):
+        v = min(max(v, lo), hi)
+        return left + width * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
+             'font-family="sans-serif" font-size="11">',
+             '<text x="10" y="16" font-size="13">Measured speedup in onnxruntime (log scale, 0.5-2x)</text>']
+    for i, (name, color) in enumerate(series):
+        parts.append(f'<rect x="{left + 130 * i}" y="24" width="10" height="10" fill="{color}"/>'
+                     f'<text x="{left + 14 + 130 * i}" y="33">{name}</text>')
+    one = x_of(1.0)
+    parts.append(f'<line x1="{one}" y1="40" x2="{one}" y2="{height - 25}" stroke="#888"/>')
+    for k, r in enumerate(shown):
+        y = 44 + row_h * k
+        parts.append(f'<text x="{left - 6}" y="{y + 10}" text-anchor="end">{r["model"]}'
+                     f'{" *" if r["part"] == "held-out" else ""}</text>')
+        values = [r.get("speedup_measured"), r["peers"].get("onnxsim"),
+                  r["peers"].get("ort_transformers")]
+        for j, ((_, color), v) in enumerate(zip(series, values)):
+            if v:
+                parts.append(f'<rect x="{min(one, x_of(v))}" y="{y + 4 * j}" '
+                             f'width="{abs(x_of(v) - one) + 1}" height="4" fill="{color}"/>')
+    for v in (0.5, 0.8, 1.0, 1.25, 2.0):
+        parts.append(f'<text x="{x_of(v)}" y="{height - 10}" text-anchor="middle">{v}x</text>')
+    parts.append(f'<text x="10" y="{height - 10}">* held out</text></svg>')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def write_results(out, meta, rows):
+    doc = {
+        "command": meta["command"],
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} hardware threads",
+        "versions": meta["versions"],
+        "pairs": meta["pairs"], "rows": rows, "summary": summarize(rows),
+    }
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "corpus.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    write_markdown(os.path.join(out, "corpus.md"), doc)
+    write_svg(os.path.join(out, "corpus.svg"), rows)
+
+
+def merge(dirs, out):
+    """One result of several shard runs, rows in the manifest's order; a
+    model measured in several runs keeps the row of the last one named (a
+    model measured again after a fix)."""
+    with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as f:
+        order = {m["name"]: i for i, m in enumerate(json.load(f)["models"])}
+    by_model, commands, pairs = {}, [], []
+    for d in dirs:
+        with open(os.path.join(d, "corpus.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        by_model.update((r["model"], r) for r in doc["rows"])
+        commands += doc["command"]
+        pairs.append(doc["pairs"])
+    rows = sorted(by_model.values(), key=lambda r: order.get(r["model"], len(order)))
+    write_results(out, {"command": commands, "pairs": min(pairs), "versions": doc["versions"]},
+                  rows)
