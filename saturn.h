@@ -18,6 +18,8 @@
 #include "saturn/extract/extractor.h"
 #include "saturn/mcts/environment.h"
 #include "saturn/optimize/optimize.h"
+#include "saturn/optimize/options.h"
+#include "saturn/optimize/report.h"
 #include "saturn/mcts/search.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/graph.h"

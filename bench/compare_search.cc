@@ -159,7 +159,7 @@ Run run_grid_point(const Args& args, const tensor::Graph& graph, const std::stri
     run.seconds.push_back(r->times.total);
     run.nodes = std::max(run.nodes, r->stats.peak_nodes);
     run.bytes = std::max(run.bytes, r->stats.peak_bytes);
-    run.stop = r->stats.stop_reason;
+    run.stop = stop_summary(*r);
     for (const RuleApplication& a : r->rules_applied) run.top_rules[a.name] += a.count;
   }
   return run;

@@ -128,7 +128,7 @@ int run_single(const Args& a) {
                                     {"peak_bytes", r->stats.peak_bytes},
                                     {"search_seconds", r->times.search},
                                     {"seconds", r->times.total},
-                                    {"stop_reason", r->stats.stop_reason}}
+                                    {"stop_reason", stop_summary(*r)}}
                          .dump());
   return 0;
 }

@@ -202,6 +202,12 @@ double Environment::seconds() const { return clock_.seconds(); }
 
 bool Environment::out_of_time() const { return seconds() >= config_.budget.time_limit_seconds; }
 
+StopReason Environment::budget_stop() const {
+  const bool bytes = config_.budget.max_bytes != Budget::kUnlimited &&
+                     egraph_->num_nodes() < config_.budget.max_nodes;
+  return bytes ? StopReason::kByteLimit : StopReason::kNodeLimit;
+}
+
 bool Environment::has_budget() const {
   return !budget_hit_ && egraph_->num_nodes() < config_.budget.max_nodes &&
          egraph_->memory_bytes() < config_.budget.max_bytes && !out_of_time();

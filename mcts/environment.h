@@ -36,6 +36,7 @@
 #include "saturn/mcts/class_reach.h"
 #include "saturn/rules/rewrite.h"
 #include "saturn/rules/rule.h"
+#include "saturn/rules/stop_reason.h"
 #include "saturn/tensor/analysis.h"
 #include "saturn/tensor/graph.h"
 
@@ -151,6 +152,9 @@ class Environment {
   // the node or byte budget, or the time limit passed.
   bool has_budget() const;
   bool budget_hit() const { return budget_hit_; }
+  // Which budget a step hit (budget_hit()): the byte budget where one is set
+  // and the e-nodes are below theirs, else the node budget.
+  StopReason budget_stop() const;
   bool out_of_time() const;
   double seconds() const;
 

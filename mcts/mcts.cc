@@ -366,7 +366,7 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   };
   SearchStats stats;
   stats.strategy = "mcts";
-  stats.stop_reason = "step limit";
+  stats.stop_reason = StopReason::kStepLimit;
   for (std::size_t step = 0; step < options.mcts.max_steps; ++step) {
     bool budget = lead.has_budget();
     if (budget) {
@@ -378,16 +378,17 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
     RootStats root = root_stats(trees, Tree::num_actions(lead));
     if (processes != nullptr) budget = exchange(*processes, budget, root);
     if (!budget) {
-      stats.stop_reason = lead.out_of_time() ? "time limit" : "node or byte budget";
+      stats.stop_reason = lead.out_of_time() ? StopReason::kTimeLimit : lead.budget_stop();
       break;
     }
     std::optional<std::size_t> action = choose_action(root);
     if (!action) {
-      stats.stop_reason = lead.out_of_time() ? "time limit" : "no applicable rule";
+      stats.stop_reason =
+          lead.out_of_time() ? StopReason::kTimeLimit : StopReason::kNoApplicableRule;
       break;
     }
     if (*action == lead.stop_action()) {
-      stats.stop_reason = "stop chosen";
+      stats.stop_reason = StopReason::kStopChosen;
       break;
     }
     for (std::unique_ptr<Tree>& tree : trees) tree->advance(*action);

@@ -45,10 +45,10 @@ namespace {
 
 // The outcome of a strategy that drove one environment to its final state.
 SearchOutcome single_environment_outcome(std::unique_ptr<Environment> env, std::string strategy,
-                                         std::string stop) {
+                                         StopReason stop) {
   SearchOutcome out;
   out.stats.strategy = std::move(strategy);
-  out.stats.stop_reason = std::move(stop);
+  out.stats.stop_reason = stop;
   out.stats.seconds = env->seconds();
   count_usage(*env, out.stats);
   record_final_state(*env, out.stats);
@@ -84,12 +84,12 @@ absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
 namespace {
 
 // Why a saturation loop ended, given the last step.
-const char* stop_reason(const Environment& env, const StepResult& last) {
+StopReason stop_reason(const Environment& env, const StepResult& last) {
   if (env.budget_hit() || env.egraph().num_nodes() >= env.config().budget.max_nodes)
-    return "node or byte budget";
-  if (env.out_of_time()) return "time limit";
-  if (last.applied == 0) return "saturated";
-  return "iteration limit";
+    return env.budget_stop();
+  if (env.out_of_time()) return StopReason::kTimeLimit;
+  if (last.applied == 0) return StopReason::kSaturated;
+  return StopReason::kIterationLimit;
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
   StepResult last =
       saturate(**env, all, options.greedy.iteration_limit, options.greedy.multi_iterations);
-  const std::string stop = stop_reason(**env, last);
+  const StopReason stop = stop_reason(**env, last);
   return single_environment_outcome(std::move(*env), "greedy", stop);
 }
 
@@ -137,7 +137,8 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
     last = saturate(**env, pass, options.default_order.iterations_per_group,
                     options.default_order.iterations_per_group);
   }
-  const std::string stop = (*env)->has_budget() ? "pipeline finished" : stop_reason(**env, last);
+  const StopReason stop =
+      (*env)->has_budget() ? StopReason::kPassesDone : stop_reason(**env, last);
   return single_environment_outcome(std::move(*env), "default", stop);
 }
 

@@ -117,7 +117,10 @@ struct SearchOptions {
 
 struct SearchStats {
   std::string strategy;
-  std::string stop_reason;          // why the search ended
+  StopReason stop_reason = StopReason::kSaturated;  // why the search ended
+  // MCTS: the final graph is greedy saturation's (extracted cheaper than the
+  // search's state, or as cheap), not the search's.
+  bool saturation_taken = false;
   std::size_t steps = 0;            // actions applied to the final state
   std::size_t simulations = 0;      // MCTS simulations over all threads
   std::size_t graphs_explored = 0;  // TASO: graphs popped

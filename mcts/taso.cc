@@ -117,7 +117,7 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
   if (!input_weights.ok()) return input_weights.status();
   SearchStats stats;
   stats.strategy = "taso";
-  stats.stop_reason = "queue empty";
+  stats.stop_reason = StopReason::kQueueEmpty;
   std::size_t order = 0;
   TasoGraph best{
       (*first)->initial_cost(), std::make_shared<tensor::Graph>(*config.graph), {}, order++};
@@ -127,11 +127,11 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
 
   while (!queue.empty()) {
     if (stats.graphs_explored >= options.taso.max_popped) {
-      stats.stop_reason = "popped-graph budget";
+      stats.stop_reason = StopReason::kGraphLimit;
       break;
     }
     if (elapsed() >= config.budget.time_limit_seconds) {
-      stats.stop_reason = "time limit";
+      stats.stop_reason = StopReason::kTimeLimit;
       break;
     }
     TasoGraph current = queue.top();

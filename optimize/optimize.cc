@@ -11,6 +11,8 @@
 #include "saturn/optimize/runtime_view.h"
 #include "saturn/optimize/self_check.h"
 #include "saturn/rules/tensor/tensor_rules.h"
+#include "saturn/tensor/models.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn {
 
@@ -75,8 +77,9 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
 
 double min_gain_of(const OptimizeOptions& options) {
   if (options.min_gain) return *options.min_gain;
-  return options.cost_model != nullptr && options.cost_model->name() == "opcount" ? 0.0
-                                                                                  : kDefaultMinGain;
+  const std::string_view cost =
+      options.cost_model != nullptr ? options.cost_model->name() : std::string_view(options.cost);
+  return cost == "opcount" ? 0.0 : kDefaultMinGain;
 }
 
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
@@ -89,9 +92,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
   std::shared_ptr<const CostModel> cost_model = options.cost_model;
   if (cost_model == nullptr) {
-    absl::StatusOr<std::shared_ptr<const CostModel>> fallback = cost_model_by_name("roofline");
-    if (!fallback.ok()) return fallback.status();
-    cost_model = *fallback;
+    absl::StatusOr<std::shared_ptr<const CostModel>> named = cost_model_by_name(options.cost);
+    if (!named.ok()) return named.status();
+    cost_model = *named;
   }
   const Stopwatch checking;
   RuleFileCheck rule_check;
@@ -126,6 +129,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
       regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
                           : optimize_whole(graph, options, cost_model);
   if (result.ok() && !result->worker) {
+    keep_input_unless_generic(graph, *result);
     result->rule_check = std::move(rule_check);
     result->times.rules += checking.seconds() - result->times.total;
     result->times.total = checking.seconds();
@@ -159,6 +163,19 @@ absl::StatusOr<PricedExtraction> extract_final(const Environment& env, const Ext
 }
 
 }  // namespace
+
+void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result) {
+  if (result.kept_input || input.symbols.empty()) return;
+  std::string why = fails_at_other_sizes(input, result.graph, result.rules_applied);
+  if (why.empty()) return;
+  result.graph = input;
+  result.kept_input = true;
+  result.cost_after = result.cost_before;
+  result.weight_bytes_after = result.weight_bytes_before;
+  result.weight_spill = 0;
+  result.self_check = "the input was kept: nothing to check";
+  result.holds_only_at_given_sizes = std::move(why);
+}
 
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result) {
@@ -195,7 +212,8 @@ absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
   keep_better(graph, tensor::Graph{}, std::numeric_limits<double>::infinity(), 0, 0,
               min_gain_of(options), result);
   result.stats.strategy = std::string(to_string(options.search.strategy));
-  result.stats.stop_reason = "not searched: does not fit the budget";
+  result.stats.stop_reason = StopReason::kNotSearched;
+  result.stop_counts = {{StopReason::kNotSearched, 1}};
   result.not_searched = std::move(why);
   result.self_check = "the input was kept: nothing to check";
   result.times.total = total.seconds();
@@ -267,9 +285,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
         *outcome->saturated, extractor, options, *cost_model, result.weight_bytes_before);
     if (!other.ok()) return other.status();
     if (other->total() <= best->total()) {
-      result.stats.stop_reason += other->total() < best->total()
-                                      ? ", saturation extracted cheaper"
-                                      : ", saturation extracted as cheap (taken)";
+      result.stats.saturation_taken = true;
       best = std::move(other);
       record_final_state(*outcome->saturated, result.stats);
     }
@@ -295,6 +311,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   };
   result.rules_applied = named(result.stats.rule_applications);
   result.rules_conflicting = named(result.stats.rule_conflicts);
+  result.stop_counts = {{result.stats.stop_reason, 1}};
   if (absl::Status s = check_result(graph, options, result); !s.ok()) return s;
   result.times.total = total.seconds();
   return result;
@@ -319,6 +336,12 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
   if (!check.ok()) return check.status();
   result.self_check = check->note;
   return absl::OkStatus();
+}
+
+absl::Status save_result(const OptimizeResult& result, const std::string& path) {
+  if (result.kept_input && !result.graph.source.empty() && path.ends_with(".onnx"))
+    return tensor::copy_onnx_model(result.graph.source, path);
+  return tensor::save_model(result.graph, path);
 }
 
 }  // namespace saturn

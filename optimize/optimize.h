@@ -10,6 +10,7 @@
 //   fmt::print("{:.1f}% cheaper\n", r->improvement_percent());
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,8 +35,12 @@ inline constexpr int kRegionTrees = 2;
 // (com.microsoft domain) too, or standard ONNX operators only.
 enum class Target { kOnnxRuntime, kOnnx };
 
+// The options of a run, whose initializers are the defaults of every way in
+// (the command line, the Python module, the library); optimize/options.h
+// sets them by name.
 struct OptimizeOptions {
-  SearchOptions search;  // strategy, seed, threads and per-strategy settings
+  // Strategy, seed, threads and per-strategy settings: MCTS on 2 threads.
+  SearchOptions search{.threads = 2};
   // A graph with more operators than regions.max_ops is cut into regions
   // (tensor/regions.h), each searched on its own: the budget's e-nodes are
   // then per region, its bytes for all the regions searched at once
@@ -45,8 +50,10 @@ struct OptimizeOptions {
   // target_ops 0: never cut.
   tensor::RegionOptions regions;
   SearchBudget budget{.max_nodes = 2000, .max_bytes = Budget::kUnlimited, .time_limit_seconds = 60};
-  // The cost model; null means the roofline model of the shipped
-  // "cpu-2core" device profile.
+  // The cost model by name (cost_model_by_name), used unless cost_model is
+  // set: "roofline" is the roofline model of the shipped "cpu-2core" device
+  // profile.
+  std::string cost = "roofline";
   std::shared_ptr<const CostModel> cost_model;
   EGraphCostOptions cost_options;
   // Rule files; empty means the shipped tensor rules. Every rule of these
@@ -94,7 +101,8 @@ struct RegionSummary {
   int copies = 0;  // regions of this structure (searched once)
   int ops = 0;     // operators of one copy
   double cost_before = 0, cost_after = 0;  // one copy's, as its own search priced it
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kSaturated;
+  bool saturation_taken = false;  // SearchStats::saturation_taken
   std::size_t peak_nodes = 0;
   double seconds = 0;
 };
@@ -117,6 +125,10 @@ struct OptimizeResult {
   // model); empty when every part was searched. Such a part is kept as it
   // came.
   std::string not_searched;
+  // Why the best graph found was not taken although it is cheaper: it
+  // holds only at the given sizes of the input's symbolic dimensions (the
+  // ONNX it exports to is written for any size); empty otherwise.
+  std::string holds_only_at_given_sizes;
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
   // The best extracted graph's cost, spill included: cost_after when it was
@@ -148,6 +160,9 @@ struct OptimizeResult {
   // per structure, in the order of each structure's first region.
   std::size_t regions = 1;
   std::vector<RegionSummary> region_summaries;
+  // Why each search ended: the region structures' reasons counted (one
+  // search, whole: its reason once). stats.stop_reason is the most counted.
+  std::map<StopReason, int> stop_counts;
   // Regions whose search was another region's: regions less structures.
   std::size_t region_cache_hits() const {
     return region_summaries.empty() ? 0 : regions - region_summaries.size();
@@ -167,5 +182,10 @@ struct OptimizeResult {
 // Optimizes `graph`. Fails with a clear message on rules that do not load, a
 // model that does not type-check or does not fit the budget.
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph, const OptimizeOptions& options);
+
+// Writes the result's graph to `path` (.onnx or .json): an input kept as it
+// came (kept_input) from an ONNX file to an ONNX file is written as a copy
+// of that file, byte for byte.
+absl::Status save_result(const OptimizeResult& result, const std::string& path);
 
 }  // namespace saturn

@@ -30,6 +30,11 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
 // heuristic extraction can miss the input graph itself, and a result must
 // never be worse than what came in. result.cost_before and
 // weight_bytes_before must be set.
+// Keeps the input where the result holds only at the given sizes of the
+// input's symbolic dimensions (fails_at_other_sizes), and says why in
+// result.holds_only_at_given_sizes.
+void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result);
+
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result);
 

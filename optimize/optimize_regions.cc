@@ -50,14 +50,12 @@ int doubt(ExtractionStatus s) {
   return 4;
 }
 
-// "12 regions (3 structures): node or byte budget 2, saturated 1".
-std::string stop_reasons(std::size_t regions, const std::vector<RegionSummary>& summaries) {
-  std::map<std::string, int> count;
-  for (const RegionSummary& s : summaries) ++count[s.stop_reason];
-  std::string out = fmt::format("{} regions ({} structures):", regions, summaries.size());
-  for (const auto& [reason, n] : count) out += fmt::format(" {} {},", reason, n);
-  out.pop_back();
-  return out;
+// The reason most structures' searches ended for (ties: the first in
+// StopReason's order).
+StopReason most_counted(const std::map<StopReason, int>& counts) {
+  auto most = std::max_element(counts.begin(), counts.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == counts.end() ? StopReason::kSaturated : most->first;
 }
 
 // Adds a structure's search (found once, used by `copies` regions) to the
@@ -231,10 +229,12 @@ absl::StatusOr<OptimizeResult> optimize_regions(
                                        .cost_before = f.cost_before,
                                        .cost_after = f.cost_after,
                                        .stop_reason = f.stats.stop_reason,
+                                       .saturation_taken = f.stats.saturation_taken,
                                        .peak_nodes = f.stats.peak_nodes,
                                        .seconds = seconds[s]});
   }
-  result.stats.stop_reason = stop_reasons(regions.size(), result.region_summaries);
+  for (const RegionSummary& s : result.region_summaries) ++result.stop_counts[s.stop_reason];
+  result.stats.stop_reason = most_counted(result.stop_counts);
   for (const auto& [name, count] : applied) result.rules_applied.push_back({name, count});
   for (const auto& [name, count] : conflicting) result.rules_conflicting.push_back({name, count});
   sort_by_count(result.rules_applied);

@@ -108,9 +108,11 @@ json result_json(const OptimizeResult& r) {
           {"rules_conflicting", counts_json(r.rules_conflicting)},
           {"num_rules", r.num_rules},
           {"self_check", r.self_check},
+          {"not_searched", r.not_searched},
           {"stats",
            {{"strategy", s.strategy},
-            {"stop_reason", s.stop_reason},
+            {"stop_reason", to_string(s.stop_reason)},
+            {"saturation_taken", s.saturation_taken},
             {"steps", s.steps},
             {"simulations", s.simulations},
             {"graphs_explored", s.graphs_explored},
@@ -138,9 +140,15 @@ absl::StatusOr<OptimizeResult> result_of(const json& j, const tensor::Graph& reg
   r.rules_conflicting = counts_of(j.at("rules_conflicting"));
   r.num_rules = j.at("num_rules").get<std::size_t>();
   r.self_check = j.at("self_check").get<std::string>();
+  r.not_searched = j.at("not_searched").get<std::string>();
   const json& s = j.at("stats");
+  const std::optional<StopReason> stop = parse_stop_reason(s.at("stop_reason").get<std::string>());
+  if (!stop)
+    return absl::DataLossError(fmt::format("{}: unknown stop reason '{}'", source,
+                                           s.at("stop_reason").get<std::string>()));
   r.stats = {.strategy = s.at("strategy").get<std::string>(),
-             .stop_reason = s.at("stop_reason").get<std::string>(),
+             .stop_reason = *stop,
+             .saturation_taken = s.at("saturation_taken").get<bool>(),
              .steps = s.at("steps").get<std::size_t>(),
              .simulations = s.at("simulations").get<std::size_t>(),
              .graphs_explored = s.at("graphs_explored").get<std::size_t>(),

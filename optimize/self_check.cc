@@ -6,6 +6,7 @@
 #include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn {
 
@@ -77,6 +78,29 @@ absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::G
   }
   return SelfCheck{true, fmt::format("{} output{} of '{}' matched in the interpreter", got->size(),
                                      got->size() == 1 ? "" : "s", input.name)};
+}
+
+std::string fails_at_other_sizes(const tensor::Graph& input, const tensor::Graph& output,
+                                 std::span<const RuleApplication> rules_applied) {
+  tensor::OnnxImportOptions other;
+  for (const auto& [symbol, size] : output.symbols.sizes) other.dims[symbol] = size + 2;
+  absl::StatusOr<std::string> bytes = tensor::to_onnx_model(output);
+  if (!bytes.ok()) return std::string(message(bytes.status()));
+  absl::StatusOr<tensor::Graph> resized_output =
+      tensor::parse_onnx_model(*bytes, "the optimized model", other);
+  if (!resized_output.ok()) return std::string(message(resized_output.status()));
+  absl::StatusOr<tensor::Graph> resized_input;
+  if (!input.source.empty()) {
+    resized_input = tensor::load_onnx_model(input.source, other);
+  } else {
+    absl::StatusOr<std::string> input_bytes = tensor::to_onnx_model(input);
+    if (!input_bytes.ok()) return std::string(message(input_bytes.status()));
+    resized_input = tensor::parse_onnx_model(*input_bytes, "the input model", other);
+  }
+  if (!resized_input.ok()) return std::string(message(resized_input.status()));
+  absl::StatusOr<SelfCheck> check = self_check(*resized_input, *resized_output, rules_applied);
+  if (!check.ok()) return std::string(message(check.status()));
+  return "";
 }
 
 }  // namespace saturn

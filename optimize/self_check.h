@@ -33,4 +33,13 @@ struct SelfCheck {
 absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::Graph& output,
                                      std::span<const RuleApplication> rules_applied);
 
+// Why `output`, optimized from `input` with symbolic dimensions, does not
+// hold at other sizes; empty when it does. The ONNX export must write it
+// for any size (tensor/onnx/export_symbolic.cc), and the input and the
+// export, both read with every symbol 2 larger than it was, must compute
+// the same in the interpreter. The input is read again from its source
+// file, or from its own export when it has none.
+std::string fails_at_other_sizes(const tensor::Graph& input, const tensor::Graph& output,
+                                 std::span<const RuleApplication> rules_applied);
+
 }  // namespace saturn

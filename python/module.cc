@@ -3,6 +3,7 @@
 //
 //   import saturn
 //   r = saturn.optimize(saturn.load("model.onnx"), search="mcts", budget_nodes=2000)
+//   (the options of `saturn optimize`, optimize/options.h, as keywords)
 //   r.save("model.opt.onnx"); print(r.cost_before, r.cost_after, r.rules_applied)
 //
 //   env = saturn.Environment(saturn.load("squeezenet"), cost="roofline")
@@ -14,6 +15,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 #include "saturn/base/status.h"
 #include "saturn/saturn.h"
 
@@ -99,60 +102,56 @@ std::shared_ptr<const CostModel> cost_model(const std::string& spec) {
 }
 
 struct Result {
-  Model model;
+  Model model;  // the optimized graph (result.graph moved here)
+  Model input;
   OptimizeResult result;
-  py::dict report() const {
-    py::dict d;
-    d["strategy"] = result.stats.strategy;
-    d["cost_model"] = result.cost_model;
-    d["cost_before"] = result.cost_before;
-    d["cost_after"] = result.cost_after;
-    d["improvement_percent"] = result.improvement_percent();
-    d["kept_input"] = result.kept_input;
-    d["cost_found"] = result.cost_found;
-    d["ops_after"] = tensor::total_ops(*model.graph);
-    d["peak_nodes"] = result.stats.peak_nodes;
-    d["stop_reason"] = result.stats.stop_reason;
-    d["not_searched"] = result.not_searched;
-    d["regions"] = result.regions;
-    d["self_check"] = result.self_check;
-    d["seconds"] = result.times.total;
-    return d;
+  OptimizeOptions options;
+
+  // The report `saturn optimize --report` writes, as a dict.
+  py::object report() const {
+    OptimizeResult view = result;
+    view.graph = *model.graph;
+    const std::string text = optimize_report(*input.graph, view, options).dump();
+    return py::module_::import("json").attr("loads")(text);
   }
   std::vector<std::pair<std::string, std::size_t>> rules_applied() const {
     std::vector<std::pair<std::string, std::size_t>> out;
     for (const RuleApplication& r : result.rules_applied) out.emplace_back(r.name, r.count);
     return out;
   }
+  void save(const std::string& path) const {
+    OptimizeResult view;
+    view.kept_input = result.kept_input;
+    view.graph = *model.graph;
+    check(save_result(view, path));
+  }
 };
 
-Result optimize_model(const Model& model, const std::string& search, std::size_t budget_nodes,
-                      const std::string& cost, std::uint64_t seed, int threads, double time_limit,
-                      double ilp_seconds, std::optional<double> min_gain,
-                      const std::string& target, std::optional<int> region_ops) {
-  std::optional<Strategy> strategy = parse_strategy(search);
-  if (!strategy)
-    throw py::value_error(
-        fmt::format("unknown search '{}' (mcts, greedy, default or taso)", search));
-  if (target != "onnxruntime" && target != "onnx")
-    throw py::value_error(fmt::format("unknown target '{}' (onnxruntime or onnx)", target));
-  if (threads < 1)
-    throw py::value_error(fmt::format("threads must be at least 1, got {}", threads));
-  OptimizeOptions options;
-  options.search.strategy = *strategy;
-  options.search.seed = seed;
-  options.search.threads = threads;
-  options.budget.max_nodes = budget_nodes;
-  options.budget.time_limit_seconds = time_limit;
-  options.ilp_seconds = ilp_seconds;
-  options.min_gain = min_gain;
-  options.target = target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
-  options.cost_model = cost_model(cost);
-  if (region_ops) {
-    if (*region_ops < 0)
-      throw py::value_error(fmt::format("region_ops must be at least 0, got {}", *region_ops));
-    options.regions = {.target_ops = *region_ops, .max_ops = *region_ops * 5 / 2};
+// One keyword argument as the option table's text: a flag from a bool, a
+// list option from a list of strings (or one string), a value from its str().
+void set_keyword(OptimizeOptions& options, const std::string& keyword, const py::handle& value) {
+  std::string name = keyword;
+  std::replace(name.begin(), name.end(), '_', '-');
+  const OptionInfo* info = find_option(name);
+  if (info == nullptr) raise(set_option(options, keyword, ""));  // names the options
+  auto set = [&](const std::string& text) { check(set_option(options, name, text)); };
+  if (info->kind == OptionInfo::Kind::kFlag) {
+    if (!py::isinstance<py::bool_>(value))
+      throw py::value_error(fmt::format("option {} takes True or False", keyword));
+    set(value.cast<bool>() ? "true" : "false");
+  } else if (info->kind == OptionInfo::Kind::kList && !py::isinstance<py::str>(value)) {
+    for (const py::handle& item : value) set(py::str(item));
+  } else {
+    if (py::isinstance<py::bool_>(value) || value.is_none())
+      throw py::value_error(fmt::format("option {} takes a value, got {}", keyword,
+                                        std::string(py::str(py::repr(value)))));
+    set(py::str(value));
   }
+}
+
+Result optimize_model(const Model& model, const py::kwargs& keywords) {
+  OptimizeOptions options;
+  for (const auto& [key, value] : keywords) set_keyword(options, py::str(key), value);
   absl::StatusOr<OptimizeResult> r;
   {
     py::gil_scoped_release release;
@@ -160,7 +159,21 @@ Result optimize_model(const Model& model, const std::string& search, std::size_t
   }
   OptimizeResult result = take(std::move(r));
   Model out = Model::of(std::move(result.graph));  // Result::model holds it
-  return Result{std::move(out), std::move(result)};
+  return Result{std::move(out), model, std::move(result), std::move(options)};
+}
+
+// The docstring of optimize(): the option table's names and help.
+std::string optimize_doc() {
+  std::string doc =
+      "optimize(model, **options): optimizes a model as `saturn optimize` does, with the same "
+      "options and defaults (NAME=VALUE for --NAME VALUE, underscores for dashes; a flag takes "
+      "True or False, rules a list of files). The GIL is released while it runs.\n\nOptions:\n";
+  for (const OptionInfo& o : optimize_options()) {
+    std::string name(o.name);
+    std::replace(name.begin(), name.end(), '-', '_');
+    doc += fmt::format("  {}: {}\n", name, option_help(o));
+  }
+  return doc;
 }
 
 // The search environment, with what it needs kept alive beside it.
@@ -389,17 +402,13 @@ PYBIND11_MODULE(saturn, m) {
       .def_property_readonly("kept_input", [](const Result& r) { return r.result.kept_input; })
       .def_property_readonly("rules_applied", &Result::rules_applied)
       .def_property_readonly("report", &Result::report)
-      .def("save", [](const Result& r, const std::string& path) {
-        check(tensor::save_model(*r.model.graph, path));
-      });
+      .def("save", &Result::save,
+           "Writes the model (.onnx or .json); a kept ONNX input as a copy of its file");
 
-  m.def("optimize", &optimize_model, py::arg("model"), py::arg("search") = "mcts",
-        py::arg("budget_nodes") = 2000, py::arg("cost") = "roofline", py::arg("seed") = 1,
-        py::arg("threads") = 1, py::arg("time_limit") = 60.0, py::arg("ilp_seconds") = 10.0,
-        py::arg("min_gain") = py::none(), py::arg("target") = "onnxruntime",
-        py::arg("region_ops") = py::none(),
-        "Optimizes a model (as `saturn optimize`; region_ops as --region-ops, 0 searches it "
-        "whole); the GIL is released while it runs");
+  m.def("optimize", &optimize_model, py::arg("model"), optimize_doc().c_str());
+  std::vector<std::string> names;
+  for (const OptionInfo& o : optimize_options()) names.emplace_back(o.name);
+  m.attr("OPTIONS") = names;
   m.attr("DEFAULT_ORDER") = DefaultOrderOptions{}.groups;
   m.attr("DEFAULT_PASS_ITERATIONS") = DefaultOrderOptions{}.iterations_per_group;
 

@@ -7,24 +7,6 @@
 
 namespace saturn {
 
-const char* to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::kSaturated:
-      return "saturated";
-    case StopReason::kIterationLimit:
-      return "iteration limit";
-    case StopReason::kNodeLimit:
-      return "node limit";
-    case StopReason::kByteLimit:
-      return "byte limit";
-    case StopReason::kTimeLimit:
-      return "time limit";
-    case StopReason::kGoal:
-      return "goal reached";
-  }
-  return "unknown";
-}
-
 void BackoffScheduler::reset(std::size_t num_rules) { state_.assign(num_rules, State{}); }
 
 bool BackoffScheduler::should_search(std::size_t rule, std::size_t iteration) {

@@ -23,11 +23,10 @@
 
 #include "saturn/egraph/egraph.h"
 #include "saturn/rules/rule.h"
+#include "saturn/rules/stop_reason.h"
 
 namespace saturn {
 
-enum class StopReason { kSaturated, kIterationLimit, kNodeLimit, kByteLimit, kTimeLimit, kGoal };
-const char* to_string(StopReason reason);
 
 struct IterationReport {
   std::size_t matches = 0;  // matches found

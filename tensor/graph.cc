@@ -171,4 +171,17 @@ std::string to_dot(const Graph& graph) {
   return out;
 }
 
+std::map<std::string, int> opaque_op_types(const Graph& graph) {
+  std::map<std::string, int> counts;
+  for (const Node& n : graph.nodes) {
+    if (n.op != Op::kOpaque) continue;
+    const std::string* type = n.attributes.get_string("op_type");
+    const std::string* domain = n.attributes.get_string("domain");
+    std::string name = type ? *type : "?";
+    if (domain && !domain->empty() && *domain != "ai.onnx") name = *domain + "::" + name;
+    ++counts[name];
+  }
+  return counts;
+}
+
 }  // namespace saturn::tensor

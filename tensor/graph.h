@@ -76,6 +76,11 @@ struct Graph {
   // in saturn. Exporters write the model back for the same opsets.
   Opsets opsets;
   Symbols symbols;
+  // The ONNX file the graph was read from (load_onnx_model), "" otherwise:
+  // a graph with symbolic dimensions is read from it again at other sizes
+  // to check that a rewrite holds at any size, and a graph kept as it came
+  // is written as a copy of it.
+  std::string source;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };
@@ -108,6 +113,9 @@ Attributes leaf_attributes(std::string name, Dims dims, DType dtype);
 // constants, tuple plumbing and identities.
 std::map<Op, int> op_counts(const Graph& graph);
 int total_ops(const Graph& graph);
+// How many operators of `graph` are opaque, by ONNX op type ("domain::Type"
+// outside the default domain).
+std::map<std::string, int> opaque_op_types(const Graph& graph);
 
 // A node's display name: its own name, or "%<index>".
 std::string node_label(const Graph& graph, int index);

@@ -27,6 +27,7 @@
 #include "saturn/tensor/zoo/zoo.h"
 #include "saturn/tools/commands.h"
 #include "saturn/tools/model_files.h"
+#include "saturn/optimize/report.h"
 #include "saturn/tools/optimize_command.h"
 #include "saturn/base/ranks.h"
 
@@ -76,7 +77,7 @@ nlohmann::json run_one(const BatchOptions& b, const std::string& model, int rank
   }
   row["ok"] = true;
   row["output"] = o.out;
-  row["report"] = report_json(outcome->input, outcome->result, o, outcome->sizes_only);
+  row["report"] = optimize_report(outcome->input, outcome->result, o.optimize);
   return row;
 }
 
@@ -180,7 +181,6 @@ int run_batch(const CLI::App& app, BatchOptions& b) {
 
 Command add_batch_command(CLI::App& program) {
   auto b = std::make_shared<BatchOptions>();
-  b->optimize.optimize.search.threads = 1;
   CLI::App* app = program.add_subcommand(
       "batch",
       "Optimize many models, each as optimize does; under mpirun, spread over the ranks. Writes "

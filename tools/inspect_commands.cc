@@ -142,7 +142,7 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
                symbolic_shape(graph, o.name, types[o.node]));
   fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
   fmt::print("  ops: {}\n", op_summary(graph));
-  for (const auto& [op_type, count] : opaque_op_types(graph))
+  for (const auto& [op_type, count] : tensor::opaque_op_types(graph))
     fmt::print("  kept as opaque: {} x{}\n", op_type, count);
 }
 

@@ -106,17 +106,4 @@ void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx) {
       ->allow_extra_args(false);
 }
 
-std::map<std::string, int> opaque_op_types(const tensor::Graph& graph) {
-  std::map<std::string, int> counts;
-  for (const tensor::Node& n : graph.nodes) {
-    if (n.op != tensor::Op::kOpaque) continue;
-    const std::string* type = n.attributes.get_string("op_type");
-    const std::string* domain = n.attributes.get_string("domain");
-    std::string name = type ? *type : "?";
-    if (domain && !domain->empty() && *domain != "ai.onnx") name = *domain + "::" + name;
-    ++counts[name];
-  }
-  return counts;
-}
-
 }  // namespace saturn::tools

@@ -40,10 +40,6 @@ std::string cost_file(std::string_view spec);
 // command goes on).
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view spec);
 
-// How many operators of `graph` are opaque, by ONNX op type ("domain::Type"
-// outside the default domain).
-std::map<std::string, int> opaque_op_types(const tensor::Graph& graph);
-
 // Prints "saturn: MESSAGE" on stderr; returns 1.
 int fail(const absl::Status& status);
 

@@ -22,6 +22,8 @@
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
 #include "saturn/optimize/optimize.h"
+#include "saturn/optimize/options.h"
+#include "saturn/optimize/report.h"
 #include "saturn/optimize/self_check.h"
 #include "saturn/tensor/json/json_model.h"
 #include "saturn/tools/commands.h"
@@ -91,52 +93,7 @@ absl::Status write_dot(const Graph& graph, const std::filesystem::path& dir,
   return absl::OkStatus();
 }
 
-// Whether the result is an ONNX input kept as it was, to be copied to an
-// ONNX output byte for byte.
-bool kept_onnx_input(const OptimizeCommandOptions& o, const OptimizeResult& r) {
-  return r.kept_input && o.model.ends_with(".onnx") && o.out.ends_with(".onnx");
-}
-
-// Why the optimized graph of a model with symbolic dimensions does not hold
-// at other sizes, or nullopt when it does: the export must write it for any
-// size (tensor/onnx/export_symbolic.cc), and the input and the export, both
-// read with every symbol 2 larger than it was, must compute the same in the
-// interpreter (the self-check at those sizes). `exported` gets the checked
-// export, which is what -o then gets.
-std::optional<std::string> fails_at_other_sizes(const OptimizeCommandOptions& o,
-                                                const OptimizeResult& r, std::string& exported) {
-  absl::StatusOr<std::string> bytes = tensor::to_onnx_model(r.graph);
-  if (!bytes.ok()) return std::string(message(bytes.status()));
-  tensor::OnnxImportOptions other;
-  for (const auto& [symbol, size] : r.graph.symbols.sizes) other.dims[symbol] = size + 2;
-  absl::StatusOr<Graph> input = tensor::load_onnx_model(o.model, other);
-  if (!input.ok()) return std::string(message(input.status()));
-  absl::StatusOr<Graph> output = tensor::parse_onnx_model(*bytes, o.out, other);
-  if (!output.ok()) return std::string(message(output.status()));
-  absl::StatusOr<SelfCheck> check = self_check(*input, *output, r.rules_applied);
-  if (!check.ok()) return std::string(message(check.status()));
-  exported = *std::move(bytes);
-  return std::nullopt;
-}
-
-// Keeps the input where the optimized graph holds only at the given sizes
-// of its symbolic dimensions; returns why (empty when it holds at any size).
-// `exported` gets the export that was checked, if one was.
-std::string keep_input_unless_generic(const Graph& input, const OptimizeCommandOptions& o,
-                                      OptimizeResult& r, std::string& exported) {
-  if (r.kept_input || r.graph.symbols.empty() || !o.out.ends_with(".onnx")) return "";
-  std::optional<std::string> why = fails_at_other_sizes(o, r, exported);
-  if (!why) return "";
-  r.graph = input;
-  r.kept_input = true;
-  r.cost_after = r.cost_before;
-  r.self_check = "the input was kept: nothing to check";
-  return *why;
-}
-
-// `sizes_only`: why the optimized graph held at the given sizes only (it was not kept).
-void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o,
-                   const std::string& sizes_only) {
+void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCommandOptions& o) {
   fmt::print(
       "{}: {} search, {} cost: {:.2f} -> {:.2f} ({:.2f}% lower, predicted speedup {:.3f}x)\n",
       graph.name, r.stats.strategy, r.cost_model, r.cost_before, r.cost_after,
@@ -144,7 +101,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   const char* per_region = r.regions > 1 ? " per region" : "";
   fmt::print("  ops {} -> {}; peak {} e-nodes of {}{}; stop: {}; extraction {}\n",
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
-             o.optimize.budget.max_nodes, per_region, r.stats.stop_reason, to_string(r.extraction));
+             o.optimize.budget.max_nodes, per_region, stop_summary(r), to_string(r.extraction));
   if (!o.optimize.rule_files.empty() && !o.optimize.unverified_rules)
     fmt::print(
         "  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",
@@ -158,11 +115,11 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
              r.times.rules, r.times.search, r.times.extract, r.times.total);
   fmt::print("  self-check: {}\n", r.self_check);
-  if (!sizes_only.empty())
+  if (!r.holds_only_at_given_sizes.empty())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f}, but it holds only at the given "
         "sizes of its symbolic dimensions: {}\n",
-        r.cost_found, sizes_only);
+        r.cost_found, r.holds_only_at_given_sizes);
   else if (r.kept_input && r.found_cheaper())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
@@ -172,92 +129,26 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   for (std::size_t i = 0; i < r.rules_applied.size() && i < 8; ++i)
     fmt::print("  {:>6}  {}\n", r.rules_applied[i].count, r.rules_applied[i].name);
   if (!o.out.empty())
-    fmt::print("wrote {}{}\n", o.out, kept_onnx_input(o, r) ? " (a copy of the input file)" : "");
+    fmt::print("wrote {}{}\n", o.out,
+               r.kept_input && !r.graph.source.empty() && o.out.ends_with(".onnx")
+                   ? " (a copy of the input file)"
+                   : "");
   if (!o.dot_dir.empty())
     fmt::print("wrote {}/before.dot and {}/after.dot\n", o.dot_dir, o.dot_dir);
 }
 
 }  // namespace
 
-// The summary as --report writes it.
-nlohmann::json report_json(const Graph& graph, const OptimizeResult& r,
-                           const OptimizeCommandOptions& o, const std::string& sizes_only) {
-  nlohmann::json rules = nlohmann::json::array();
-  for (const RuleApplication& a : r.rules_applied)
-    rules.push_back({{"rule", a.name}, {"count", a.count}});
-  nlohmann::json conflicting = nlohmann::json::array();
-  for (const RuleApplication& a : r.rules_conflicting)
-    conflicting.push_back({{"rule", a.name}, {"refusals", a.count}});
-  nlohmann::json regions = nlohmann::json::array();
-  for (const RegionSummary& s : r.region_summaries)
-    regions.push_back({{"first_region", s.first},
-                       {"copies", s.copies},
-                       {"ops", s.ops},
-                       {"cost_before", s.cost_before},
-                       {"cost_after", s.cost_after},
-                       {"stop_reason", s.stop_reason},
-                       {"peak_nodes", s.peak_nodes},
-                       {"seconds", s.seconds}});
-  return {{"model", graph.name},
-          {"strategy", r.stats.strategy},
-          {"cost_model", r.cost_model},
-          {"target", o.optimize.target == Target::kOnnx ? "onnx" : "onnxruntime"},
-          {"cost_before", r.cost_before},
-          {"cost_after", r.cost_after},
-          {"improvement_percent", r.improvement_percent()},
-          {"kept_input", r.kept_input},
-          {"not_searched", r.not_searched.empty() ? nlohmann::json() : nlohmann::json(r.not_searched)},
-          {"symbolic_dimensions", graph.symbols.sizes},
-          {"holds_only_at_given_sizes",
-           sizes_only.empty() ? nlohmann::json() : nlohmann::json(sizes_only)},
-          {"cost_found", r.cost_found},
-          {"min_gain_percent", 100 * min_gain_of(o.optimize)},
-          {"ops_before", tensor::total_ops(graph)},
-          {"ops_after", tensor::total_ops(r.graph)},
-          {"opaque_ops_before", opaque_op_types(graph)},
-          {"opaque_ops_after", opaque_op_types(r.graph)},
-          {"weight_bytes_before", r.weight_bytes_before},
-          {"weight_bytes_after", r.weight_bytes_after},
-          {"weight_spill", r.weight_spill},
-          {"peak_nodes", r.stats.peak_nodes},
-          {"peak_bytes", r.stats.peak_bytes},
-          {"budget_nodes", o.optimize.budget.max_nodes},
-          {"stop_reason", r.stats.stop_reason},
-          {"extraction", std::string(to_string(r.extraction))},
-          {"simulations", r.stats.simulations},
-          {"regions", r.regions},
-          {"region_structures", regions},
-          {"region_cache_hits", r.region_cache_hits()},
-          {"rules_applied", rules},
-          {"rules_rejected_type_mismatch", conflicting},
-          {"unverified_rules", r.rule_check.unverified},
-          {"self_check", r.self_check},
-          {"rule_files",
-           {{"files", o.optimize.rule_files},
-            {"checked", !o.optimize.rule_files.empty() && !o.optimize.unverified_rules},
-            {"verified", r.rule_check.verified},
-            {"files_from_cache", r.rule_check.files_from_cache}}},
-          {"seconds",
-           {{"rules", r.times.rules},
-            {"search", r.times.search},
-            {"extract", r.times.extract},
-            {"total", r.times.total}}}};
-}
-
 absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
-  o.optimize.search.strategy = *parse_strategy(o.search);
-  o.optimize.target = o.target == "onnx" ? Target::kOnnx : Target::kOnnxRuntime;
   absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
   if (!graph.ok()) return graph.status();
   note_default_sizes(*graph, o.onnx);
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.cost);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.optimize.cost);
   if (!cost_model.ok()) return cost_model.status();
   o.optimize.cost_model = *cost_model;
-  // Unset, the library's default (min_gain_of).
-  if (o.min_gain_percent) o.optimize.min_gain = *o.min_gain_percent / 100;
   absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
   if (!r.ok()) return with_context(r.status(), o.model);
-  if (r->worker) return OptimizeOutcome{*std::move(graph), *std::move(r), ""};
+  if (r->worker) return OptimizeOutcome{*std::move(graph), *std::move(r)};
   if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
     fmt::print(stderr,
                "saturn: warning: the rule files were used unverified (--unverified-rules)\n");
@@ -270,17 +161,10 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
                "saturn: warning: rule {} rejected: type mismatch ({} refusals; its result's shape "
                "or dtype differs from the matched value's, so the rule is unsound)\n",
                rule.name, rule.count);
-  OptimizeOutcome outcome{*std::move(graph), *std::move(r), ""};
-  std::string exported;  // the export checked at other sizes, if any
-  outcome.sizes_only = keep_input_unless_generic(outcome.input, o, outcome.result, exported);
   if (!o.out.empty()) {
-    // A kept ONNX input is written as it came, not as saturn would export it.
-    absl::Status s = kept_onnx_input(o, outcome.result) ? tensor::copy_onnx_model(o.model, o.out)
-                     : !exported.empty()                ? write_text_file(o.out, exported)
-                                                        : save_model(outcome.result.graph, o.out);
-    if (!s.ok()) return s;
+    if (absl::Status s = save_result(*r, o.out); !s.ok()) return s;
   }
-  return outcome;
+  return OptimizeOutcome{*std::move(graph), *std::move(r)};
 }
 
 namespace {
@@ -290,7 +174,7 @@ namespace {
 int check_optimize_options(const CLI::App& app, const OptimizeCommandOptions& o) {
   std::vector<std::string> inputs = o.optimize.rule_files;
   inputs.push_back(o.model);
-  inputs.push_back(cost_file(o.cost));
+  inputs.push_back(cost_file(o.optimize.cost));
   std::vector<std::string> outputs = {o.out, o.report};
   // A model past 2 GB writes its weights beside it.
   if (o.out.ends_with(".onnx")) outputs.push_back(tensor::external_data_file(o.out));
@@ -341,7 +225,6 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
   if (outcome->result.worker) return 0;
   const Graph* graph = &outcome->input;
   const OptimizeResult* r = &outcome->result;
-  const std::string& sizes_only = outcome->sizes_only;
   if (!o.dot_dir.empty()) {
     for (const auto& [g, stem] : {std::pair{&*graph, "before"}, std::pair{&r->graph, "after"}}) {
       if (absl::Status s = write_dot(*g, o.dot_dir, stem); !s.ok()) return fail(s);
@@ -351,9 +234,9 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
     fmt::print(stderr, "saturn: {}: kept unsearched, since {} (a larger --budget-nodes or "
                        "--budget-mem searches it)\n",
                o.model, r->not_searched);
-  if (!o.quiet) print_summary(*graph, *r, o, sizes_only);
+  if (!o.quiet) print_summary(*graph, *r, o);
   if (!o.report.empty()) {
-    const std::string text = report_json(*graph, *r, o, sizes_only).dump(2) + "\n";
+    const std::string text = optimize_report(*graph, *r, o.optimize).dump(2) + "\n";
     if (absl::Status s = write_text_file(o.report, text); !s.ok()) return fail(s);
   }
   if (o.verify)
@@ -364,54 +247,37 @@ int run_optimize(const CLI::App& app, OptimizeCommandOptions& o) {
 
 }  // namespace
 
-// The search's own options: strategy, budget, cost, rules, threads.
 void add_search_options(CLI::App& app, OptimizeCommandOptions& o) {
-  SearchBudget& budget = o.optimize.budget;
-  app.add_option("--search", o.search, "the search strategy")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"mcts", "greedy", "default", "taso"}));
-  app.add_option("--budget-nodes", budget.max_nodes, "e-node budget")->capture_default_str();
-  app.add_option("--budget-mem", budget.max_bytes, "byte budget (default unlimited)");
-  app.add_option("--time-limit", budget.time_limit_seconds, "search time limit in seconds")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber & kFinite);
-  app.add_option("--cost", o.cost, "opcount | roofline | roofline:PROFILE | measured:FILE")
-      ->capture_default_str();
-  app.add_option("--rules", o.optimize.rule_files,
-                 "a rule file (repeatable; default: the shipped tensor rules); its rules are "
-                 "verified first and a file with an unsound rule is refused")
-      ->allow_extra_args(false);
-  app.add_option("--target", o.target,
-                 "onnxruntime: onnxruntime's fused operators (com.microsoft domain) may be chosen; "
-                 "onnx: standard ONNX operators only")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"onnxruntime", "onnx"}));
-  app.add_flag("--unverified-rules", o.optimize.unverified_rules,
-               "use the --rules files without verifying their rules");
-  app.add_option("--threads", o.optimize.search.threads, "search threads")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--seed", o.optimize.search.seed, "search seed")->capture_default_str();
-  app.add_option_function<int>(
-         "--region-ops",
-         [&o](int ops) { o.optimize.regions = {.target_ops = ops, .max_ops = ops * 5 / 2}; },
-         fmt::format("cut a larger graph into regions of about N operators, each searched on its "
-                     "own (budgets are per region); 0: search it whole (default {})",
-                     o.optimize.regions.target_ops))
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("--ilp-seconds", o.optimize.ilp_seconds,
-                 "exact extraction time limit; 0: greedy only")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber & kFinite);
-  app.add_option("--min-gain", o.min_gain_percent,
-                 "keep the input unless the result is predicted P% cheaper (default 0.5 under a "
-                 "latency cost, 0 under opcount)")
-      ->check(CLI::Range(0.0, 99.999999));
+  for (const OptionInfo& info : optimize_options()) {
+    const std::string name(info.name), flag = "--" + name, help = option_help(info);
+    auto set = [&o, name, flag](const std::string& value) {
+      if (absl::Status s = set_option(o.optimize, name, value); !s.ok())
+        throw CLI::ValidationError(flag, std::string(message(s)));
+    };
+    switch (info.kind) {
+      case OptionInfo::Kind::kFlag:
+        app.add_flag_callback(flag, [set] { set("true"); }, help);
+        break;
+      case OptionInfo::Kind::kList:
+        app.add_option_function<std::vector<std::string>>(
+               flag,
+               [set](const std::vector<std::string>& values) {
+                 for (const std::string& v : values) set(v);
+               },
+               help)
+            ->type_name(std::string(info.value))
+            ->allow_extra_args(false);
+        break;
+      case OptionInfo::Kind::kValue:
+        app.add_option_function<std::string>(flag, set, help)
+            ->type_name(std::string(info.value));
+        break;
+    }
+  }
 }
 
 Command add_optimize_command(CLI::App& program) {
   auto o = std::make_shared<OptimizeCommandOptions>();
-  o->optimize.search.threads = 2;
   CLI::App* app = program.add_subcommand("optimize", "Search, extract, report");
   app->add_option("MODEL", o->model, "an ONNX file, a saturn JSON file or a zoo model name")
       ->required();
@@ -421,9 +287,6 @@ Command add_optimize_command(CLI::App& program) {
   app->add_option("--dot", o->dot_dir,
                   "write before.dot and after.dot (and .svg when graphviz is installed) to DIR");
   app->add_flag("--quiet", o->quiet, "no progress line and no summary (errors still go to stderr)");
-  app->add_flag(
-      "--no-check", [o](std::int64_t) { o->optimize.self_check = false; },
-      "do not run the result beside the input in the interpreter before writing it");
   app->add_flag("--verify", o->verify,
                 "run the output and the input in onnxruntime: outputs must match (-o .onnx)");
   app->add_option("--verify-runs", o->verify_options.runs, "timed runs for --verify")

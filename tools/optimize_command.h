@@ -6,7 +6,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "saturn/optimize/optimize.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/graph.h"
@@ -19,34 +18,25 @@ class App;
 namespace saturn::tools {
 
 struct OptimizeCommandOptions {
-  std::string model, out, report, dot_dir, cost = "roofline", search = "mcts",
-                                           target = "onnxruntime";
+  std::string model, out, report, dot_dir;
   bool quiet = false, verify = false, keep_faster = false;
   std::optional<double> min_speedup;
-  std::optional<double> min_gain_percent;
   ort::RuntimeOptions verify_options;
   tensor::OnnxImportOptions onnx;
-  OptimizeOptions optimize;
+  OptimizeOptions optimize;  // set by the options of optimize/options.h
 };
 
-// The search's own options (--search, --budget-nodes, --cost, --rules, ...).
+// The options of optimize/options.h's table, as --NAME (--search,
+// --budget-nodes, --cost, --rules, ...), with the table's help and defaults.
 void add_search_options(CLI::App& app, OptimizeCommandOptions& o);
 
 struct OptimizeOutcome {
   tensor::Graph input;
   OptimizeResult result;
-  // Why the optimized graph held at the given sizes only, so that the input
-  // was kept; empty otherwise.
-  std::string sizes_only;
 };
 
-// Loads `o.model`, optimizes it, keeps the input where the result holds at
-// the given sizes of its symbolic dimensions only, and writes `o.out` when
-// set (a kept ONNX input as it came). Warnings go to stderr.
+// Loads `o.model`, optimizes it and writes `o.out` when set (save_result:
+// a kept ONNX input as it came). Warnings go to stderr.
 absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o);
-
-// The summary as --report writes it.
-nlohmann::json report_json(const tensor::Graph& graph, const OptimizeResult& r,
-                           const OptimizeCommandOptions& o, const std::string& sizes_only);
 
 }  // namespace saturn::tools

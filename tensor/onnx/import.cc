@@ -496,7 +496,9 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
   if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) return too_large(path, size);
   absl::StatusOr<std::string> bytes = read_text_file(path);
   if (!bytes.ok()) return bytes.status();
-  return parse_onnx_model(*bytes, path, options);
+  absl::StatusOr<Graph> graph = parse_onnx_model(*bytes, path, options);
+  if (graph.ok()) graph->source = path;
+  return graph;
 }
 
 absl::Status copy_onnx_model(const std::string& from, const std::string& to) {

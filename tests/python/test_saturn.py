@@ -120,12 +120,16 @@ def test_bad_input_raises_with_saturns_message(tmp_path):
     with pytest.raises(ValueError, match="unknown model format"):
         saturn.load(str(tmp_path / "model.txt"))
     model = saturn.load("squeezenet")
-    with pytest.raises(ValueError, match="unknown search 'bogus'"):
+    with pytest.raises(ValueError, match="option search: 'bogus' is not mcts, greedy"):
         saturn.optimize(model, search="bogus")
     with pytest.raises(ValueError, match="tpu"):
         saturn.optimize(model, cost="roofline:tpu")
-    with pytest.raises(ValueError, match="minimum gain"):
-        saturn.optimize(model, min_gain=2.0)
+    with pytest.raises(ValueError, match="option min-gain: '100' is not a percentage"):
+        saturn.optimize(model, min_gain=100)
+    with pytest.raises(ValueError, match="unknown option 'budget' .*budget-nodes"):
+        saturn.optimize(model, budget=10)
+    with pytest.raises(ValueError, match="option no_check takes True or False"):
+        saturn.optimize(model, no_check="yes")
     with pytest.raises(ValueError, match="input 'input' must have shape"):
         model.run({"input": np.zeros((1, 2), dtype=np.float32)})
     with pytest.raises(ValueError, match="unknown output format"):

@@ -1,0 +1,112 @@
+#include "saturn/optimize/report.h"
+
+#include <string>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "saturn/optimize/options.h"
+
+namespace saturn {
+
+namespace {
+
+using json = nlohmann::json;
+
+json counts_json(const std::vector<RuleApplication>& counts, const char* what) {
+  json out = json::array();
+  for (const RuleApplication& a : counts) out.push_back({{"rule", a.name}, {what, a.count}});
+  return out;
+}
+
+json regions_json(const OptimizeResult& r) {
+  json regions = json::array();
+  for (const RegionSummary& s : r.region_summaries)
+    regions.push_back({{"first_region", s.first},
+                       {"copies", s.copies},
+                       {"ops", s.ops},
+                       {"cost_before", s.cost_before},
+                       {"cost_after", s.cost_after},
+                       {"stop_reason", to_string(s.stop_reason)},
+                       {"saturation_taken", s.saturation_taken},
+                       {"peak_nodes", s.peak_nodes},
+                       {"seconds", s.seconds}});
+  return regions;
+}
+
+// Every option of the table as the run resolved it.
+json options_json(const OptimizeOptions& options) {
+  json out = json::object();
+  for (const OptionInfo& o : optimize_options())
+    out[std::string(o.name)] = option_value(options, o.name);
+  return out;
+}
+
+json text_or_null(const std::string& text) { return text.empty() ? json() : json(text); }
+
+}  // namespace
+
+std::string stop_summary(const OptimizeResult& r) {
+  std::string out;
+  if (r.regions > 1) {
+    for (const auto& [reason, n] : r.stop_counts)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", to_string(reason), n);
+    return fmt::format("{} regions ({} structures): {}", r.regions, r.region_summaries.size(), out);
+  }
+  out = std::string(to_string(r.stats.stop_reason));
+  if (r.stats.saturation_taken) out += ", saturation's graph taken";
+  return out;
+}
+
+json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
+                     const OptimizeOptions& options) {
+  json stops = json::object();
+  for (const auto& [reason, count] : r.stop_counts) stops[std::string(to_string(reason))] = count;
+  return {{"model", input.name},
+          {"options", options_json(options)},
+          {"strategy", r.stats.strategy},
+          {"cost_model", r.cost_model},
+          {"target", options.target == Target::kOnnx ? "onnx" : "onnxruntime"},
+          {"cost_before", r.cost_before},
+          {"cost_after", r.cost_after},
+          {"improvement_percent", r.improvement_percent()},
+          {"kept_input", r.kept_input},
+          {"not_searched", text_or_null(r.not_searched)},
+          {"symbolic_dimensions", input.symbols.sizes},
+          {"holds_only_at_given_sizes", text_or_null(r.holds_only_at_given_sizes)},
+          {"cost_found", r.cost_found},
+          {"min_gain_percent", 100 * min_gain_of(options)},
+          {"ops_before", tensor::total_ops(input)},
+          {"ops_after", tensor::total_ops(r.graph)},
+          {"opaque_ops_before", tensor::opaque_op_types(input)},
+          {"opaque_ops_after", tensor::opaque_op_types(r.graph)},
+          {"weight_bytes_before", r.weight_bytes_before},
+          {"weight_bytes_after", r.weight_bytes_after},
+          {"weight_spill", r.weight_spill},
+          {"peak_nodes", r.stats.peak_nodes},
+          {"peak_bytes", r.stats.peak_bytes},
+          {"budget_nodes", options.budget.max_nodes},
+          {"stop_reason", to_string(r.stats.stop_reason)},
+          {"stop_reasons", stops},
+          {"saturation_taken", r.stats.saturation_taken},
+          {"extraction", std::string(to_string(r.extraction))},
+          {"simulations", r.stats.simulations},
+          {"regions", r.regions},
+          {"region_structures", regions_json(r)},
+          {"region_cache_hits", r.region_cache_hits()},
+          {"rules_applied", counts_json(r.rules_applied, "count")},
+          {"rules_rejected_type_mismatch", counts_json(r.rules_conflicting, "refusals")},
+          {"unverified_rules", r.rule_check.unverified},
+          {"self_check", r.self_check},
+          {"rule_files",
+           {{"files", options.rule_files},
+            {"checked", !options.rule_files.empty() && !options.unverified_rules},
+            {"verified", r.rule_check.verified},
+            {"files_from_cache", r.rule_check.files_from_cache}}},
+          {"seconds",
+           {{"rules", r.times.rules},
+            {"search", r.times.search},
+            {"extract", r.times.extract},
+            {"total", r.times.total}}}};
+}
+
+}  // namespace saturn
