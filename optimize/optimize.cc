@@ -82,6 +82,34 @@ double min_gain_of(const OptimizeOptions& options) {
   return cost == "opcount" ? 0.0 : kDefaultMinGain;
 }
 
+absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options) {
+  auto prepared = std::make_unique<Prepared>();
+  prepared->cost_model = options.cost_model;
+  if (prepared->cost_model == nullptr) {
+    absl::StatusOr<std::shared_ptr<const CostModel>> named = cost_model_by_name(options.cost);
+    if (!named.ok()) return named.status();
+    prepared->cost_model = *std::move(named);
+  }
+  if (!options.rule_files.empty() && !options.unverified_rules) {
+    absl::StatusOr<RuleFileCheck> check = check_rule_files(
+        options.rule_files, prepared->language, prepared->conditions, options.rule_cache_dir);
+    if (!check.ok()) return check.status();
+    prepared->rule_check = *std::move(check);
+  }
+  absl::StatusOr<RuleSet> rules =
+      options.rule_files.empty()
+          ? load_tensor_rules(prepared->language, prepared->conditions)
+          : load_tensor_rule_files(options.rule_files, prepared->language, prepared->conditions);
+  if (!rules.ok()) return rules.status();
+  if (options.unverified_rules && !options.rule_files.empty()) {
+    for (const Rule& rule : rules->rules())
+      prepared->rule_check.unverified.push_back(fmt::format(
+          "{}:{}: {}: not checked (unverified rules allowed)", rule.file, rule.loc.line, rule.name));
+  }
+  prepared->rules = options.target == Target::kOnnx ? standard_onnx_rules(*rules) : *std::move(rules);
+  return prepared;
+}
+
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
   if (const double gain = min_gain_of(options); !(gain >= 0 && gain < 1))
@@ -90,32 +118,10 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   if (!(options.ilp_seconds >= 0))
     return absl::InvalidArgumentError(fmt::format(
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
-  std::shared_ptr<const CostModel> cost_model = options.cost_model;
-  if (cost_model == nullptr) {
-    absl::StatusOr<std::shared_ptr<const CostModel>> named = cost_model_by_name(options.cost);
-    if (!named.ok()) return named.status();
-    cost_model = *named;
-  }
-  const Stopwatch checking;
-  RuleFileCheck rule_check;
-  if (!options.rule_files.empty()) {
-    tensor::TensorLanguage language;
-    ConditionRegistry conditions = tensor_conditions();
-    if (options.unverified_rules) {
-      absl::StatusOr<RuleSet> rules =
-          load_tensor_rule_files(options.rule_files, language, conditions);
-      if (!rules.ok()) return rules.status();
-      for (const Rule& rule : rules->rules())
-        rule_check.unverified.push_back(
-            fmt::format("{}:{}: {}: not checked (unverified rules allowed)", rule.file,
-                        rule.loc.line, rule.name));
-    } else {
-      absl::StatusOr<RuleFileCheck> check =
-          check_rule_files(options.rule_files, language, conditions, options.rule_cache_dir);
-      if (!check.ok()) return check.status();
-      rule_check = std::move(*check);
-    }
-  }
+  const Stopwatch total;
+  absl::StatusOr<std::unique_ptr<const Prepared>> prepared = prepare(options);
+  if (!prepared.ok()) return prepared.status();
+  const double preparing = total.seconds();
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
@@ -126,13 +132,13 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
       processes != nullptr && processes->rank() != 0)
     return OptimizeResult{.worker = true};
   absl::StatusOr<OptimizeResult> result =
-      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, cost_model)
-                          : optimize_whole(graph, options, cost_model);
+      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, **prepared)
+                          : optimize_whole(graph, options, **prepared);
   if (result.ok() && !result->worker) {
     keep_input_unless_generic(graph, *result);
-    result->rule_check = std::move(rule_check);
-    result->times.rules += checking.seconds() - result->times.total;
-    result->times.total = checking.seconds();
+    result->rule_check = (*prepared)->rule_check;
+    result->times.rules = preparing;
+    result->times.total = total.seconds();
   }
   return result;
 }
@@ -224,25 +230,17 @@ absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
 
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
-                                              const std::shared_ptr<const CostModel>& cost_model) {
+                                              const Prepared& prepared) {
   const Stopwatch total;
+  const std::shared_ptr<const CostModel>& cost_model = prepared.cost_model;
+  const RuleSet* rules = &prepared.rules;
   OptimizeResult result;
   result.cost_model = std::string(cost_model->name());
-
-  // Rules refer to the registry's conditions: both live for the call.
-  tensor::TensorLanguage language;
-  ConditionRegistry conditions = tensor_conditions();
-  absl::StatusOr<RuleSet> rules =
-      options.rule_files.empty() ? load_tensor_rules(language, conditions)
-                                 : load_tensor_rule_files(options.rule_files, language, conditions);
-  if (!rules.ok()) return rules.status();
-  if (options.target == Target::kOnnx) *rules = standard_onnx_rules(*rules);
   result.num_rules = rules->size();
-  result.times.rules = total.seconds();
 
   Stopwatch phase;
   EnvironmentConfig config{.graph = &graph,
-                           .rules = &*rules,
+                           .rules = rules,
                            .cost_model = cost_model.get(),
                            .budget = options.budget,
                            .filter_cycles = true,

@@ -9,14 +9,29 @@
 
 #include "absl/status/statusor.h"
 #include "saturn/optimize/optimize.h"
+#include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/regions.h"
 
 namespace saturn {
 
+// What every search of one optimize() call shares, made once from the
+// options: the cost model, the rules (their files checked first) and the
+// language and conditions the rules refer to. The searches of regions read
+// it from several threads.
+struct Prepared {
+  std::shared_ptr<const CostModel> cost_model;
+  tensor::TensorLanguage language;
+  ConditionRegistry conditions = tensor_conditions();
+  RuleSet rules;
+  RuleFileCheck rule_check;
+};
+// Not movable once made: the rules point into its language and conditions.
+absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options);
+
 // optimize.cc
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
-                                              const std::shared_ptr<const CostModel>& cost_model);
+                                              const Prepared& prepared);
 
 // What the input costs: `search_price` (the search's own price of it; the
 // graph's cost when not given), except under a measured table, where the
@@ -51,7 +66,7 @@ void sort_by_count(std::vector<RuleApplication>& counts);
 absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
                                                 std::vector<tensor::Region> regions,
                                                 const OptimizeOptions& options,
-                                                const std::shared_ptr<const CostModel>& cost_model);
+                                                const Prepared& prepared);
 
 // region_transfer.cc: one process's searches of region structures (index
 // into `first`, the structures' first regions), sent to the root as text;

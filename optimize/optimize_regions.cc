@@ -116,7 +116,8 @@ std::string self_check_summary(const OptimizeOptions& options, const OptimizeRes
 
 absl::StatusOr<OptimizeResult> optimize_regions(
     const tensor::Graph& graph, std::vector<tensor::Region> regions, const OptimizeOptions& options,
-    const std::shared_ptr<const CostModel>& cost_model) {
+    const Prepared& prepared) {
+  const std::shared_ptr<const CostModel>& cost_model = prepared.cost_model;
   const Stopwatch total;
   // The structures, in the order of their first regions.
   std::vector<int> first, structure_of(regions.size());
@@ -165,7 +166,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
         options.on_progress(q);
       };
     }
-    found[s] = optimize_whole(regions[first[s]].graph, o, cost_model);
+    found[s] = optimize_whole(regions[first[s]].graph, o, prepared);
     seconds[s] = clock.seconds();
     ++searched;
   };
