@@ -202,72 +202,72 @@ Run run_from_json(const nlohmann::json& j) {
   return r;
 }
 
-}  // namespace
+// One point of the grid to run.
+struct Task {
+  std::string cost, model, strategy;
+  std::size_t budget;
+};
 
-int main(int argc, char** argv) {
-  Args parsed;
-  if (std::optional<int> exit = parse_args(argc, argv, parsed)) return *exit;
-  const Args* args = &parsed;
-  std::vector<Run> runs;
-  const std::string machine = machine_description();
-  fmt::print("machine: {}\n", machine);
-  fmt::print("rules: {}{}\n\n",
-             args->rules.empty() ? std::string("shipped")
-                                 : fmt::format("{}", fmt::join(args->rules, ", ")),
-             args->unverified_rules ? " (unverified)" : "");
-  // The grid, validated on every rank before any work.
-  struct Task {
-    std::string cost, model, strategy;
-    std::size_t budget;
-  };
+// Every point of the grid, with the cost models and zoo graphs they use.
+struct Grid {
   std::vector<Task> tasks;
   std::map<std::string, std::shared_ptr<const CostModel>> costs;
   std::map<std::string, tensor::Graph> graphs;
-  for (const std::string& cost_name : args->costs) {
+};
+
+// The grid, in the order of its rows: cost model, budget, model, strategy.
+// Built on every rank, so that a bad name fails before any work.
+absl::StatusOr<Grid> build_grid(const Args& args) {
+  Grid grid;
+  for (const std::string& cost_name : args.costs) {
     absl::StatusOr<std::shared_ptr<const CostModel>> cost = cost_model_by_name(cost_name);
-    if (!cost.ok()) {
-      fmt::print(stderr, "compare_search: {}\n", message(cost.status()));
-      return 2;
-    }
-    costs[cost_name] = *cost;
-    for (std::size_t budget : args->budgets) {
-      for (const std::string& model : args->models) {
-        if (!graphs.contains(model)) {
+    if (!cost.ok()) return cost.status();
+    grid.costs[cost_name] = *cost;
+    for (std::size_t budget : args.budgets) {
+      for (const std::string& model : args.models) {
+        if (!grid.graphs.contains(model)) {
           absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(model);
-          if (!graph.ok()) {
-            fmt::print(stderr, "compare_search: {}\n", message(graph.status()));
-            return 2;
-          }
-          graphs.emplace(model, *std::move(graph));
+          if (!graph.ok()) return graph.status();
+          grid.graphs.emplace(model, *std::move(graph));
         }
-        for (const std::string& strategy : args->strategies)
-          tasks.push_back({cost_name, model, strategy, budget});
+        for (const std::string& strategy : args.strategies)
+          grid.tasks.push_back({cost_name, model, strategy, budget});
       }
     }
   }
-  // Runs spread over MPI ranks (base/ranks.h) when launched with mpirun; the
-  // rows are printed in grid order once all are in.
-  Ranks ranks;
+  return grid;
+}
+
+// Runs this rank's share of the grid (all of it without MPI): each run with
+// the index of its task.
+nlohmann::json run_my_tasks(const Args& args, const Grid& grid, Ranks& ranks) {
   nlohmann::json mine = nlohmann::json::array();
-  for (std::size_t t; (t = ranks.next_task(tasks.size())) < tasks.size();) {
-    const Task& task = tasks[t];
-    Run run = run_grid_point(*args, graphs.at(task.model), task.model, task.strategy, task.cost,
-                             costs.at(task.cost), task.budget);
+  for (std::size_t t; (t = ranks.next_task(grid.tasks.size())) < grid.tasks.size();) {
+    const Task& task = grid.tasks[t];
+    Run run = run_grid_point(args, grid.graphs.at(task.model), task.model, task.strategy,
+                             task.cost, grid.costs.at(task.cost), task.budget);
     mine.push_back({{"task", t}, {"run", run_json(run)}});
   }
-  const std::vector<std::string> gathered = ranks.gather(mine.dump());
-  if (ranks.rank() != 0) return 0;  // rank 0 reports, and its exit code is the run's
-  std::vector<Run> by_task(tasks.size());
+  return mine;
+}
+
+// The runs every rank sent, in the grid's order.
+std::vector<Run> runs_in_task_order(const std::vector<std::string>& gathered,
+                                    std::size_t num_tasks) {
+  std::vector<Run> by_task(num_tasks);
   for (const std::string& part : gathered) {
     for (const nlohmann::json& done : nlohmann::json::parse(part))
       by_task[done["task"].get<std::size_t>()] = run_from_json(done["run"]);
   }
-  fmt::print("ranks: {}\n\n", ranks.size());
+  return by_task;
+}
+
+void print_rows(const std::vector<Run>& runs) {
   fmt::print(
       "| model | cost | budget | strategy | before | after | improvement % | speedup % | e-nodes | "
       "peak MB | wall s | stop |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (Run& run : by_task) {
+  for (const Run& run : runs) {
     auto with_spread = [&](const std::vector<double>& v) {
       return v.size() > 1 ? fmt::format("{:.2f} ± {:.2f}", run.mean(v), run.spread(v))
                           : fmt::format("{:.2f}", run.mean(v));
@@ -276,46 +276,61 @@ int main(int argc, char** argv) {
                run.model, run.cost, run.budget, run.strategy, run.before, run.mean(run.after),
                with_spread(run.improvement), with_spread(run.speedup), run.nodes, run.bytes / 1e6,
                run.mean(run.seconds), run.error.empty() ? run.stop : "error: " + run.error);
-    runs.push_back(std::move(run));
   }
+}
 
-  // Means per (cost, budget, strategy).
+// The runs' figures summed per (cost, budget, strategy).
+using GroupKey = std::tuple<std::string, std::size_t, std::string>;
+struct Sums {
+  double improvement = 0, speedup = 0, seconds = 0;
+  int count = 0;
+};
+struct Groups {
+  std::map<GroupKey, Sums> sums;
+  // A failed run has no figures: it is left out of the means (and counted).
+  std::size_t failed = 0;
+
+  double mean_improvement(const GroupKey& key) const {
+    auto it = sums.find(key);
+    return it != sums.end() ? it->second.improvement / it->second.count : 0;
+  }
+};
+
+Groups sum_groups(const std::vector<Run>& runs) {
+  Groups groups;
+  for (const Run& r : runs) {
+    if (!r.error.empty()) {
+      ++groups.failed;
+      continue;
+    }
+    Sums& sum = groups.sums[std::make_tuple(r.cost, r.budget, r.strategy)];
+    sum.improvement += r.mean(r.improvement);
+    sum.speedup += r.mean(r.speedup);
+    sum.seconds += r.mean(r.seconds);
+    ++sum.count;
+  }
+  return groups;
+}
+
+void print_means(const Groups& groups) {
   fmt::print(
       "\n| cost | budget | strategy | mean improvement % | mean speedup % | mean wall s |\n"
       "|---|---|---|---|---|---|\n");
-  struct Sums {
-    double improvement = 0, speedup = 0, seconds = 0;
-  };
-  std::map<std::tuple<std::string, std::size_t, std::string>, Sums> sums;
-  std::map<std::tuple<std::string, std::size_t, std::string>, int> counts;
-  // A failed run has no figures: it is left out of the means (and counted).
-  std::size_t failed = 0;
-  for (const Run& r : runs) {
-    if (!r.error.empty()) {
-      ++failed;
-      continue;
-    }
-    auto key = std::make_tuple(r.cost, r.budget, r.strategy);
-    sums[key].improvement += r.mean(r.improvement);
-    sums[key].speedup += r.mean(r.speedup);
-    sums[key].seconds += r.mean(r.seconds);
-    ++counts[key];
-  }
-  for (const auto& [key, sum] : sums) {
-    int n = counts[key];
+  for (const auto& [key, sum] : groups.sums) {
+    const int n = sum.count;
     fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
                std::get<2>(key), sum.improvement / n, sum.speedup / n, sum.seconds / n);
   }
+}
 
-  const int mcts_worse = print_mcts_checks(runs);
-
-  std::filesystem::create_directories(args->out);
+std::string results_json(const Args& args, const std::string& machine,
+                         const std::vector<Run>& runs) {
   nlohmann::json j;
   j["machine"] = machine;
-  j["rules"] = args->rules.empty() ? nlohmann::json("shipped") : nlohmann::json(args->rules);
-  j["unverified_rules"] = args->unverified_rules;
-  j["threads"] = args->threads;
-  j["ilp_seconds"] = args->ilp_seconds;
+  j["rules"] = args.rules.empty() ? nlohmann::json("shipped") : nlohmann::json(args.rules);
+  j["unverified_rules"] = args.unverified_rules;
+  j["threads"] = args.threads;
+  j["ilp_seconds"] = args.ilp_seconds;
   for (const Run& r : runs) {
     j["runs"].push_back({{"model", r.model},
                          {"strategy", r.strategy},
@@ -336,61 +351,93 @@ int main(int argc, char** argv) {
                          {"error", r.error},
                          {"rules_applied", r.top_rules}});
   }
-  const std::string json_path = args->out + "/compare_search.json";
-  if (absl::Status s = write_text_file(json_path, j.dump(2) + "\n"); !s.ok()) {
-    fmt::print(stderr, "compare_search: {}\n", message(s));
-    return 1;
-  }
+  return j.dump(2) + "\n";
+}
 
-  // The plot: per cost model, improvement per model and strategy at the
-  // first budget, then the mean improvement against the budget.
+// The plot: per cost model, improvement per model and strategy at the
+// first budget, then the mean improvement against the budget.
+std::string results_svg(const Args& args, const std::string& machine,
+                        const std::vector<Run>& runs, const Groups& groups) {
   std::string svg;
   double y = 10;
-  for (const std::string& cost_name : args->costs) {
+  for (const std::string& cost_name : args.costs) {
     std::vector<std::vector<double>> per_model;
-    for (const std::string& model : args->models) {
+    for (const std::string& model : args.models) {
       std::vector<double> row;
-      for (const std::string& strategy : args->strategies) {
+      for (const std::string& strategy : args.strategies) {
         double v = 0;
         for (const Run& r : runs)
           if (r.model == model && r.strategy == strategy && r.cost == cost_name &&
-              r.budget == args->budgets.front() && r.error.empty())
+              r.budget == args.budgets.front() && r.error.empty())
             v = r.mean(r.improvement);
         row.push_back(v);
       }
       per_model.push_back(row);
     }
     svg += bench::bar_chart(fmt::format("cost reduction (%) per model, {} cost, {} e-node budget",
-                                        cost_name, args->budgets.front()),
-                            args->models, args->strategies, per_model, 10, y);
+                                        cost_name, args.budgets.front()),
+                            args.models, args.strategies, per_model, 10, y);
     y += 270;
     std::vector<std::string> budget_names;
     std::vector<std::vector<double>> per_budget;
-    for (std::size_t budget : args->budgets) {
+    for (std::size_t budget : args.budgets) {
       budget_names.push_back(fmt::format("{} e-nodes", budget));
       std::vector<double> row;
-      for (const std::string& strategy : args->strategies) {
-        auto key = std::make_tuple(cost_name, budget, strategy);
-        row.push_back(counts[key] ? sums[key].improvement / counts[key] : 0);
-      }
+      for (const std::string& strategy : args.strategies)
+        row.push_back(groups.mean_improvement(std::make_tuple(cost_name, budget, strategy)));
       per_budget.push_back(row);
     }
     svg +=
         bench::bar_chart(fmt::format("mean cost reduction (%) against budget, {} cost", cost_name),
-                         budget_names, args->strategies, per_budget, 10, y);
+                         budget_names, args.strategies, per_budget, 10, y);
     y += 270;
   }
-  svg = bench::svg_page(svg, y, machine);
-  const std::string svg_path = args->out + "/compare_search.svg";
-  if (absl::Status s = write_text_file(svg_path, svg); !s.ok()) {
-    fmt::print(stderr, "compare_search: {}\n", message(s));
-    return 1;
+  return bench::svg_page(svg, y, machine);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (std::optional<int> exit = parse_args(argc, argv, args)) return *exit;
+  const std::string machine = machine_description();
+  fmt::print("machine: {}\n", machine);
+  fmt::print("rules: {}{}\n\n",
+             args.rules.empty() ? std::string("shipped")
+                                : fmt::format("{}", fmt::join(args.rules, ", ")),
+             args.unverified_rules ? " (unverified)" : "");
+  absl::StatusOr<Grid> grid = build_grid(args);
+  if (!grid.ok()) {
+    fmt::print(stderr, "compare_search: {}\n", message(grid.status()));
+    return 2;
+  }
+  // Runs spread over MPI ranks (base/ranks.h) when launched with mpirun; the
+  // rows are printed in grid order once all are in.
+  Ranks ranks;
+  const std::vector<std::string> gathered = ranks.gather(run_my_tasks(args, *grid, ranks).dump());
+  if (ranks.rank() != 0) return 0;  // rank 0 reports, and its exit code is the run's
+  const std::vector<Run> runs = runs_in_task_order(gathered, grid->tasks.size());
+  fmt::print("ranks: {}\n\n", ranks.size());
+  print_rows(runs);
+  const Groups groups = sum_groups(runs);
+  print_means(groups);
+  const int mcts_worse = print_mcts_checks(runs);
+
+  std::filesystem::create_directories(args.out);
+  const std::string json_path = args.out + "/compare_search.json";
+  const std::string svg_path = args.out + "/compare_search.svg";
+  for (const auto& [path, text] : {std::pair{json_path, results_json(args, machine, runs)},
+                                   std::pair{svg_path, results_svg(args, machine, runs, groups)}}) {
+    if (absl::Status s = write_text_file(path, text); !s.ok()) {
+      fmt::print(stderr, "compare_search: {}\n", message(s));
+      return 1;
+    }
   }
   fmt::print("\nwrote {} and {}\n", json_path, svg_path);
   std::fflush(stdout);  // the rows come before the summary on stderr
-  if (failed > 0) {
-    fmt::print(stderr, "compare_search: {} of {} runs failed (their rows say why)\n", failed,
-               runs.size());
+  if (groups.failed > 0) {
+    fmt::print(stderr, "compare_search: {} of {} runs failed (their rows say why)\n",
+               groups.failed, runs.size());
     return 1;
   }
   if (mcts_worse > 0) {

@@ -88,6 +88,91 @@ absl::StatusOr<Run> run_once(const saturn::MathLanguage& lang, const saturn::Rul
   return run;
 }
 
+struct Args {
+  std::size_t iterations = 7, repeat = 25;
+  bool per_rule = false, egg = false;
+};
+
+// The benchmark's options; the exit code when the program is done (--help,
+// a usage error).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+  CLI::App app{"egg's math workload on saturn's engine", "engine_math"};
+  app.add_flag("--egg", a.egg,
+               "egg's math_ematching_bench exactly: SimpleScheduler, pruning constant folding, "
+               "egg's counting (--repeat 21 as its figures)");
+  app.add_option("--iterations", a.iterations, "rule iterations")->capture_default_str();
+  app.add_option("--repeat", a.repeat, "runs to time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_flag("--rules", a.per_rule, "also print each rule's matches and applications");
+  return saturn::parse_command_line(app, argc, argv);
+}
+
+// A series of runs: e-nodes added per second, and seconds, per run.
+struct Series {
+  std::vector<double> rates, seconds;
+};
+
+// Runs the workload `repeat` times into `series`; `last` is the last run.
+// False (the error printed) when a run fails.
+bool run_series(const saturn::MathLanguage& lang, const saturn::RuleSet& rules, const Args& args,
+                Series& series, Run& last) {
+  for (std::size_t r = 0; r < args.repeat; ++r) {
+    absl::StatusOr<Run> run = run_once(lang, rules, args.iterations, args.egg);
+    if (!run.ok()) {
+      fmt::print(stderr, "{}\n", saturn::message(run.status()));
+      return false;
+    }
+    const double total = run->report.total_seconds();
+    series.rates.push_back(total > 0 ? run->added / total : 0.0);
+    series.seconds.push_back(total);
+    last = std::move(*run);
+  }
+  return true;
+}
+
+// Tells glibc to keep freed memory in the heap instead of handing it back
+// to the kernel; false when it refuses.
+bool keep_freed_memory() {
+  // glibc's largest mmap threshold; the trim threshold keeps the heap's top.
+  constexpr int kKeep = 32 << 20;
+  return mallopt(M_MMAP_THRESHOLD, kKeep) == 1 && mallopt(M_TRIM_THRESHOLD, kKeep) == 1;
+}
+
+// The last run: each iteration's figures, each rule's with --rules, and the
+// totals.
+void print_run(const Run& last, const saturn::RuleSet& rules, const Args& args) {
+  const saturn::RunReport& report = last.report;
+  fmt::print("engine_math{}: {} rules, {} start terms, {} scheduler\n", args.egg ? " --egg" : "",
+             rules.size(), std::size(saturn::kEggBenchTerms),
+             args.egg ? "simple (every rule)" : "backoff");
+  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches",
+             "applied", "e-nodes", "hash-cons", "e-classes", "search s", "apply s", "rebuild s");
+  for (std::size_t i = 0; i < report.iterations.size(); ++i) {
+    const auto& it = report.iterations[i];
+    fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i + 1,
+               it.matches, it.applied, it.visible_nodes, it.nodes, it.classes, it.search_seconds,
+               it.apply_seconds, it.rebuild_seconds);
+  }
+  if (args.per_rule) {
+    fmt::print("{:<24} {:>10} {:>10}\n", "rule", "matches", "applied");
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      fmt::print("{:<24} {:>10} {:>10}\n", rules[r].name, report.rules[r].matches,
+                 report.rules[r].applied);
+    }
+  }
+  fmt::print("stop reason:        {}\n", saturn::to_string(report.stop_reason));
+  fmt::print("e-nodes:            {}\n", last.nodes);
+  fmt::print("hash-cons entries:  {}\n", last.memo);
+  fmt::print("e-nodes added:      {:.0f}\n", last.added);
+  fmt::print("e-classes:          {}\n", last.classes);
+  fmt::print("memory_bytes:       {}\n", last.memory);
+  fmt::print("search seconds:     {:.4f}\n", report.search_seconds);
+  fmt::print("apply seconds:      {:.4f}\n", report.apply_seconds);
+  fmt::print("rebuild seconds:    {:.4f}\n", report.rebuild_seconds);
+  fmt::print("total seconds:      {:.4f}\n", report.total_seconds());
+}
+
 }  // namespace
 
 // The median of `values` (which it sorts).
@@ -129,18 +214,8 @@ bool print_egg_counts(const Run& run) {
 }
 
 int main(int argc, char** argv) {
-  std::size_t iterations = 7, repeat = 25;
-  bool per_rule = false, egg = false;
-  CLI::App app{"egg's math workload on saturn's engine", "engine_math"};
-  app.add_flag("--egg", egg,
-               "egg's math_ematching_bench exactly: SimpleScheduler, pruning constant folding, "
-               "egg's counting (--repeat 21 as its figures)");
-  app.add_option("--iterations", iterations, "rule iterations")->capture_default_str();
-  app.add_option("--repeat", repeat, "runs to time")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  app.add_flag("--rules", per_rule, "also print each rule's matches and applications");
-  if (std::optional<int> exit = saturn::parse_command_line(app, argc, argv)) return *exit;
+  Args args;
+  if (std::optional<int> exit = parse_args(argc, argv, args)) return *exit;
   saturn::MathLanguage lang;
   saturn::ConditionRegistry conditions = saturn::math_conditions(lang);
   auto rules = saturn::load_math_rules(lang, conditions);
@@ -149,65 +224,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   Run last;
-  // Runs the workload `repeat` times: e-nodes added per second, and seconds.
-  std::vector<double> rates, seconds;
-  auto series = [&]() -> bool {
-    rates.clear();
-    seconds.clear();
-    for (std::size_t r = 0; r < repeat; ++r) {
-      absl::StatusOr<Run> run = run_once(lang, *rules, iterations, egg);
-      if (!run.ok()) {
-        fmt::print(stderr, "{}\n", saturn::message(run.status()));
-        return false;
-      }
-      const double total = run->report.total_seconds();
-      rates.push_back(total > 0 ? run->added / total : 0.0);
-      seconds.push_back(total);
-      last = std::move(*run);
-    }
-    return true;
-  };
-  if (!series()) return 1;
-  const std::vector<double> cold_rates = rates, cold_seconds = seconds;
-  // glibc's largest mmap threshold; the trim threshold keeps the heap's top.
-  constexpr int kKeep = 32 << 20;
-  if (mallopt(M_MMAP_THRESHOLD, kKeep) != 1 || mallopt(M_TRIM_THRESHOLD, kKeep) != 1) {
+  Series fresh_heap, heap_kept;
+  if (!run_series(lang, *rules, args, fresh_heap, last)) return 1;
+  if (!keep_freed_memory()) {
     fmt::print(stderr, "engine_math: mallopt failed\n");
     return 1;
   }
-  if (!series()) return 1;
-  const saturn::RunReport& report = last.report;
-  fmt::print("engine_math{}: {} rules, {} start terms, {} scheduler\n", egg ? " --egg" : "",
-             rules->size(), std::size(saturn::kEggBenchTerms),
-             egg ? "simple (every rule)" : "backoff");
-  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", "iter", "matches",
-             "applied", "e-nodes", "hash-cons", "e-classes", "search s", "apply s", "rebuild s");
-  for (std::size_t i = 0; i < report.iterations.size(); ++i) {
-    const auto& it = report.iterations[i];
-    fmt::print("{:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.4f} {:>9.4f} {:>9.4f}\n", i + 1,
-               it.matches, it.applied, it.visible_nodes, it.nodes, it.classes, it.search_seconds,
-               it.apply_seconds, it.rebuild_seconds);
-  }
-  if (per_rule) {
-    fmt::print("{:<24} {:>10} {:>10}\n", "rule", "matches", "applied");
-    for (std::size_t r = 0; r < rules->size(); ++r) {
-      fmt::print("{:<24} {:>10} {:>10}\n", (*rules)[r].name, report.rules[r].matches,
-                 report.rules[r].applied);
-    }
-  }
-  fmt::print("stop reason:        {}\n", saturn::to_string(report.stop_reason));
-  fmt::print("e-nodes:            {}\n", last.nodes);
-  fmt::print("hash-cons entries:  {}\n", last.memo);
-  fmt::print("e-nodes added:      {:.0f}\n", last.added);
-  fmt::print("e-classes:          {}\n", last.classes);
-  fmt::print("memory_bytes:       {}\n", last.memory);
-  fmt::print("search seconds:     {:.4f}\n", report.search_seconds);
-  fmt::print("apply seconds:      {:.4f}\n", report.apply_seconds);
-  fmt::print("rebuild seconds:    {:.4f}\n", report.rebuild_seconds);
-  fmt::print("total seconds:      {:.4f}\n", report.total_seconds());
-  print_series("fresh heap", cold_rates, cold_seconds);
-  print_series("heap kept", rates, seconds);
+  if (!run_series(lang, *rules, args, heap_kept, last)) return 1;
+  print_run(last, *rules, args);
+  print_series("fresh heap", fresh_heap.rates, fresh_heap.seconds);
+  print_series("heap kept", heap_kept.rates, heap_kept.seconds);
   fmt::print("peak RSS MiB:       {:.1f}\n", peak_rss_mib());
-  if (egg && iterations == std::size(kEggNodesBefore)) print_egg_counts(last);
+  if (args.egg && args.iterations == std::size(kEggNodesBefore)) print_egg_counts(last);
   return 0;
 }

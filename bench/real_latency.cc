@@ -109,152 +109,214 @@ double geometric_mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args parsed;
-  if (std::optional<int> exit = parse_args(argc, argv, parsed)) return *exit;
-  const Args* args = &parsed;
+absl::StatusOr<std::vector<Model>> load_models(const std::vector<std::string>& names) {
   std::vector<Model> models;
-  for (const std::string& name : args->models) {
+  for (const std::string& name : names) {
     absl::StatusOr<Model> m = load(name);
-    if (!m.ok()) return fmt::print(stderr, "real_latency: {}\n", message(m.status())), 2;
+    if (!m.ok()) return m.status();
     models.push_back(std::move(*m));
   }
-  const std::string machine = machine_description();
-  fmt::print("machine: {}\n", machine);
+  return models;
+}
 
-  // The measured cost model: every operator signature timed in onnxruntime.
+// The measured cost model: every operator signature timed in onnxruntime.
+absl::StatusOr<std::shared_ptr<const CostModel>> measured_cost_model(
+    const Args& args, const std::vector<Model>& models) {
   ort::CalibrationOptions calibration;
-  calibration.runtime.threads = args->threads;
-  calibration.explore_nodes = args->budget;
+  calibration.runtime.threads = args.threads;
+  calibration.explore_nodes = args.budget;
   std::vector<const tensor::Graph*> graphs;
   for (const Model& m : models) graphs.push_back(&m.graph);
   Stopwatch clock;
-  absl::StatusOr<ort::CalibrationStats> cal = ort::calibrate(graphs, args->costs, calibration);
-  if (!cal.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cal.status())), 1;
+  absl::StatusOr<ort::CalibrationStats> cal = ort::calibrate(graphs, args.costs, calibration);
+  if (!cal.ok()) return cal.status();
   fmt::print(
       "calibration: {} signatures ({} measured now, {} cached, {} not measurable), {:.1f} s\n",
       cal->signatures, cal->measured, cal->cached, cal->skipped, clock.seconds());
   if (cal->measured > 0) fmt::print("profiler correction: {}\n", ort::describe(cal->correction));
   if (cal->foreign > 0) fmt::print("cost table: {}\n", ort::describe_foreign(*cal));
   fmt::print("\n");
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost =
-      cost_model_by_name("measured:" + args->costs);
-  if (!cost.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cost.status())), 1;
+  return cost_model_by_name("measured:" + args.costs);
+}
 
+// What the sweep gathers, row by row.
+struct Results {
+  nlohmann::json rows = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> speedups;  // per strategy
+  std::vector<std::vector<double>> chart;               // per model, per strategy
+  bool all_match = true;
+};
+
+OptimizeOptions search_options(const Args& args, const std::string& strategy,
+                               const std::shared_ptr<const CostModel>& cost) {
+  OptimizeOptions options;
+  options.search.strategy = *parse_strategy(strategy);
+  options.search.threads = args.threads;
+  options.budget.max_nodes = args.budget;
+  options.budget.time_limit_seconds = args.time_limit;
+  options.ilp_seconds = args.ilp_seconds;
+  options.min_gain = args.min_gain_percent / 100;
+  options.cost_model = cost;
+  return options;
+}
+
+void print_row(const std::string& model, const std::string& strategy, const OptimizeResult& r,
+               const ort::VerifyReport& v) {
+  const nlohmann::json& a = v.json["latency"]["original"];
+  const nlohmann::json& b = v.json["latency"]["optimized"];
+  auto ms = [](const nlohmann::json& s, const char* k) { return s[k].get<double>() / 1000; };
+  const std::string measured =
+      fmt::format("{:.3f} [{:.3f}, {:.3f}]", v.speedup, v.json["speedup_p10"].get<double>(),
+                  v.json["speedup_p90"].get<double>());
+  std::string predicted = fmt::format("{:.1f} -> {:.1f}", r.cost_before, r.cost_after);
+  if (r.kept_input && r.found_cheaper())
+    predicted += fmt::format(" (found {:.1f})", r.cost_found);
+  fmt::print(
+      "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
+      "|\n",
+      model, strategy, ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"), ms(b, "median_us"),
+      ms(b, "p10_us"), ms(b, "p90_us"),
+      r.kept_input ? "1 (input kept; noise " + measured + ")" : measured,
+      v.ok ? "match" : "DIFFER", predicted, r.times.total);
+  std::fflush(stdout);
+}
+
+nlohmann::json row_json(const Model& m, const std::string& strategy, const OptimizeResult& r,
+                        const ort::VerifyReport& v, double speedup) {
+  return {{"model", m.name},
+          {"strategy", strategy},
+          {"outputs_match", v.ok},
+          {"input_kept", r.kept_input},
+          {"speedup", speedup},
+          {"measured_speedup", v.speedup},
+          {"speedup_p10", v.json["speedup_p10"]},
+          {"speedup_p90", v.json["speedup_p90"]},
+          {"latency_us", v.json["latency"]},
+          {"outputs", v.json["outputs"]},
+          {"predicted_us_before", r.cost_before},
+          {"predicted_us_after", r.cost_after},
+          {"predicted_us_found", r.cost_found},
+          {"ops_before", tensor::total_ops(m.graph)},
+          {"ops_after", tensor::total_ops(r.graph)},
+          {"optimize_seconds", r.times.total}};
+}
+
+// One model under one strategy: optimized, written to `dir`, run against
+// `original` in onnxruntime; its row printed and added to `results`.
+absl::Status measure_strategy(const Args& args, const Model& m, const std::string& strategy,
+                              const std::shared_ptr<const CostModel>& cost,
+                              const std::string& original, const ort::TempDir& dir,
+                              std::vector<double>& chart_row, Results& results) {
+  absl::StatusOr<OptimizeResult> r = optimize(m.graph, search_options(args, strategy, cost));
+  if (!r.ok()) return with_context(r.status(), m.name);
+  const std::string optimized = (dir.path() / (strategy + ".onnx")).string();
+  if (absl::Status s = tensor::save_onnx_model(r->graph, optimized); !s.ok())
+    return with_context(s, m.name);
+  ort::RuntimeOptions timing;
+  timing.runs = args.runs;
+  timing.threads = args.threads;
+  absl::StatusOr<ort::VerifyReport> v = ort::verify_models(original, optimized, timing);
+  if (!v.ok()) return with_context(v.status(), m.name);
+  // When the search found nothing cheaper by the minimum gain, the input
+  // graph comes back (written anew): both files run the same kernels, so
+  // the speedup is 1 and the measured ratio shows the noise of the
+  // measurement.
+  const double speedup = r->kept_input ? 1.0 : v->speedup;
+  print_row(m.name, strategy, *r, *v);
+  results.all_match = results.all_match && v->ok;
+  results.speedups[strategy].push_back(speedup);
+  chart_row.push_back(100.0 * (1.0 - 1.0 / speedup));
+  results.rows.push_back(row_json(m, strategy, *r, *v, speedup));
+  return absl::OkStatus();
+}
+
+// Every model under every strategy.
+absl::StatusOr<Results> measure(const Args& args, const std::vector<Model>& models,
+                                const std::shared_ptr<const CostModel>& cost) {
   fmt::print(
       "| model | strategy | before ms [p10, p90] | after ms [p10, p90] | speedup [p10, p90] | "
       "outputs | predicted us before -> after | optimize s |\n");
   fmt::print("|---|---|---|---|---|---|---|---|\n");
-  nlohmann::json rows = nlohmann::json::array();
-  std::map<std::string, std::vector<double>> speedups;  // per strategy
-  std::vector<std::vector<double>> chart(models.size());
-  bool all_match = true;
+  Results results;
+  results.chart.resize(models.size());
   for (std::size_t mi = 0; mi < models.size(); ++mi) {
     const Model& m = models[mi];
     ort::TempDir dir;
     absl::StatusOr<std::string> original = ort::runtime_file(m.source, m.graph, dir, "original");
-    if (!original.ok())
-      return fmt::print(stderr, "real_latency: {}\n", message(original.status())), 1;
-    for (const std::string& strategy : args->strategies) {
-      OptimizeOptions options;
-      options.search.strategy = *parse_strategy(strategy);
-      options.search.threads = args->threads;
-      options.budget.max_nodes = args->budget;
-      options.budget.time_limit_seconds = args->time_limit;
-      options.ilp_seconds = args->ilp_seconds;
-      options.min_gain = args->min_gain_percent / 100;
-      options.cost_model = *cost;
-      absl::StatusOr<OptimizeResult> r = optimize(m.graph, options);
-      if (!r.ok())
-        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(r.status())), 1;
-      const std::string optimized = (dir.path() / (strategy + ".onnx")).string();
-      if (absl::Status s = tensor::save_onnx_model(r->graph, optimized); !s.ok())
-        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(s)), 1;
-      ort::RuntimeOptions timing;
-      timing.runs = args->runs;
-      timing.threads = args->threads;
-      absl::StatusOr<ort::VerifyReport> v = ort::verify_models(*original, optimized, timing);
-      if (!v.ok())
-        return fmt::print(stderr, "real_latency: {}: {}\n", m.name, message(v.status())), 1;
-      const nlohmann::json& a = v->json["latency"]["original"];
-      const nlohmann::json& b = v->json["latency"]["optimized"];
-      auto ms = [](const nlohmann::json& s, const char* k) { return s[k].get<double>() / 1000; };
-      // When the search found nothing cheaper by the minimum gain, the input
-      // graph comes back (written anew): both files run the same kernels, so
-      // the speedup is 1 and the measured ratio shows the noise of the
-      // measurement.
-      const double speedup = r->kept_input ? 1.0 : v->speedup;
-      const std::string measured =
-          fmt::format("{:.3f} [{:.3f}, {:.3f}]", v->speedup, v->json["speedup_p10"].get<double>(),
-                      v->json["speedup_p90"].get<double>());
-      std::string predicted = fmt::format("{:.1f} -> {:.1f}", r->cost_before, r->cost_after);
-      if (r->kept_input && r->found_cheaper())
-        predicted += fmt::format(" (found {:.1f})", r->cost_found);
-      fmt::print(
-          "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
-          "|\n",
-          m.name, strategy, ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"),
-          ms(b, "median_us"), ms(b, "p10_us"), ms(b, "p90_us"),
-          r->kept_input ? "1 (input kept; noise " + measured + ")" : measured,
-          v->ok ? "match" : "DIFFER", predicted, r->times.total);
-      std::fflush(stdout);
-      all_match = all_match && v->ok;
-      speedups[strategy].push_back(speedup);
-      chart[mi].push_back(100.0 * (1.0 - 1.0 / speedup));
-      rows.push_back({{"model", m.name},
-                      {"strategy", strategy},
-                      {"outputs_match", v->ok},
-                      {"input_kept", r->kept_input},
-                      {"speedup", speedup},
-                      {"measured_speedup", v->speedup},
-                      {"speedup_p10", v->json["speedup_p10"]},
-                      {"speedup_p90", v->json["speedup_p90"]},
-                      {"latency_us", v->json["latency"]},
-                      {"outputs", v->json["outputs"]},
-                      {"predicted_us_before", r->cost_before},
-                      {"predicted_us_after", r->cost_after},
-                      {"predicted_us_found", r->cost_found},
-                      {"ops_before", tensor::total_ops(m.graph)},
-                      {"ops_after", tensor::total_ops(r->graph)},
-                      {"optimize_seconds", r->times.total}});
+    if (!original.ok()) return original.status();
+    for (const std::string& strategy : args.strategies) {
+      if (absl::Status s = measure_strategy(args, m, strategy, cost, *original, dir,
+                                            results.chart[mi], results);
+          !s.ok())
+        return s;
     }
   }
-  fmt::print("\ngeometric-mean onnxruntime speedup over {} models:", models.size());
-  nlohmann::json geomeans = nlohmann::json::object();
-  for (const std::string& s : args->strategies) {
-    geomeans[s] = geometric_mean(speedups[s]);
-    fmt::print(" {} {:.3f}x", s, geometric_mean(speedups[s]));
-  }
-  fmt::print("\noutputs: {}\n", all_match ? "all match" : "SOME DIFFER");
+  return results;
+}
 
+// Prints the geometric mean of each strategy's speedups, and returns them.
+nlohmann::json print_geometric_means(const Args& args, const Results& results,
+                                     std::size_t num_models) {
+  fmt::print("\ngeometric-mean onnxruntime speedup over {} models:", num_models);
+  nlohmann::json geomeans = nlohmann::json::object();
+  for (const std::string& s : args.strategies) {
+    auto it = results.speedups.find(s);
+    const double mean = geometric_mean(it != results.speedups.end() ? it->second
+                                                                     : std::vector<double>{});
+    geomeans[s] = mean;
+    fmt::print(" {} {:.3f}x", s, mean);
+  }
+  return geomeans;
+}
+
+// The JSON and the SVG plot in args.out.
+absl::Status write_results(const Args& args, const std::string& machine,
+                           const std::vector<Model>& models, const Results& results,
+                           const nlohmann::json& geomeans) {
   std::error_code ec;
-  fs::create_directories(args->out, ec);
+  fs::create_directories(args.out, ec);
   nlohmann::json j = {{"machine", machine},
-                      {"budget_nodes", args->budget},
-                      {"runs", args->runs},
-                      {"min_gain_percent", args->min_gain_percent},
-                      {"cost_table", args->costs},
+                      {"budget_nodes", args.budget},
+                      {"runs", args.runs},
+                      {"min_gain_percent", args.min_gain_percent},
+                      {"cost_table", args.costs},
                       {"geometric_mean_speedup", geomeans},
-                      {"rows", rows}};
-  const std::string json_path = args->out + "/real_latency.json";
-  if (absl::Status s = write_text_file(json_path, j.dump(1) + "\n"); !s.ok())
-    return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;
+                      {"rows", results.rows}};
+  const std::string json_path = args.out + "/real_latency.json";
+  if (absl::Status s = write_text_file(json_path, j.dump(1) + "\n"); !s.ok()) return s;
   std::vector<std::string> names;
   for (const Model& m : models) names.push_back(m.name);
   std::string svg = bench::bar_chart(
       fmt::format("onnxruntime latency reduction (%) per model, measured cost, {} e-nodes",
-                  args->budget),
-      names, args->strategies, chart, 10, 10);
+                  args.budget),
+      names, args.strategies, results.chart, 10, 10);
   svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"920\" height=\"300\" "
       "font-family=\"sans-serif\">\n{}<text x=\"10\" y=\"290\" "
       "font-size=\"10\">{}</text>\n</svg>\n",
       svg, machine);
-  const std::string svg_path = args->out + "/real_latency.svg";
-  if (absl::Status s = write_text_file(svg_path, svg); !s.ok())
-    return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;
+  const std::string svg_path = args.out + "/real_latency.svg";
+  if (absl::Status s = write_text_file(svg_path, svg); !s.ok()) return s;
   fmt::print("wrote {} and {}\n", json_path, svg_path);
-  return all_match ? 0 : 1;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (std::optional<int> exit = parse_args(argc, argv, args)) return *exit;
+  absl::StatusOr<std::vector<Model>> models = load_models(args.models);
+  if (!models.ok()) return fmt::print(stderr, "real_latency: {}\n", message(models.status())), 2;
+  const std::string machine = machine_description();
+  fmt::print("machine: {}\n", machine);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost = measured_cost_model(args, *models);
+  if (!cost.ok()) return fmt::print(stderr, "real_latency: {}\n", message(cost.status())), 1;
+  absl::StatusOr<Results> results = measure(args, *models, *cost);
+  if (!results.ok()) return fmt::print(stderr, "real_latency: {}\n", message(results.status())), 1;
+  const nlohmann::json geomeans = print_geometric_means(args, *results, models->size());
+  fmt::print("\noutputs: {}\n", results->all_match ? "all match" : "SOME DIFFER");
+  if (absl::Status s = write_results(args, machine, *models, *results, geomeans); !s.ok())
+    return fmt::print(stderr, "real_latency: {}\n", message(s)), 1;
+  return results->all_match ? 0 : 1;
 }

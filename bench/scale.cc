@@ -243,49 +243,62 @@ int print_checks(const std::vector<Row>& rows, const Args& a) {
   return failed;
 }
 
-}  // namespace
+// How to run this program once per row: its path, and the options every
+// run shares.
+struct Child {
+  std::string self;
+  std::vector<std::string> limits;
 
-int main(int argc, char** argv) {
-  Args a;
-  if (std::optional<int> exit = parse_args(argc, argv, a)) return *exit;
-  if (!a.single.empty()) return run_single(a);
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::vector<std::string> limits = {
-      "--threads", std::to_string(a.threads), "--ilp-seconds", fmt::format("{}", a.ilp_seconds),
-      "--time-limit", fmt::format("{}", a.time_limit)};
-  const std::string machine = machine_description();
-  fmt::print("machine: {}\n\n", machine);
+  absl::StatusOr<std::pair<nlohmann::json, double>> run(const std::string& single) const {
+    std::vector<std::string> args = limits;
+    args.insert(args.end(), {"--single", single});
+    return run_child(self.c_str(), args);
+  }
+};
+
+void print_row(const Row& row) {
+  const nlohmann::json& f = row.figures;
+  if (f.contains("error")) {
+    fmt::print("| {} | {} | {} | error: {} |\n", row.layers, row.cost, row.strategy,
+               f["error"].get<std::string>());
+    return;
+  }
+  const double before = f["cost_before"];
+  fmt::print(
+      "| {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {:.0f} | {} |\n",
+      row.layers, row.cost, row.strategy, f["ops"].get<int>(), f["regions"].get<int>(),
+      f["structures"].get<int>(), f["cache_hits"].get<int>(),
+      before > 0 ? 100 * row.saving() / before : 0.0, row.saving(), row.seconds(),
+      row.seconds() / row.layers, row.rss / 1e6, f["stop_reason"].get<std::string>());
+}
+
+// The depth sweep: one child per cost model, strategy and depth, its row
+// printed as it ends. Counts the failed runs in `errors`.
+std::vector<Row> depth_sweep(const Args& a, const Child& child, int& errors) {
   fmt::print(
       "| layers | cost | strategy | ops | regions | structures | reused | saving % | saving | "
       "wall s | s per layer | peak MB | stop |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Row> rows;
-  int errors = 0;
   for (const std::string& cost : a.costs) {
     for (const std::string& strategy : a.strategies) {
       for (int layers : a.layers) {
-        std::vector<std::string> args = limits;
-        args.insert(args.end(), {"--single", fmt::format("llama:{},{},{},0", layers, strategy, cost)});
-        absl::StatusOr<std::pair<nlohmann::json, double>> run = run_child(self.c_str(), args);
+        absl::StatusOr<std::pair<nlohmann::json, double>> run =
+            child.run(fmt::format("llama:{},{},{},0", layers, strategy, cost));
         Row row{layers, strategy, cost, run.ok() ? run->first : nlohmann::json{{"error", std::string(message(run.status()))}},
                 run.ok() ? run->second : 0};
-        const nlohmann::json& f = row.figures;
-        if (f.contains("error")) {
-          ++errors;
-          fmt::print("| {} | {} | {} | error: {} |\n", layers, cost, strategy, f["error"].get<std::string>());
-        } else {
-          const double before = f["cost_before"];
-          fmt::print("| {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {:.0f} | {} |\n",
-                     layers, cost, strategy, f["ops"].get<int>(), f["regions"].get<int>(),
-                     f["structures"].get<int>(), f["cache_hits"].get<int>(),
-                     before > 0 ? 100 * row.saving() / before : 0.0, row.saving(), row.seconds(),
-                     row.seconds() / layers, row.rss / 1e6, f["stop_reason"].get<std::string>());
-        }
+        if (row.figures.contains("error")) ++errors;
+        print_row(row);
         std::fflush(stdout);
         rows.push_back(std::move(row));
       }
     }
   }
+  return rows;
+}
 
+// The engine alone: llama:64 whole, greedy saturation to each budget. Counts
+// the failed runs in `errors`.
+nlohmann::json engine_sweep(const Args& a, const Child& child, int& errors) {
   nlohmann::json engine = nlohmann::json::array();
   if (!a.engine_nodes.empty()) {
     fmt::print("\nthe engine: llama:64 whole, greedy saturation to the budget (opcount)\n\n"
@@ -293,9 +306,8 @@ int main(int argc, char** argv) {
                "|---|---|---|---|---|---|\n");
   }
   for (std::size_t budget : a.engine_nodes) {
-    std::vector<std::string> args = limits;
-    args.insert(args.end(), {"--single", fmt::format("llama:64,greedy,opcount,{}", budget)});
-    absl::StatusOr<std::pair<nlohmann::json, double>> run = run_child(self.c_str(), args);
+    absl::StatusOr<std::pair<nlohmann::json, double>> run =
+        child.run(fmt::format("llama:64,greedy,opcount,{}", budget));
     if (!run.ok() || run->first.contains("error")) {
       ++errors;
       fmt::print("| {} | error: {} |\n", budget,
@@ -308,13 +320,20 @@ int main(int argc, char** argv) {
                1e6 * seconds / nodes, seconds, run->second / 1e6);
     engine.push_back({{"budget", budget}, {"figures", f}, {"peak_rss_bytes", run->second}});
   }
+  return engine;
+}
 
-  const int failed = print_checks(rows, a);
-  std::filesystem::create_directories(a.out);
+std::string results_json(const Args& a, const std::string& machine, const std::vector<Row>& rows,
+                         const nlohmann::json& engine) {
   nlohmann::json j{{"machine", machine}, {"threads", a.threads}, {"engine", engine}};
   for (const Row& r : rows)
     j["runs"].push_back({{"layers", r.layers}, {"strategy", r.strategy}, {"cost_model", r.cost},
                          {"figures", r.figures}, {"peak_rss_bytes", r.rss}});
+  return j.dump(2) + "\n";
+}
+
+// The plot: per cost model, the predicted saving per depth and strategy.
+std::string results_svg(const Args& a, const std::string& machine, const std::vector<Row>& rows) {
   std::vector<std::string> depths;
   for (int layers : a.layers) depths.push_back(fmt::format("{} layers", layers));
   std::string svg;
@@ -333,9 +352,30 @@ int main(int argc, char** argv) {
                             a.strategies, per_depth, 10, y);
     y += 270;
   }
-  svg = bench::svg_page(svg, y, machine);
-  for (const auto& [file, text] : {std::pair{a.out + "/scale.json", j.dump(2) + "\n"},
-                                   std::pair{a.out + "/scale.svg", svg}}) {
+  return bench::svg_page(svg, y, machine);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (std::optional<int> exit = parse_args(argc, argv, a)) return *exit;
+  if (!a.single.empty()) return run_single(a);
+  const Child child{std::filesystem::read_symlink("/proc/self/exe").string(),
+                    {"--threads", std::to_string(a.threads), "--ilp-seconds",
+                     fmt::format("{}", a.ilp_seconds), "--time-limit",
+                     fmt::format("{}", a.time_limit)}};
+  const std::string machine = machine_description();
+  fmt::print("machine: {}\n\n", machine);
+  int errors = 0;
+  const std::vector<Row> rows = depth_sweep(a, child, errors);
+  const nlohmann::json engine = engine_sweep(a, child, errors);
+
+  const int failed = print_checks(rows, a);
+  std::filesystem::create_directories(a.out);
+  for (const auto& [file, text] :
+       {std::pair{a.out + "/scale.json", results_json(a, machine, rows, engine)},
+        std::pair{a.out + "/scale.svg", results_svg(a, machine, rows)}}) {
     if (absl::Status s = write_text_file(file, text); !s.ok()) {
       fmt::print(stderr, "scale: {}\n", message(s));
       return 1;

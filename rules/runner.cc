@@ -65,6 +65,45 @@ Runner& Runner::with_scheduler(std::unique_ptr<Scheduler> s) {
   return *this;
 }
 
+bool Runner::out_of_time(const Stopwatch& run_clock) const {
+  return run_clock.seconds() >= time_limit_.count();
+}
+
+std::optional<StopReason> Runner::search_rules(const EGraph& egraph, const RuleSet& rules,
+                                               std::size_t iter, const Stopwatch& run_clock,
+                                               std::vector<RuleMatches>& found, RunReport& report,
+                                               IterationReport& it) {
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    RuleMatches& m = found[r];
+    m.clear();
+    if (!scheduler_->should_search(r, iter)) continue;
+    ++it.rules_searched;
+    search_rule(egraph, rules[r], scheduler_->search_limit(r), m);
+    report.rules[r].matches += m.size();
+    it.matches += m.size();
+    if (!scheduler_->accept(r, iter, m.size())) m.clear();
+    if (out_of_time(run_clock)) return StopReason::kTimeLimit;
+  }
+  return std::nullopt;
+}
+
+std::optional<StopReason> Runner::apply_matches(EGraph& egraph, const RuleSet& rules,
+                                                const std::vector<RuleMatches>& found,
+                                                const Stopwatch& run_clock, RunReport& report,
+                                                IterationReport& it) const {
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    if (found[r].size() == 0) continue;
+    ApplyResult a = apply_rule(egraph, rules[r], found[r]);
+    report.rules[r].applied += a.applied;
+    report.rules[r].conflicts += a.conflicts;
+    it.applied += a.applied;
+    if (a.stopped)
+      return *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit : StopReason::kNodeLimit;
+    if (out_of_time(run_clock)) return StopReason::kTimeLimit;
+  }
+  return std::nullopt;
+}
+
 RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
   const Stopwatch run_clock;
   const Budget saved_budget = egraph.budget();
@@ -78,7 +117,6 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
   report.initial_nodes = egraph.num_nodes();
   report.initial_visible_nodes = egraph.num_visible_nodes();
   std::vector<RuleMatches> found(rules.size());
-  auto out_of_time = [&] { return run_clock.seconds() >= time_limit_.count(); };
 
   for (std::size_t iter = 0;; ++iter) {
     if (iter >= iteration_limit_) {
@@ -86,20 +124,10 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       break;
     }
     IterationReport it;
-    std::optional<StopReason> stop;
 
     Stopwatch phase;
-    for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
-      RuleMatches& m = found[r];
-      m.clear();
-      if (!scheduler_->should_search(r, iter)) continue;
-      ++it.rules_searched;
-      search_rule(egraph, rules[r], scheduler_->search_limit(r), m);
-      report.rules[r].matches += m.size();
-      it.matches += m.size();
-      if (!scheduler_->accept(r, iter, m.size())) m.clear();
-      if (out_of_time()) stop = StopReason::kTimeLimit;
-    }
+    std::optional<StopReason> stop =
+        search_rules(egraph, rules, iter, run_clock, found, report, it);
     it.search_seconds = phase.seconds();
 
     phase.restart();
@@ -107,19 +135,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
     // About one new e-node per match: grown once instead of doubling by steps.
     egraph.reserve(std::min(nodes_before + it.matches, node_limit_));
     const std::size_t classes_before = egraph.num_classes();
-    for (std::size_t r = 0; r < rules.size() && !stop; ++r) {
-      if (found[r].size() == 0) continue;
-      ApplyResult a = apply_rule(egraph, rules[r], found[r]);
-      report.rules[r].applied += a.applied;
-      report.rules[r].conflicts += a.conflicts;
-      it.applied += a.applied;
-      if (a.stopped) {
-        stop =
-            *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit : StopReason::kNodeLimit;
-      } else if (out_of_time()) {
-        stop = StopReason::kTimeLimit;
-      }
-    }
+    if (!stop) stop = apply_matches(egraph, rules, found, run_clock, report, it);
     it.apply_seconds = phase.seconds();
 
     phase.restart();
@@ -144,7 +160,7 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
       report.stop_reason = StopReason::kSaturated;
       break;
     }
-    if (out_of_time()) {
+    if (out_of_time(run_clock)) {
       report.stop_reason = StopReason::kTimeLimit;
       break;
     }

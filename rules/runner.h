@@ -27,6 +27,8 @@
 
 namespace saturn {
 
+class Stopwatch;
+struct RuleMatches;
 
 struct IterationReport {
   std::size_t matches = 0;  // matches found
@@ -126,6 +128,21 @@ class Runner {
   RunReport run(EGraph& egraph, const RuleSet& rules);
 
  private:
+  bool out_of_time(const Stopwatch& run_clock) const;
+  // An iteration's search: each rule the scheduler lets search, its matches
+  // in found[rule] (cleared when the scheduler refuses them). Stops at the
+  // time limit, with the rules after it not searched.
+  std::optional<StopReason> search_rules(const EGraph& egraph, const RuleSet& rules,
+                                         std::size_t iter, const Stopwatch& run_clock,
+                                         std::vector<RuleMatches>& found, RunReport& report,
+                                         IterationReport& it);
+  // An iteration's apply: every rule's matches from found. Stops at a full
+  // budget or the time limit.
+  std::optional<StopReason> apply_matches(EGraph& egraph, const RuleSet& rules,
+                                          const std::vector<RuleMatches>& found,
+                                          const Stopwatch& run_clock, RunReport& report,
+                                          IterationReport& it) const;
+
   std::size_t iteration_limit_ = 30;
   std::size_t node_limit_ = 10'000;
   std::size_t byte_limit_ = Budget::kUnlimited;

@@ -355,6 +355,110 @@ OrderedJson attribute_json(const AttrValue& v) {
   return std::visit([](const auto& x) { return OrderedJson(x); }, v);
 }
 
+// The names to_json_model gives values.
+struct ValueNames {
+  std::vector<std::string> names;  // per node
+  // parts[i][k]: the name of part k of tuple node i (its first TupleGet's).
+  absl::flat_hash_map<int, std::vector<std::string>> parts;
+};
+
+// Leaves by their name, other nodes by their own name when it is unique,
+// otherwise a fresh "%<index>"; tuple parts by the name of their TupleGet.
+ValueNames value_names(const Graph& graph, const absl::StatusOr<std::vector<ValueType>>& types) {
+  ValueNames v;
+  std::vector<std::string>& names = v.names;
+  names.resize(graph.nodes.size());
+  absl::flat_hash_set<std::string> taken;
+  for (int i = 0; i < graph.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    std::string name =
+        (n.op == Op::kInput || n.op == Op::kWeight) ? *n.attributes.get_string("name") : n.name;
+    if (!name.empty() && taken.insert(name).second) names[i] = std::move(name);
+  }
+  for (int i = 0; i < graph.size(); ++i) {
+    if (!names[i].empty()) continue;
+    std::string name = fmt::format("%{}", i);
+    while (!taken.insert(name).second) name += "'";
+    names[i] = std::move(name);
+  }
+  for (int i = 0; i < graph.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (n.op != Op::kTupleGet || !types.ok()) continue;
+    std::vector<std::string>& p = v.parts[n.inputs[0]];
+    p.resize((*types)[n.inputs[0]].parts.size());
+    std::string& part = p[static_cast<std::size_t>(*n.attributes.get_int("index"))];
+    if (part.empty())
+      part = names[i];
+    else
+      names[i] = part;
+  }
+  return v;
+}
+
+// An Input or Weight node named `name`, as read_leaves reads it.
+OrderedJson leaf_json(const Graph& graph, const Node& n, const std::string& name) {
+  OrderedJson leaf = {{"name", name},
+                      {"shape", *n.attributes.get_ints("shape")},
+                      {"dtype", *n.attributes.get_string("dtype")}};
+  if (const std::string* t = n.attributes.get_string("onnx_type"); t && !t->empty())
+    leaf["onnx_type"] = *t;
+  if (n.op == Op::kWeight) {
+    auto it = graph.weights.find(name);
+    if (it != graph.weights.end() && it->second.data) {
+      leaf["data"] = data_json(*it->second.data);
+    } else {
+      WeightInit init =
+          it != graph.weights.end() ? it->second : WeightInit{nullptr, stable_hash(name)};
+      leaf["seed"] = init.seed;
+      leaf["low"] = init.low;
+      leaf["high"] = init.high;
+    }
+  } else if (auto d = graph.input_defaults.find(name); d != graph.input_defaults.end()) {
+    leaf["default"] = data_json(*d->second);
+  }
+  return leaf;
+}
+
+// Node `i` (neither a leaf nor a TupleGet), as read_node reads it.
+OrderedJson node_json(const Node& n, int i, const ValueNames& v,
+                      const absl::StatusOr<std::vector<ValueType>>& types) {
+  const std::vector<std::string>& names = v.names;
+  OrderedJson node = {{"op", std::string(op_name(n.op))}};
+  if (!n.name.empty() && n.name != names[i]) node["name"] = n.name;
+  OrderedJson in = OrderedJson::array();
+  for (int x : n.inputs) in.push_back(names[x]);
+  node["inputs"] = std::move(in);
+  auto p = v.parts.find(i);
+  if (types.ok() && (*types)[i].is_tuple) {
+    std::vector<std::string> outs = p != v.parts.end() ? p->second : std::vector<std::string>{};
+    outs.resize((*types)[i].parts.size());
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k].empty()) outs[k] = fmt::format("{}:{}", names[i], k);
+    }
+    node["outputs"] = outs;
+  } else {
+    node["outputs"] = {names[i]};
+  }
+  if (!n.attributes.empty()) {
+    OrderedJson attrs = OrderedJson::object();
+    for (const Attribute& a : n.attributes.entries()) attrs[a.key] = attribute_json(a.value);
+    node["attributes"] = std::move(attrs);
+  }
+  return node;
+}
+
+// The graph's outputs: a name, or the name and the value it gives.
+OrderedJson outputs_json(const Graph& graph, const std::vector<std::string>& names) {
+  OrderedJson outputs = OrderedJson::array();
+  for (const GraphOutput& o : graph.outputs) {
+    if (o.name == names[o.node])
+      outputs.push_back(o.name);
+    else
+      outputs.push_back({{"name", o.name}, {"value", names[o.node]}});
+  }
+  return outputs;
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> parse_json_model(std::string_view text, std::string_view file) {
@@ -371,95 +475,17 @@ absl::StatusOr<Graph> load_json_model(const std::string& path) {
 
 std::string to_json_model(const Graph& graph) {
   absl::StatusOr<std::vector<ValueType>> types = infer_types(graph);
-  // Value names: leaves by their name, other nodes by their own name when
-  // it is unique, otherwise a fresh "%<index>"; tuple parts by the name of
-  // their TupleGet.
-  std::vector<std::string> names(graph.nodes.size());
-  absl::flat_hash_set<std::string> taken;
-  for (int i = 0; i < graph.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    std::string name =
-        (n.op == Op::kInput || n.op == Op::kWeight) ? *n.attributes.get_string("name") : n.name;
-    if (!name.empty() && taken.insert(name).second) names[i] = std::move(name);
-  }
-  for (int i = 0; i < graph.size(); ++i) {
-    if (!names[i].empty()) continue;
-    std::string name = fmt::format("%{}", i);
-    while (!taken.insert(name).second) name += "'";
-    names[i] = std::move(name);
-  }
-  // parts[i][k]: the name of part k of tuple node i (its first TupleGet's).
-  absl::flat_hash_map<int, std::vector<std::string>> parts;
-  for (int i = 0; i < graph.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    if (n.op != Op::kTupleGet || !types.ok()) continue;
-    std::vector<std::string>& p = parts[n.inputs[0]];
-    p.resize((*types)[n.inputs[0]].parts.size());
-    std::string& part = p[static_cast<std::size_t>(*n.attributes.get_int("index"))];
-    if (part.empty())
-      part = names[i];
-    else
-      names[i] = part;
-  }
+  const ValueNames names = value_names(graph, types);
   OrderedJson inputs = OrderedJson::array(), weights = OrderedJson::array(),
               nodes = OrderedJson::array();
   for (int i = 0; i < graph.size(); ++i) {
     const Node& n = graph.nodes[i];
-    if (n.op == Op::kInput || n.op == Op::kWeight) {
-      OrderedJson leaf = {{"name", names[i]},
-                          {"shape", *n.attributes.get_ints("shape")},
-                          {"dtype", *n.attributes.get_string("dtype")}};
-      if (const std::string* t = n.attributes.get_string("onnx_type"); t && !t->empty())
-        leaf["onnx_type"] = *t;
-      if (n.op == Op::kWeight) {
-        auto it = graph.weights.find(names[i]);
-        if (it != graph.weights.end() && it->second.data) {
-          leaf["data"] = data_json(*it->second.data);
-        } else {
-          WeightInit init =
-              it != graph.weights.end() ? it->second : WeightInit{nullptr, stable_hash(names[i])};
-          leaf["seed"] = init.seed;
-          leaf["low"] = init.low;
-          leaf["high"] = init.high;
-        }
-        weights.push_back(std::move(leaf));
-      } else {
-        if (auto d = graph.input_defaults.find(names[i]); d != graph.input_defaults.end())
-          leaf["default"] = data_json(*d->second);
-        inputs.push_back(std::move(leaf));
-      }
-      continue;
-    }
-    if (n.op == Op::kTupleGet) continue;
-    OrderedJson node = {{"op", std::string(op_name(n.op))}};
-    if (!n.name.empty() && n.name != names[i]) node["name"] = n.name;
-    OrderedJson in = OrderedJson::array();
-    for (int x : n.inputs) in.push_back(names[x]);
-    node["inputs"] = std::move(in);
-    auto p = parts.find(i);
-    if (types.ok() && (*types)[i].is_tuple) {
-      std::vector<std::string> outs = p != parts.end() ? p->second : std::vector<std::string>{};
-      outs.resize((*types)[i].parts.size());
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        if (outs[k].empty()) outs[k] = fmt::format("{}:{}", names[i], k);
-      }
-      node["outputs"] = outs;
-    } else {
-      node["outputs"] = {names[i]};
-    }
-    if (!n.attributes.empty()) {
-      OrderedJson attrs = OrderedJson::object();
-      for (const Attribute& a : n.attributes.entries()) attrs[a.key] = attribute_json(a.value);
-      node["attributes"] = std::move(attrs);
-    }
-    nodes.push_back(std::move(node));
-  }
-  OrderedJson outputs = OrderedJson::array();
-  for (const GraphOutput& o : graph.outputs) {
-    if (o.name == names[o.node])
-      outputs.push_back(o.name);
-    else
-      outputs.push_back({{"name", o.name}, {"value", names[o.node]}});
+    if (n.op == Op::kInput)
+      inputs.push_back(leaf_json(graph, n, names.names[i]));
+    else if (n.op == Op::kWeight)
+      weights.push_back(leaf_json(graph, n, names.names[i]));
+    else if (n.op != Op::kTupleGet)
+      nodes.push_back(node_json(n, i, names, types));
   }
   OrderedJson root = {{"format", kFormat},
                       {"version", kVersion},
@@ -467,7 +493,7 @@ std::string to_json_model(const Graph& graph) {
                       {"inputs", std::move(inputs)},
                       {"weights", std::move(weights)},
                       {"nodes", std::move(nodes)},
-                      {"outputs", std::move(outputs)}};
+                      {"outputs", outputs_json(graph, names.names)}};
   if (!graph.opsets.empty()) {
     OrderedJson opsets = OrderedJson::object();
     for (const auto& [domain, version] : graph.opsets) opsets[domain] = version;

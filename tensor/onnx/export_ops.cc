@@ -40,6 +40,16 @@ void set_ints(onnx::NodeProto* n, const char* key, const Ints& v) {
   for (std::int64_t x : v) a->add_ints(x);
 }
 
+// An int32 tensor of shape `dims`, every element `value`.
+Tensor int32_filled(Dims dims, std::int64_t value) {
+  const std::int32_t v = static_cast<std::int32_t>(value);
+  std::int64_t count = 1;
+  for (std::int64_t x : dims) count *= x;
+  std::vector<std::byte> bytes(static_cast<std::size_t>(count) * sizeof v);
+  for (std::int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
+  return Tensor(TensorType{DType::kInt32, std::move(dims)}, std::move(bytes));
+}
+
 }  // namespace
 
 std::string Exporter::constant(const Tensor& value) {
@@ -138,37 +148,12 @@ absl::Status Exporter::emit(int i) {
     case Op::kSimplifiedLayerNorm:
       return emit_simplified_layer_norm(a, in, out, rank);
     case Op::kSkipSimplifiedLayerNorm:
-    case Op::kSkipLayerNorm: {
-      auto* s = runtime_node(n.op, in, {names_[i][0], "", "", names_[i][1]});
-      set_float(s, "epsilon", *a.get_float("epsilon"));
-      return absl::OkStatus();
-    }
-    case Op::kGroupQueryAttention: {
-      // Without a cache: every sequence holds all its tokens.
-      const Dims& q = types_[n.inputs[0]].parts[0].dims;
-      auto int32s = [&](Dims dims, std::int64_t value) {
-        const std::int32_t v = static_cast<std::int32_t>(value);
-        std::int64_t count = 1;
-        for (std::int64_t x : dims) count *= x;
-        std::vector<std::byte> bytes(static_cast<std::size_t>(count) * sizeof v);
-        for (std::int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
-        return constant(Tensor(TensorType{DType::kInt32, std::move(dims)}, std::move(bytes)));
-      };
-      auto* g = runtime_node(n.op, {in[0], in[1], in[2], "", "", int32s({q[0]}, q[1] - 1), int32s({}, q[1])},
-                             {out});
-      set_int(g, "num_heads", *a.get_int("num_heads"));
-      set_int(g, "kv_num_heads", *a.get_int("kv_num_heads"));
-      if (*a.get_float("scale") != 0) set_float(g, "scale", *a.get_float("scale"));
-      return absl::OkStatus();
-    }
-    case Op::kRotaryEmbedding: {
-      // Position ids of shape [1] give the first position; token s then reads
-      // row (first + s) of the tables.
-      const std::string first = constant(Tensor(TensorType{DType::kInt64, {1}}, Ints{0}));
-      auto* r = runtime_node(n.op, {in[0], first, in[1], in[2]}, {out});
-      set_int(r, "interleaved", *a.get_int("interleaved"));
-      return absl::OkStatus();
-    }
+    case Op::kSkipLayerNorm:
+      return emit_skip_layer_norm(i, a, in);
+    case Op::kGroupQueryAttention:
+      return emit_group_query_attention(i, a, in, out);
+    case Op::kRotaryEmbedding:
+      return emit_rotary_embedding(a, in, out);
     case Op::kBatchNorm:
       set_float(node("BatchNormalization", in, {out}), "epsilon", *a.get_float("epsilon"));
       return absl::OkStatus();
@@ -353,6 +338,41 @@ absl::Status Exporter::emit_reduce_mean(const Attributes& a, const std::vector<s
   auto* r = node("ReduceMean", in, {out});
   if (!a.get_ints("axes")->empty()) set_ints(r, "axes", *a.get_ints("axes"));
   set_int(r, "keepdims", *a.get_int("keepdims"));
+  return absl::OkStatus();
+}
+
+// onnxruntime's fused operators, in its domain.
+
+absl::Status Exporter::emit_skip_layer_norm(int i, const Attributes& a,
+                                            const std::vector<std::string>& in) {
+  auto* s = runtime_node(g_.nodes[i].op, in, {names_[i][0], "", "", names_[i][1]});
+  set_float(s, "epsilon", *a.get_float("epsilon"));
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::emit_group_query_attention(int i, const Attributes& a,
+                                                  const std::vector<std::string>& in,
+                                                  const std::string& out) {
+  // Without a cache: every sequence holds all its tokens.
+  const Dims& q = types_[g_.nodes[i].inputs[0]].parts[0].dims;
+  auto* g = runtime_node(Op::kGroupQueryAttention,
+                         {in[0], in[1], in[2], "", "", constant(int32_filled({q[0]}, q[1] - 1)),
+                          constant(int32_filled({}, q[1]))},
+                         {out});
+  set_int(g, "num_heads", *a.get_int("num_heads"));
+  set_int(g, "kv_num_heads", *a.get_int("kv_num_heads"));
+  if (*a.get_float("scale") != 0) set_float(g, "scale", *a.get_float("scale"));
+  return absl::OkStatus();
+}
+
+absl::Status Exporter::emit_rotary_embedding(const Attributes& a,
+                                             const std::vector<std::string>& in,
+                                             const std::string& out) {
+  // Position ids of shape [1] give the first position; token s then reads
+  // row (first + s) of the tables.
+  const std::string first = constant(Tensor(TensorType{DType::kInt64, {1}}, Ints{0}));
+  auto* r = runtime_node(Op::kRotaryEmbedding, {in[0], first, in[1], in[2]}, {out});
+  set_int(r, "interleaved", *a.get_int("interleaved"));
   return absl::OkStatus();
 }
 

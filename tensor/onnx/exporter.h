@@ -138,6 +138,13 @@ class Exporter {
                                           const std::string& out, std::size_t rank);
   absl::Status emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
                                 const std::string& out);
+  // onnxruntime's fused operators, in its domain.
+  absl::Status emit_skip_layer_norm(int i, const Attributes& a, const std::vector<std::string>& in);
+  absl::Status emit_group_query_attention(int i, const Attributes& a,
+                                          const std::vector<std::string>& in,
+                                          const std::string& out);
+  absl::Status emit_rotary_embedding(const Attributes& a, const std::vector<std::string>& in,
+                                     const std::string& out);
   // Shape operators.
   absl::Status emit_transpose(const Attributes& a, const std::vector<std::string>& in,
                               const std::string& out);
