@@ -71,6 +71,7 @@ absl::StatusOr<onnx::ModelProto> Exporter::run() {
     absl::Status s = symbolic() ? probe_node(i) : absl::OkStatus();
     if (s.ok()) s = emit(i);
     if (s.ok() && symbolic() && g_.nodes[i].op == Op::kOpaque) s = probe_opaque(i, first_proto);
+    if (s.ok() && symbolic()) track_shape_values(first_proto);
     if (!s.ok())
       return with_context(s,
                           fmt::format("node {} ({})", node_label(g_, i), op_name(g_.nodes[i].op)));

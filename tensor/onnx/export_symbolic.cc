@@ -39,6 +39,7 @@
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/proto.h"
+#include "saturn/tensor/onnx/shape_values.h"
 
 namespace saturn::tensor::onnx_io {
 
@@ -105,6 +106,7 @@ void Exporter::start_probe() {
     probe_sizes_[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
   probe_.assign(g_.nodes.size(), ValueType{});
   for (int i = 0; i < g_.size(); ++i) {
+    for (std::size_t p = 0; p < names_[i].size(); ++p) value_of_name_[names_[i][p]] = {i, p};
     probe_[i] = types_[i];
     if (g_.nodes[i].op != Op::kInput) continue;
     auto it = g_.symbols.axes.find(*g_.nodes[i].attributes.get_string("name"));
@@ -185,10 +187,53 @@ absl::Status Exporter::probe_node(int i) {
   return absl::OkStatus();
 }
 
+const Tensor* Exporter::shape_value(const std::string& name, bool probe) {
+  for (; initializers_read_ < out_->initializer_size(); ++initializers_read_) {
+    const onnx::TensorProto& t = out_->initializer(initializers_read_);
+    std::int64_t elements = 1;
+    for (std::int64_t d : t.dims()) elements *= d;
+    if (elements > kMaxShapeValueElements) continue;
+    absl::StatusOr<Tensor> value = tensor_from_proto(t);
+    if (!value.ok()) continue;
+    base_values_[t.name()] = *value;
+    probe_values_[t.name()] = *value;
+  }
+  const std::map<std::string, Tensor>& values = probe ? probe_values_ : base_values_;
+  auto it = values.find(name);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+void Exporter::track_shape_values(int first_proto) {
+  for (bool probe : {false, true}) {
+    const ValueLookup values = [&](const std::string& name) { return shape_value(name, probe); };
+    const DimsLookup dims = [&](const std::string& name) -> std::optional<Dims> {
+      auto it = value_of_name_.find(name);
+      if (it == value_of_name_.end()) return std::nullopt;
+      const auto [node, part] = it->second;
+      const std::vector<ValueType>& types = probe ? probe_ : types_;
+      if (part >= types[node].parts.size()) return std::nullopt;
+      return types[node].parts[part].dims;
+    };
+    for (int k = first_proto; k < out_->node_size(); ++k) {
+      const onnx::NodeProto& proto = out_->node(k);
+      if (std::optional<std::vector<Tensor>> out = evaluate_shape_node(proto, values, dims))
+        (probe ? probe_values_ : base_values_)[proto.output(0)] = (*out)[0];
+    }
+  }
+}
+
 absl::Status Exporter::probe_opaque(int i, int first_proto) {
   const Node& n = g_.nodes[i];
   bool changed = false;
-  for (int x : n.inputs) changed = changed || probe_[x].parts != types_[x].parts;
+  for (int x : n.inputs) {
+    changed = changed || probe_[x].parts != types_[x].parts;
+    for (const std::string& name : names_[x]) {
+      const Tensor* base = shape_value(name, false);
+      const Tensor* probe = shape_value(name, true);
+      if (base != nullptr && probe != nullptr && max_error_ratio(*base, *probe, 0, 0) > 0)
+        changed = true;
+    }
+  }
   if (!changed) return absl::OkStatus();
   // The nodes written for it, alone in a model whose inputs have their probe types.
   onnx::ModelProto model;
@@ -204,6 +249,8 @@ absl::Status Exporter::probe_opaque(int i, int first_proto) {
     if (auto init = folded_initializers_.find(name);
         folded_[x] && init != folded_initializers_.end())
       *g->add_initializer() = out_->initializer(init->second);
+    else if (const Tensor* value = shape_value(name, true))
+      tensor_to_proto(*value, name, g->add_initializer());
     auto* v = g->add_input();
     v->set_name(name);
     if (absl::Status s = value_type(x, 0, v->mutable_type()); !s.ok()) return s;

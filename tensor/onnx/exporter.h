@@ -87,6 +87,13 @@ class Exporter {
   // An opaque node's probe types, by ONNX shape inference on the protos it
   // was written as (from `first_proto` on).
   absl::Status probe_opaque(int i, int first_proto);
+  // The small values (shape arithmetic) the protos written from
+  // `first_proto` on compute, at the base and at the probe sizes
+  // (shape_values.h), so that an opaque node reading one is typed at the
+  // probe sizes with its value there.
+  void track_shape_values(int first_proto);
+  // A value by name at the base or the probe sizes, when known.
+  const Tensor* shape_value(const std::string& name, bool probe);
   // The symbols whose axes `inputs` carry, for messages.
   std::string following_symbols(std::span<const int> inputs) const;
   // Names the axes of `type` (part `p` of node `i`) that follow one symbol,
@@ -174,6 +181,11 @@ class Exporter {
   // The initializers write_folded() wrote, by name (opaque nodes' constant
   // inputs, for their shape inference at the probe sizes).
   std::map<std::string, int> folded_initializers_;
+  // Shape values by name at the base and the probe sizes, the node and part
+  // each written value name is, and the initializers read into them so far.
+  std::map<std::string, Tensor> base_values_, probe_values_;
+  std::map<std::string, std::pair<int, std::size_t>> value_of_name_;
+  int initializers_read_ = 0;
   DType float_type_ = DType::kFloat32;
 };
 

@@ -28,6 +28,7 @@
 #include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tensor/onnx/proto.h"
+#include "saturn/tensor/onnx/shape_values.h"
 #include "saturn/tensor/ops.h"
 #include "saturn/tensor/tensor.h"
 
@@ -212,13 +213,9 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   }
   if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
     return error("{}", message(st));
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/0,
-                                        /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    return error("ONNX shape inference fails: {}", e.what());
-  }
+  // ONNX's shape inference, helped by the values of the shape arithmetic.
+  if (absl::Status st = infer_with_shape_values(model); !st.ok())
+    return error("ONNX shape inference fails: {}", message(st));
   return absl::OkStatus();
 }
 

@@ -1,0 +1,49 @@
+// Internal to the ONNX importer and exporter: the small values of a model's
+// shape arithmetic (Shape, Gather, Concat, Unsqueeze, Slice, Cast, Range,
+// ConstantOfShape, Equal, Where, ...) computed from what is known, so that
+// the operators that read them (a Slice's ends, a Reshape's or an Expand's
+// shape, a Range's limit) get static types at the given sizes of the
+// symbolic dimensions.
+//
+// ONNX's shape inference reads only initializers there, and its data
+// propagation covers a few operators: one Slice of a position-id buffer by
+// the input's length (as Hugging Face's BERT exports write it) leaves every
+// later value shapeless. The computed values only type the graph: the
+// operators that compute them stay in it, so the model still works at any
+// size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "onnx/onnx_pb.h"
+#include "saturn/tensor/tensor.h"
+
+namespace saturn::tensor::onnx_io {
+
+// Values with more elements are not computed (nor needed: shapes are short).
+inline constexpr std::int64_t kMaxShapeValueElements = 4096;
+
+// A value's tensor by name, or null when it is not known.
+using ValueLookup = std::function<const Tensor*(const std::string&)>;
+// A value's static dimensions by name, when known (Shape and Size read them).
+using DimsLookup = std::function<std::optional<Dims>(const std::string&)>;
+
+// The outputs of `node` (default domain, at opset 17's spelling) computed
+// from its inputs; nullopt when it is not an operator computed here, an
+// input it needs is unknown, or an output would pass kMaxShapeValueElements.
+std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& node,
+                                                       const ValueLookup& values,
+                                                       const DimsLookup& dims);
+
+// Runs ONNX shape inference on `model`, then feeds it the values
+// evaluate_shape_node computes (as initializers of a copy without the large
+// ones) and runs it again, until no more values are known; the types found
+// replace the model's value_info. An error is ONNX's inference failing.
+absl::Status infer_with_shape_values(onnx::ModelProto& model);
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,91 @@
+"""Shape arithmetic computed at import (tensor/onnx/shape_values.h): a value
+sliced by the input's length (as Hugging Face's BERT embeddings slice their
+position ids) no longer leaves every later operator shapeless, and the
+optimized model, written with that arithmetic kept, runs at any size.
+Run by CTest (python_tests, the venv's python, SATURN_CLI set).
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+CLI = os.environ.get("SATURN_CLI")
+needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
+
+
+def embeddings_model(path, opset=17):
+    """input_ids [batch, seq] -> token + position embeddings, then two
+    transposes that cancel (what the rules remove once the values are typed)."""
+    rng = np.random.default_rng(3)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((32, 8)).astype(np.float32), "tokens"),
+        numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "positions"),
+        numpy_helper.from_array(np.arange(16, dtype=np.int64)[None, :], "position_ids"),
+        numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+        numpy_helper.from_array(np.array([0], dtype=np.int64), "zeros"),
+        numpy_helper.from_array(np.array([0], dtype=np.int64), "axis0"),
+        numpy_helper.from_array(np.array([1], dtype=np.int64), "axis1"),
+    ]
+    nodes = [
+        helper.make_node("Shape", ["input_ids"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+        helper.make_node("Unsqueeze", ["seq", "axis0"], ["seq_1d"]),
+        helper.make_node("Slice", ["position_ids", "zeros", "seq_1d", "axis1"], ["pos_ids"]),
+        helper.make_node("Gather", ["tokens", "input_ids"], ["tok"], axis=0),
+        helper.make_node("Gather", ["positions", "pos_ids"], ["pos"], axis=0),
+        helper.make_node("Add", ["tok", "pos"], ["sum"]),
+        helper.make_node("Relu", ["sum"], ["act"]),
+        helper.make_node("Transpose", ["act"], ["t1"], perm=[0, 2, 1]),
+        helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 2, 1]),
+        helper.make_node("Sigmoid", ["t2"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "embeddings",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", "seq", 8])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+def run(path, ids):
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, {"input_ids": ids})[0]
+
+
+@needs_cli
+@pytest.mark.parametrize("opset", [17, 18])
+def test_a_length_sliced_buffer_keeps_the_model_typed_and_it_runs_at_any_size(tmp_path, opset):
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    embeddings_model(str(model), opset)
+    subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--report", str(report),
+                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
+                    "--dim", "batch=2", "--dim", "seq=5", "--quiet"], check=True,
+                   capture_output=True)
+    r = json.loads(report.read_text())
+    # Only the shape arithmetic itself stays opaque: the Add, the Relu and
+    # the transposes after the Slice are typed IR operators.
+    assert set(r["opaque_ops_before"]) <= {"Shape", "Unsqueeze", "Slice"}, r["opaque_ops_before"]
+    assert not r["kept_input"], r["holds_only_at_given_sizes"]
+    assert r["ops_after"] <= r["ops_before"] - 2  # the two transposes are gone
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    rng = np.random.default_rng(0)
+    for batch, seq in [(1, 1), (2, 5), (3, 11)]:
+        ids = rng.integers(0, 32, (batch, seq), dtype=np.int64)
+        np.testing.assert_allclose(run(str(out), ids), run(str(model), ids), rtol=1e-5, atol=1e-6)
+
+
+@needs_cli
+def test_info_types_what_follows_the_shape_arithmetic(tmp_path):
+    model = tmp_path / "m.onnx"
+    embeddings_model(str(model))
+    info = subprocess.run([CLI, "info", str(model), "--dim", "seq=5"], check=True,
+                          capture_output=True, text=True).stdout
+    assert "float32[1,5,8]" in info  # the output, typed at the given sizes
+    assert "kept as opaque: Add" not in info
