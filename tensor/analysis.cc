@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/ops.h"
+#include "saturn/tensor/probe.h"
 
 namespace saturn::tensor {
 
@@ -22,12 +23,47 @@ std::optional<TensorInfo> TensorAnalysis::make_data(const EGraph& egraph, const 
     inputs.push_back(c.type);
     weight_only = weight_only && c.weight_only;
   }
-  absl::StatusOr<ValueType> type = infer_type(op, egraph.attrs().get(node.attrs), inputs);
+  const Attributes& attributes = egraph.attrs().get(node.attrs);
+  absl::StatusOr<ValueType> type = infer_type(op, attributes, inputs);
   if (!type.ok()) {
     ++refused_;
     return std::nullopt;
   }
-  return TensorInfo{std::move(*type), weight_only};
+  TensorInfo info{std::move(*type), weight_only, std::nullopt};
+  if (!probe_sizes_.empty()) {
+    bool refuse = false;
+    info.probe = probe_type(egraph, node, op, attributes, inputs, info.type, refuse);
+    if (refuse) {
+      ++refused_at_probe_;
+      return std::nullopt;
+    }
+  }
+  return info;
+}
+
+void TensorAnalysis::set_symbols(const Symbols& symbols) {
+  symbols_ = symbols;
+  probe_sizes_ = tensor::probe_sizes(symbols);
+}
+
+std::optional<ValueType> TensorAnalysis::probe_type(const EGraph& egraph, const ENode& node,
+                                                    Op op, const Attributes& attributes,
+                                                    std::span<const ValueType> inputs,
+                                                    const ValueType& base, bool& refuse) const {
+  if (op == Op::kInput)
+    return probe_input_type(symbols_, probe_sizes_, *attributes.get_string("name"), base);
+  if (op == Op::kWeight || op == Op::kConstant) return base;
+  if (op == Op::kOpaque) return opaque_probe_type(attributes, base);
+  std::vector<ValueType> probe_inputs;
+  for (Id child : node.children) {
+    const std::optional<ValueType>& p = data(egraph.find(child)).probe;
+    if (!p) return std::nullopt;
+    probe_inputs.push_back(*p);
+  }
+  absl::StatusOr<ProbedNode> probed = probe_node_type(op, attributes, inputs, probe_inputs, base);
+  if (probed.ok()) return std::move(probed->type);
+  refuse = !lenient_;
+  return std::nullopt;
 }
 
 JoinResult TensorAnalysis::join(TensorInfo& into, const TensorInfo& from) {
@@ -35,13 +71,22 @@ JoinResult TensorAnalysis::join(TensorInfo& into, const TensorInfo& from) {
   r.into_changed = from.weight_only && !into.weight_only;
   r.from_changed = into.weight_only && !from.weight_only;
   into.weight_only = into.weight_only || from.weight_only;
+  if (into.probe != from.probe) {
+    // Members that disagree at the probe sizes: unknown there.
+    r.into_changed = r.into_changed || into.probe.has_value();
+    r.from_changed = r.from_changed || from.probe.has_value();
+    into.probe.reset();
+  }
   return r;
 }
 
 std::size_t TensorAnalysis::data_bytes(const TensorInfo& info) const {
-  std::size_t bytes = sizeof(TensorInfo) + info.type.parts.size() * sizeof(TensorType);
-  for (const TensorType& t : info.type.parts) bytes += t.dims.size() * sizeof(std::int64_t);
-  return bytes;
+  auto bytes_of = [](const ValueType& type) {
+    std::size_t bytes = type.parts.size() * sizeof(TensorType);
+    for (const TensorType& t : type.parts) bytes += t.dims.size() * sizeof(std::int64_t);
+    return bytes;
+  };
+  return sizeof(TensorInfo) + bytes_of(info.type) + (info.probe ? bytes_of(*info.probe) : 0);
 }
 
 const Tensor* TensorAnalysis::weight_values(const EGraph& egraph, Id id) const {
@@ -56,7 +101,12 @@ const Tensor* TensorAnalysis::weight_values(const EGraph& egraph, Id id) const {
 }
 
 absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
-  if (auto* shapes = dynamic_cast<TensorAnalysis*>(egraph.analysis())) shapes->set_weights(&graph.weights);
+  auto* shapes = dynamic_cast<TensorAnalysis*>(egraph.analysis());
+  if (shapes != nullptr) {
+    shapes->set_weights(&graph.weights);
+    shapes->set_symbols(graph.symbols);
+    shapes->set_lenient(true);  // the graph's own nodes hold at any size
+  }
   std::vector<Id> ids;
   ids.reserve(graph.nodes.size());
   for (int i = 0; i < graph.size(); ++i) {
@@ -76,6 +126,7 @@ absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
     ids.push_back(r.id);
   }
   egraph.rebuild();
+  if (shapes != nullptr) shapes->set_lenient(false);
   for (Id& id : ids) id = egraph.find(id);
   return ids;
 }

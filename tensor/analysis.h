@@ -10,10 +10,16 @@
 //
 // A node whose inputs' types do not fit is refused by `make`, so a rewrite
 // whose result would not type-check is simply not applied; neither is one
-// whose result type differs from the matched class's (`contradict`).
+// whose result type differs from the matched class's (`contradict`). For a
+// graph with symbolic dimensions, a node is typed at the probe sizes too,
+// and a new node that does not type-check there is refused: a rewrite that
+// holds at the given sizes only (a broadcast over a batch of 1 taken for
+// equal shapes) is not applied.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,6 +35,10 @@ namespace saturn::tensor {
 struct TensorInfo {
   ValueType type;
   bool weight_only = false;
+  // The type at the probe sizes of the graph's symbolic dimensions
+  // (tensor/probe.h); nullopt when the graph has none or it is not known.
+  // Two members that disagree there leave it unknown.
+  std::optional<ValueType> probe;
 };
 
 class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
@@ -43,6 +53,14 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   void set_weights(const absl::flat_hash_map<std::string, WeightInit>* weights) {
     weights_ = weights;
   }
+  // The graph's symbolic dimensions: nodes are typed at their probe sizes
+  // too (add_graph sets them). While `lenient`, a node that does not
+  // type-check at the probe sizes is kept with its probe type unknown (the
+  // input graph's own nodes); after, it is refused.
+  void set_symbols(const Symbols& symbols);
+  void set_lenient(bool lenient) { lenient_ = lenient; }
+  // New nodes refused because they type-check at the given sizes only.
+  std::size_t refused_at_other_sizes() const { return refused_at_probe_; }
   // The values of class `id` when it holds a weight whose values are given
   // (not drawn from a seed); null otherwise.
   const Tensor* weight_values(const EGraph& egraph, Id id) const;
@@ -59,8 +77,17 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   std::size_t data_bytes(const TensorInfo& info) const override;
 
  private:
-  std::size_t refused_ = 0;
+  // The node's probe type; `refuse` is set when it holds at the base sizes only.
+  std::optional<ValueType> probe_type(const EGraph& egraph, const ENode& node, Op op,
+                                      const Attributes& attributes,
+                                      std::span<const ValueType> inputs, const ValueType& base,
+                                      bool& refuse) const;
+
+  std::size_t refused_ = 0, refused_at_probe_ = 0;
   const absl::flat_hash_map<std::string, WeightInit>* weights_ = nullptr;
+  Symbols symbols_;
+  std::map<std::string, std::int64_t> probe_sizes_;
+  bool lenient_ = true;
 };
 
 // Adds every node of `graph` to `egraph` (whose language must be a

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "absl/strings/numbers.h"
 #include "saturn/base/status.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "saturn/tensor/probe.h"
 
 namespace saturn::tensor {
 
@@ -133,7 +136,12 @@ int region_end(const Graph& graph, const std::vector<ValueType>& types, const Cu
 class RegionBuilder {
  public:
   RegionBuilder(const Graph& graph, const std::vector<ValueType>& types, const CutPlaces& c)
-      : graph_(graph), types_(types), places_(c) {}
+      : graph_(graph), types_(types), places_(c) {
+    if (!graph.symbols.empty()) {
+      probe_ = probe_types(graph, types);
+      probe_sizes_ = probe_sizes(graph.symbols);
+    }
+  }
 
   Region build(int index, int begin, int end) {
     region_ = Region{};
@@ -141,6 +149,7 @@ class RegionBuilder {
     Graph& g = region_.graph;
     g.name = fmt::format("{}.region{}", graph_.name, index);
     g.opsets = graph_.opsets;
+    g.symbols.sizes = graph_.symbols.sizes;
     for (int p = begin; p < end; ++p) {
       const Node& n = graph_.nodes[places_.work[p]];
       Node copy{n.op, n.attributes, {}, ""};
@@ -183,6 +192,7 @@ class RegionBuilder {
       region_.inputs.push_back(v);
       const TensorType& type = types_[v].tensor();
       id = add(Node{Op::kInput, leaf_attributes(name, type.dims, type.dtype), {}, name});
+      if (!probe_.empty()) symbolic_axes(name, v);
     } else if (n.op == Op::kWeight) {
       const std::string& original = *n.attributes.get_string("name");
       const std::string name = fmt::format("w{}", region_.weights.size());
@@ -205,8 +215,24 @@ class RegionBuilder {
     return id;
   }
 
+  // The axes of region input `name` (the graph's value `v`) that follow the
+  // symbols, for the region's search to type it at other sizes too.
+  void symbolic_axes(const std::string& name, int v) {
+    const Dims& base = types_[v].tensor().dims;
+    std::vector<std::string> axes(base.size(), "?");
+    if (probe_[v]) {
+      for (std::size_t a = 0; a < base.size(); ++a)
+        axes[a] = axis_expression(base[a], probe_[v]->tensor().dims[a], graph_.symbols,
+                                  probe_sizes_);
+    }
+    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
+      region_.graph.symbols.axes[name] = std::move(axes);
+  }
+
   static std::string structural_key(const Graph& g) {
     std::string key;
+    for (const auto& [input, axes] : g.symbols.axes)
+      key += fmt::format("axes {} {}\n", input, fmt::join(axes, ","));
     for (const auto& [domain, version] : g.opsets) key += fmt::format("opset {} {}\n", domain, version);
     for (const Node& n : g.nodes) {
       key += node_key(n);
@@ -219,6 +245,8 @@ class RegionBuilder {
   const Graph& graph_;
   const std::vector<ValueType>& types_;
   const CutPlaces& places_;
+  std::vector<std::optional<ValueType>> probe_;  // at the probe sizes (symbolic graphs)
+  ProbeSizes probe_sizes_;
   Region region_;
   absl::flat_hash_map<int, int> local_;  // graph node -> region node
 };

@@ -10,12 +10,12 @@
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/onnx.h"
+#include "saturn/tensor/probe.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {
 namespace {
 
-using onnx_io::generic_reshape;
 using onnx_io::Ints;
 
 // relu_model() with the first axis of its input and output symbolic.
@@ -92,6 +92,28 @@ TEST(OnnxSymbolic, ReshapesAreWrittenWithCopiedAndInferredAxes) {
   // [6,4] -> [2,12] with the 6 symbolic: no 0/-1 form keeps the batch's
   // row-major block in one axis.
   EXPECT_FALSE(generic_reshape({6, 4}, {13, 4}, {2, 12}));
+}
+
+TEST(OnnxSymbolic, RegionInputsNameTheirAxesByTheSymbolsTheyFollow) {
+  Symbols symbols;
+  symbols.sizes = {{"batch", 2}, {"seq", 16}};
+  const ProbeSizes probe = probe_sizes(symbols);
+  EXPECT_EQ(probe.at("batch"), 9);  // each symbol plus a prime of its own
+  EXPECT_EQ(probe.at("seq"), 27);
+  EXPECT_EQ(axis_expression(64, 64, symbols, probe), "");
+  EXPECT_EQ(axis_expression(16, 27, symbols, probe), "seq");
+  EXPECT_EQ(axis_expression(32, 243, symbols, probe), "batch*seq");
+  EXPECT_EQ(axis_expression(17, 28, symbols, probe), "?");  // seq + 1: no product says it
+  EXPECT_EQ(axis_size("batch*seq", probe), 243);
+  EXPECT_FALSE(axis_size("?", probe));
+  symbols.axes["in0"] = {"batch*seq", "", "?"};
+  EXPECT_FALSE(probe_input_type(symbols, probe, "in0",
+                                ValueType::of(TensorType{DType::kFloat32, {32, 4, 17}})));
+  symbols.axes["in0"] = {"batch*seq", ""};
+  std::optional<ValueType> t = probe_input_type(
+      symbols, probe, "in0", ValueType::of(TensorType{DType::kFloat32, {32, 4}}));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tensor().dims, (Dims{243, 4}));
 }
 
 TEST(OnnxSymbolic, AGraphThatFixesASymbolicSizeDoesNotExport) {

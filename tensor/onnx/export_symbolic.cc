@@ -40,81 +40,23 @@
 #include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/proto.h"
 #include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {
-
-namespace {
-
-constexpr std::int64_t kPrimes[] = {7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47};
-
-std::int64_t product(const Dims& dims, std::size_t from, std::size_t to) {
-  std::int64_t p = 1;
-  for (std::size_t k = from; k < to; ++k) p *= dims[k];
-  return p;
-}
-
-// The element count of `dims` with `unknown` (-1) taking what is left of
-// `total`, or nullopt when it does not divide.
-std::optional<Dims> fill_rest(Dims dims, std::size_t unknown, std::int64_t total) {
-  const std::int64_t known = product(dims, 0, unknown) * product(dims, unknown + 1, dims.size());
-  if (known <= 0 || total % known != 0) return std::nullopt;
-  dims[unknown] = total / known;
-  return dims;
-}
-
-}  // namespace
-
-std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
-                                              const Dims& out_base) {
-  if (in_base == in_probe) return GenericReshape{out_base, out_base};
-  const std::int64_t total = product(in_probe, 0, in_probe.size());
-  // Axes that keep the input's following axis copy it.
-  GenericReshape r{out_base, out_base};
-  for (std::size_t k = 0; k < std::min(in_base.size(), out_base.size()); ++k) {
-    if (in_probe[k] != in_base[k] && out_base[k] == in_base[k])
-      r.shape[k] = 0, r.probe[k] = in_probe[k];
-  }
-  if (product(r.probe, 0, r.probe.size()) == total) return r;
-  // One axis takes the rest: the one that holds the following input axes in
-  // row-major order (what comes before it and after it is fixed).
-  std::size_t first = in_base.size(), last = 0;
-  for (std::size_t k = 0; k < in_base.size(); ++k) {
-    if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
-  }
-  const std::int64_t before = product(in_base, 0, first);
-  const std::int64_t after = product(in_base, last + 1, in_base.size());
-  for (std::size_t j = 0; j < out_base.size(); ++j) {
-    if (r.shape[j] == 0) continue;
-    const std::int64_t out_before = product(out_base, 0, j);
-    const std::int64_t out_after = product(out_base, j + 1, out_base.size());
-    if (out_before == 0 || out_after == 0 || before % out_before != 0 || after % out_after != 0)
-      continue;
-    std::optional<Dims> probe = fill_rest(r.probe, j, total);
-    if (!probe) continue;
-    r.shape[j] = -1;
-    r.probe = std::move(*probe);
-    return r;
-  }
-  return std::nullopt;
-}
 
 void Exporter::start_probe() {
   for (int i = 0; i < out_->initializer_size(); ++i)
     folded_initializers_.emplace(out_->initializer(i).name(), i);
-  int k = 0;
-  for (const auto& [symbol, size] : g_.symbols.sizes)
-    probe_sizes_[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
+  probe_sizes_ = probe_sizes(g_.symbols);
   probe_.assign(g_.nodes.size(), ValueType{});
   for (int i = 0; i < g_.size(); ++i) {
     for (std::size_t p = 0; p < names_[i].size(); ++p) value_of_name_[names_[i][p]] = {i, p};
     probe_[i] = types_[i];
     if (g_.nodes[i].op != Op::kInput) continue;
-    auto it = g_.symbols.axes.find(*g_.nodes[i].attributes.get_string("name"));
-    if (it == g_.symbols.axes.end()) continue;
-    Dims& dims = probe_[i].parts[0].dims;
-    for (std::size_t a = 0; a < dims.size() && a < it->second.size(); ++a) {
-      if (!it->second[a].empty()) dims[a] = probe_sizes_.at(it->second[a]);
-    }
+    // A graph input's axes name single symbols (the interface's), never "?".
+    probe_[i] = probe_input_type(g_.symbols, probe_sizes_,
+                                 *g_.nodes[i].attributes.get_string("name"), types_[i])
+                    .value_or(types_[i]);
   }
 }
 
@@ -147,43 +89,15 @@ absl::Status Exporter::probe_node(int i) {
     changed = changed || probe_[x].parts != types_[x].parts;
   }
   if (!changed || n.op == Op::kInput || n.op == Op::kOpaque) return absl::OkStatus();
-  auto depends = [&](std::string_view why) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the graph holds only at the given size of {}: {}", following_symbols(n.inputs), why));
-  };
-  Attributes attributes = n.attributes;
-  if (n.op == Op::kReshape) {
-    std::optional<GenericReshape> r = generic_reshape(types_[n.inputs[0]].parts[0].dims,
-                                                      in[0].parts[0].dims, types_[i].parts[0].dims);
-    if (!r) return depends("no reshape with 0 and -1 gives its shape at other sizes");
-    attributes.set("shape", r->shape);
-    written_[i] = attributes;
-    probe_[i] = ValueType::of(TensorType{types_[i].parts[0].dtype, r->probe});
-    return absl::OkStatus();
-  }
-  if (n.op == Op::kSlice) {
-    const Dims& base = types_[n.inputs[0]].parts[0].dims;
-    const Dims& probe = in[0].parts[0].dims;
-    Ints axes = *attributes.get_ints("axes"), ends = *attributes.get_ints("ends");
-    const Ints& starts = *attributes.get_ints("starts");
-    const Ints& steps = *attributes.get_ints("steps");
-    for (std::size_t k = 0; k < ends.size(); ++k) {
-      const std::int64_t axis =
-          normalize_axis(axes.empty() ? static_cast<std::int64_t>(k) : axes[k], base.size())
-              .value_or(0);
-      const std::int64_t step = steps.empty() ? 1 : steps[k];
-      if (base[axis] == probe[axis] || step <= 0) continue;
-      const SliceRange range = slice_range(base[axis], starts[k], ends[k], step);
-      if (range.count > 0 && range.start + range.count * step >= base[axis]) ends[k] = INT64_MAX;
-    }
-    attributes.set("ends", ends);
-    written_[i] = attributes;
-  }
-  if (n.op == Op::kGroupQueryAttention)
-    return depends("GroupQueryAttention's sequence lengths are written as constants");
-  absl::StatusOr<ValueType> t = infer_type(n.op, attributes, in);
-  if (!t.ok()) return depends(message(t.status()));
-  probe_[i] = std::move(*t);
+  std::vector<ValueType> base;
+  for (int x : n.inputs) base.push_back(types_[x]);
+  absl::StatusOr<ProbedNode> probed = probe_node_type(n.op, n.attributes, base, in, types_[i]);
+  if (!probed.ok())
+    return absl::InvalidArgumentError(
+        fmt::format("the graph holds only at the given size of {}: {}",
+                    following_symbols(n.inputs), message(probed.status())));
+  if (n.op == Op::kReshape || n.op == Op::kSlice) written_[i] = probed->attributes;
+  probe_[i] = std::move(probed->type);
   return absl::OkStatus();
 }
 

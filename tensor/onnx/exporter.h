@@ -21,6 +21,7 @@
 #include "saturn/egraph/attributes.h"
 #include "onnx/onnx_pb.h"
 #include "saturn/tensor/graph.h"
+#include "saturn/tensor/probe.h"
 #include "saturn/tensor/ops.h"
 #include "saturn/tensor/tensor.h"
 #include "saturn/tensor/types.h"
@@ -30,16 +31,6 @@ namespace saturn::tensor::onnx_io {
 using Ints = std::vector<std::int64_t>;
 
 inline constexpr std::int64_t kDefaultOpset = 17;
-
-// A reshape written for any size of the symbolic dimensions (export_symbolic.cc).
-struct GenericReshape {
-  Ints shape;  // to write: 0 copies the input's axis, -1 takes the rest
-  Dims probe;  // the output shape at the probe sizes
-};
-// The shape that reshapes `in_base` to `out_base` and gives a consistent
-// shape for `in_probe` (the input at other sizes of its symbols), or nullopt.
-std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
-                                              const Dims& out_base);
 
 class Exporter {
  public:
@@ -175,7 +166,7 @@ class Exporter {
   std::set<std::string> taken_, reserved_;
   std::map<std::string, std::string> aliases_;
   int counter_ = 0;
-  std::map<std::string, std::int64_t> probe_sizes_;
+  ProbeSizes probe_sizes_;
   std::vector<ValueType> probe_;
   std::map<int, Attributes> written_;
   // The initializers write_folded() wrote, by name (opaque nodes' constant

@@ -29,6 +29,7 @@
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tensor/onnx/proto.h"
 #include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/tensor/probe.h"
 #include "saturn/tensor/ops.h"
 #include "saturn/tensor/tensor.h"
 
@@ -216,6 +217,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   // ONNX's shape inference, helped by the values of the shape arithmetic.
   if (absl::Status st = infer_with_shape_values(model); !st.ok())
     return error("ONNX shape inference fails: {}", message(st));
+  if (!graph_.symbols.empty()) probe_dims_ = probe_dims(model, graph_.symbols);
   return absl::OkStatus();
 }
 
@@ -405,6 +407,7 @@ absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
   }
   if (outputs.empty()) return absl::InvalidArgumentError("the node has no outputs");
   set_opaque_outputs(a, outputs);
+  set_probe_shapes(n, outputs, a);
   if (n.attribute_size() > 0) {
     onnx::NodeProto only_attributes;
     *only_attributes.mutable_attribute() = n.attribute();

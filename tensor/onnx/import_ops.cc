@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/onnx/importer.h"
+#include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {
 
@@ -352,6 +353,24 @@ std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
                   {0, 3}};
   }
   return std::nullopt;
+}
+
+void Importer::set_probe_shapes(const onnx::NodeProto& n, std::span<const TensorType> outputs,
+                                Attributes& a) const {
+  if (probe_dims_.empty()) return;
+  Ints shapes;
+  for (int o = 0; o < n.output_size(); ++o) {
+    auto it = probe_dims_.find(n.output(o));
+    if (n.output(o).empty() || outputs[o].dtype == DType::kOther) {
+      shapes.push_back(static_cast<std::int64_t>(outputs[o].rank()));
+      shapes.insert(shapes.end(), outputs[o].dims.begin(), outputs[o].dims.end());
+      continue;
+    }
+    if (it == probe_dims_.end() || it->second.size() != outputs[o].rank()) return;
+    shapes.push_back(static_cast<std::int64_t>(it->second.size()));
+    shapes.insert(shapes.end(), it->second.begin(), it->second.end());
+  }
+  a.set(std::string(kProbeShapes), shapes);
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -166,6 +166,10 @@ class Importer {
   // Checks the opset, reads external data and seeded-weight metadata, fixes
   // symbolic input dimensions, runs the ONNX checker and shape inference.
   absl::Status prepare(onnx::ModelProto& model);
+  // An opaque node's output shapes at the probe sizes (kProbeShapes,
+  // tensor/probe.h), when probe_dims_ has them all (import_ops.cc).
+  void set_probe_shapes(const onnx::NodeProto& n, std::span<const TensorType> outputs,
+                        Attributes& a) const;
   absl::StatusOr<TensorType> tensor_type(const onnx::TypeProto& type, const std::string& name,
                                          bool need_static) const;
   // The ONNX type of a value: a tensor (dimensions that depend on the data
@@ -233,6 +237,7 @@ class Importer {
   absl::flat_hash_map<std::string, int> values_;
   absl::flat_hash_map<std::string, Tensor> constants_;
   absl::flat_hash_map<std::string, onnx::TypeProto> types_by_name_;
+  std::map<std::string, Dims> probe_dims_;  // at the probe sizes (shape_values.h)
   SeededWeights seeded_;
 };
 

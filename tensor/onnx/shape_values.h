@@ -15,12 +15,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "onnx/onnx_pb.h"
+#include "saturn/tensor/graph.h"
 #include "saturn/tensor/tensor.h"
 
 namespace saturn::tensor::onnx_io {
@@ -40,10 +42,21 @@ std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& no
                                                        const ValueLookup& values,
                                                        const DimsLookup& dims);
 
+// A copy of `model` for shape inference: its nodes, inputs, outputs (their
+// symbolic shapes cleared, for inference to fill) and small initializers;
+// a large initializer becomes a typed input (its values matter to no
+// shape), and no value_info.
+onnx::ModelProto inference_copy(const onnx::ModelProto& model);
+
 // Runs ONNX shape inference on `model`, then feeds it the values
 // evaluate_shape_node computes (as initializers of a copy without the large
 // ones) and runs it again, until no more values are known; the types found
 // replace the model's value_info. An error is ONNX's inference failing.
 absl::Status infer_with_shape_values(onnx::ModelProto& model);
+
+// The static dimensions of `model`'s values (read with its symbols at their
+// base sizes) at the probe sizes of `symbols` (tensor/probe.h), by name;
+// empty when inference fails there.
+std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symbols& symbols);
 
 }  // namespace saturn::tensor::onnx_io

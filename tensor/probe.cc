@@ -1,0 +1,208 @@
+#include "saturn/tensor/probe.h"
+
+#include <climits>
+#include <iterator>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "saturn/tensor/infer.h"
+
+namespace saturn::tensor {
+
+namespace {
+
+constexpr std::int64_t kPrimes[] = {7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47};
+
+std::int64_t product(const Dims& dims, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t k = from; k < to; ++k) p *= dims[k];
+  return p;
+}
+
+// `dims` with `unknown` (-1) taking what is left of `total`, or nullopt when
+// it does not divide.
+std::optional<Dims> fill_rest(Dims dims, std::size_t unknown, std::int64_t total) {
+  const std::int64_t known = product(dims, 0, unknown) * product(dims, unknown + 1, dims.size());
+  if (known <= 0 || total % known != 0) return std::nullopt;
+  dims[unknown] = total / known;
+  return dims;
+}
+
+// A Slice's ends with those that run to the end of a following axis open.
+Attributes open_slice_ends(Attributes attributes, const Dims& base, const Dims& probe) {
+  Ints axes = *attributes.get_ints("axes"), ends = *attributes.get_ints("ends");
+  const Ints& starts = *attributes.get_ints("starts");
+  const Ints& steps = *attributes.get_ints("steps");
+  for (std::size_t k = 0; k < ends.size(); ++k) {
+    const std::int64_t axis =
+        normalize_axis(axes.empty() ? static_cast<std::int64_t>(k) : axes[k], base.size())
+            .value_or(0);
+    const std::int64_t step = steps.empty() ? 1 : steps[k];
+    if (base[axis] == probe[axis] || step <= 0) continue;
+    const SliceRange range = slice_range(base[axis], starts[k], ends[k], step);
+    if (range.count > 0 && range.start + range.count * step >= base[axis]) ends[k] = INT64_MAX;
+  }
+  attributes.set("ends", ends);
+  return attributes;
+}
+
+}  // namespace
+
+ProbeSizes probe_sizes(const Symbols& symbols) {
+  ProbeSizes out;
+  std::size_t k = 0;
+  for (const auto& [symbol, size] : symbols.sizes)
+    out[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
+  return out;
+}
+
+std::optional<std::int64_t> axis_size(std::string_view axis, const ProbeSizes& sizes) {
+  if (axis.empty() || axis == "?") return std::nullopt;
+  std::int64_t size = 1;
+  while (!axis.empty()) {
+    const std::size_t star = axis.find('*');
+    auto it = sizes.find(std::string(axis.substr(0, star)));
+    if (it == sizes.end()) return std::nullopt;
+    size *= it->second;
+    axis = star == std::string_view::npos ? std::string_view() : axis.substr(star + 1);
+  }
+  return size;
+}
+
+std::string axis_expression(std::int64_t base, std::int64_t probe, const Symbols& symbols,
+                            const ProbeSizes& probe_sizes) {
+  if (base == probe) return "";
+  for (const auto& [a, a_base] : symbols.sizes) {
+    if (a_base == base && probe_sizes.at(a) == probe) return a;
+    for (const auto& [b, b_base] : symbols.sizes) {
+      if (b < a) continue;
+      if (a_base * b_base == base && probe_sizes.at(a) * probe_sizes.at(b) == probe)
+        return a + "*" + b;
+    }
+  }
+  return "?";
+}
+
+std::optional<ValueType> probe_input_type(const Symbols& symbols, const ProbeSizes& probe_sizes,
+                                          const std::string& name, const ValueType& base) {
+  auto it = symbols.axes.find(name);
+  if (it == symbols.axes.end() || base.is_tuple) return base;
+  ValueType probe = base;
+  Dims& dims = probe.parts[0].dims;
+  for (std::size_t a = 0; a < dims.size() && a < it->second.size(); ++a) {
+    const std::string& axis = it->second[a];
+    if (axis.empty()) continue;
+    std::optional<std::int64_t> size = axis_size(axis, probe_sizes);
+    if (!size) return std::nullopt;
+    dims[a] = *size;
+  }
+  return probe;
+}
+
+std::optional<ValueType> opaque_probe_type(const Attributes& attributes, const ValueType& base) {
+  const Ints* shapes = attributes.get_ints(std::string(kProbeShapes));
+  if (shapes == nullptr) return std::nullopt;
+  ValueType probe = base;
+  std::size_t i = 0;
+  for (TensorType& part : probe.parts) {
+    if (i >= shapes->size()) return std::nullopt;
+    const std::int64_t rank = (*shapes)[i++];
+    if (rank != static_cast<std::int64_t>(part.dims.size()) || i + rank > shapes->size())
+      return std::nullopt;
+    part.dims.assign(shapes->begin() + i, shapes->begin() + i + rank);
+    i += rank;
+  }
+  return probe;
+}
+
+std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
+                                                  const std::vector<ValueType>& types) {
+  const ProbeSizes sizes = probe_sizes(graph.symbols);
+  std::vector<std::optional<ValueType>> probe(graph.nodes.size());
+  for (int i = 0; i < graph.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (n.op == Op::kInput) {
+      probe[i] = probe_input_type(graph.symbols, sizes, *n.attributes.get_string("name"), types[i]);
+      continue;
+    }
+    if (n.op == Op::kOpaque) {
+      probe[i] = opaque_probe_type(n.attributes, types[i]);
+      continue;
+    }
+    std::vector<ValueType> base_in, probe_in;
+    bool known = true;
+    for (int x : n.inputs) {
+      known = known && probe[x].has_value();
+      if (!known) break;
+      base_in.push_back(types[x]);
+      probe_in.push_back(*probe[x]);
+    }
+    if (!known) continue;
+    absl::StatusOr<ProbedNode> p = probe_node_type(n.op, n.attributes, base_in, probe_in, types[i]);
+    if (p.ok()) probe[i] = std::move(p->type);
+  }
+  return probe;
+}
+
+std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
+                                              const Dims& out_base) {
+  if (in_base == in_probe) return GenericReshape{out_base, out_base};
+  const std::int64_t total = product(in_probe, 0, in_probe.size());
+  // Axes that keep the input's following axis copy it.
+  GenericReshape r{out_base, out_base};
+  for (std::size_t k = 0; k < std::min(in_base.size(), out_base.size()); ++k) {
+    if (in_probe[k] != in_base[k] && out_base[k] == in_base[k])
+      r.shape[k] = 0, r.probe[k] = in_probe[k];
+  }
+  if (product(r.probe, 0, r.probe.size()) == total) return r;
+  // One axis takes the rest: the one that holds the following input axes in
+  // row-major order (what comes before it and after it is fixed).
+  std::size_t first = in_base.size(), last = 0;
+  for (std::size_t k = 0; k < in_base.size(); ++k) {
+    if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
+  }
+  const std::int64_t before = product(in_base, 0, first);
+  const std::int64_t after = product(in_base, last + 1, in_base.size());
+  for (std::size_t j = 0; j < out_base.size(); ++j) {
+    if (r.shape[j] == 0) continue;
+    const std::int64_t out_before = product(out_base, 0, j);
+    const std::int64_t out_after = product(out_base, j + 1, out_base.size());
+    if (out_before == 0 || out_after == 0 || before % out_before != 0 || after % out_after != 0)
+      continue;
+    std::optional<Dims> probe = fill_rest(r.probe, j, total);
+    if (!probe) continue;
+    r.shape[j] = -1;
+    r.probe = std::move(*probe);
+    return r;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
+                                           std::span<const ValueType> base_inputs,
+                                           std::span<const ValueType> probe_inputs,
+                                           const ValueType& base) {
+  bool changed = false;
+  for (std::size_t k = 0; k < base_inputs.size(); ++k)
+    changed = changed || base_inputs[k].parts != probe_inputs[k].parts;
+  if (!changed) return ProbedNode{base, attributes};
+  if (op == Op::kReshape) {
+    std::optional<GenericReshape> r = generic_reshape(
+        base_inputs[0].parts[0].dims, probe_inputs[0].parts[0].dims, base.parts[0].dims);
+    if (!r) return absl::InvalidArgumentError("no reshape with 0 and -1 gives its shape at other sizes");
+    Attributes written = attributes;
+    written.set("shape", r->shape);
+    return ProbedNode{ValueType::of(TensorType{base.parts[0].dtype, r->probe}), written};
+  }
+  if (op == Op::kGroupQueryAttention)
+    return absl::InvalidArgumentError(
+        "GroupQueryAttention's sequence lengths are written as constants");
+  Attributes written = op == Op::kSlice ? open_slice_ends(attributes, base_inputs[0].parts[0].dims,
+                                                          probe_inputs[0].parts[0].dims)
+                                        : attributes;
+  absl::StatusOr<ValueType> t = infer_type(op, written, probe_inputs);
+  if (!t.ok()) return t.status();
+  return ProbedNode{*std::move(t), std::move(written)};
+}
+
+}  // namespace saturn::tensor
