@@ -107,22 +107,29 @@ onnx::ModelProto scratch_model(const onnx::ModelProto& model, const Known& known
 // (initializers there), as `model`'s value_info.
 void copy_types(const onnx::ModelProto& scratch, const Known& known, onnx::ModelProto& model) {
   onnx::GraphProto* g = model.mutable_graph();
-  *g->mutable_value_info() = scratch.graph().value_info();
-  std::set<std::string> typed;
-  for (const onnx::ValueInfoProto& v : g->value_info()) typed.insert(v.name());
-  for (const onnx::TensorProto& t : g->initializer()) typed.insert(t.name());
-  for (const onnx::ValueInfoProto& v : g->input()) typed.insert(v.name());
+  // What the scratch typed replaces what was known, and a computed value's
+  // type replaces both; what neither typed (the exporter's own annotations,
+  // where ONNX's inference gives up) stays.
+  std::map<std::string, onnx::ValueInfoProto> types;
+  for (const onnx::ValueInfoProto& v : g->value_info()) types[v.name()] = v;
+  for (const onnx::ValueInfoProto& v : scratch.graph().value_info()) types[v.name()] = v;
+  std::set<std::string> given;
+  for (const onnx::TensorProto& t : g->initializer()) given.insert(t.name());
+  for (const onnx::ValueInfoProto& v : g->input()) given.insert(v.name());
   for (const onnx::NodeProto& n : g->node()) {
-    if (n.output_size() != 1 || typed.contains(n.output(0))) continue;
+    if (n.output_size() != 1 || given.contains(n.output(0))) continue;
     auto it = known.values.find(n.output(0));
     if (it == known.values.end()) continue;
-    onnx::ValueInfoProto* v = g->add_value_info();
-    v->set_name(n.output(0));
-    auto* tt = v->mutable_type()->mutable_tensor_type();
+    onnx::ValueInfoProto& v = types[n.output(0)];
+    v.Clear();
+    v.set_name(n.output(0));
+    auto* tt = v.mutable_type()->mutable_tensor_type();
     tt->set_elem_type(dtype_to_onnx(it->second.dtype()));
     auto* shape = tt->mutable_shape();
     for (std::int64_t d : it->second.dims()) shape->add_dim()->set_dim_value(d);
   }
+  g->clear_value_info();
+  for (auto& [name, v] : types) *g->add_value_info() = std::move(v);
   for (int k = 0; k < g->output_size(); ++k) {
     if (static_dims(scratch.graph().output(k).type()))
       *g->mutable_output(k) = scratch.graph().output(k);
