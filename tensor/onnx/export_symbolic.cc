@@ -104,9 +104,9 @@ absl::Status Exporter::probe_node(int i) {
 const Tensor* Exporter::shape_value(const std::string& name, bool probe) {
   for (; initializers_read_ < out_->initializer_size(); ++initializers_read_) {
     const onnx::TensorProto& t = out_->initializer(initializers_read_);
-    std::int64_t elements = 1;
-    for (std::int64_t d : t.dims()) elements *= d;
-    if (elements > kMaxShapeValueElements) continue;
+    if (shape_value_count(std::span<const std::int64_t>(t.dims().data(), t.dims().size())) >
+        kMaxShapeValueElements)
+      continue;
     absl::StatusOr<Tensor> value = tensor_from_proto(t);
     if (!value.ok()) continue;
     base_values_[t.name()] = *value;

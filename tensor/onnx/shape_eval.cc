@@ -80,9 +80,7 @@ Tensor to_tensor(const Num& n) {
   }
 }
 
-std::int64_t count(const Dims& dims) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
-}
+std::int64_t count(const Dims& dims) { return shape_value_count(dims); }
 
 // Row-major strides of `dims`.
 Dims strides(const Dims& dims) {
@@ -211,6 +209,8 @@ std::optional<Num> concat(const std::vector<Num>& inputs, std::int64_t axis_attr
   out[*axis] = 0;
   for (const Num& n : inputs) {
     if (n.dims.size() != out.size()) return std::nullopt;
+    for (std::size_t k = 0; k < out.size(); ++k)
+      if (k != static_cast<std::size_t>(*axis) && n.dims[k] != out[k]) return std::nullopt;
     out[*axis] += n.dims[*axis];
   }
   const std::int64_t outer = count(Dims(out.begin(), out.begin() + *axis));
@@ -467,9 +467,9 @@ std::optional<std::optional<Num>> evaluate_structural(const std::string& op, con
   if (op == "Reshape" && in.size() == 2)
     return reshape(in[0], as_ints(in[1]), a.i("allowzero").value_or(0) != 0);
   if (op == "Expand" && in.size() == 2) {
-    const Num ones{in[0].dtype, Dims(as_ints(in[1])),
-                   std::vector<double>(count(Dims(as_ints(in[1]))), 0.0)};
-    if (count(ones.dims) > kMaxShapeValueElements) return std::optional<Num>();
+    const Dims shape(as_ints(in[1]));
+    if (count(shape) > kMaxShapeValueElements) return std::optional<Num>();
+    const Num ones{in[0].dtype, shape, std::vector<double>(count(shape), 0.0)};
     return elementwise({in[0], ones}, in[0].dtype,
                        [](const std::vector<double>& x) { return x[0]; });
   }
@@ -483,6 +483,14 @@ std::optional<std::optional<Num>> evaluate_structural(const std::string& op, con
 }
 
 }  // namespace
+
+std::int64_t shape_value_count(std::span<const std::int64_t> dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
+  return n;
+}
 
 std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& node,
                                                        const ValueLookup& values,

@@ -19,9 +19,7 @@ namespace saturn::tensor::onnx_io {
 namespace {
 
 std::int64_t elements(const onnx::TensorProto& t) {
-  std::int64_t n = 1;
-  for (std::int64_t d : t.dims()) n *= d;
-  return n;
+  return shape_value_count(std::span<const std::int64_t>(t.dims().data(), t.dims().size()));
 }
 
 std::optional<Dims> static_dims(const onnx::TypeProto& type) {

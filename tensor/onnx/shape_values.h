@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ namespace saturn::tensor::onnx_io {
 
 // Values with more elements are not computed (nor needed: shapes are short).
 inline constexpr std::int64_t kMaxShapeValueElements = 4096;
+
+// The element count of `dims`, or INT64_MAX when a dimension is negative or
+// the product overflows (a malformed model's dimensions are anything).
+std::int64_t shape_value_count(std::span<const std::int64_t> dims);
 
 // A value's tensor by name, or null when it is not known.
 using ValueLookup = std::function<const Tensor*(const std::string&)>;
