@@ -136,6 +136,7 @@ Run run_grid_point(const Args& args, const tensor::Graph& graph, const std::stri
     options.search.threads = args.threads;
     options.budget.max_nodes = budget;
     options.budget.time_limit_seconds = args.time_limit;
+    options.seconds_per_op = 0;  // each strategy searches until --time-limit
     options.cost_model = cost;
     options.ilp_seconds = args.ilp_seconds;
     options.min_gain = 0;  // the strategies are compared on what they find

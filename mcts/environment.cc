@@ -417,6 +417,7 @@ StepResult Environment::step_all(std::span<const std::size_t> rule_indices) {
     for (std::size_t r : rule_indices) {
       all.push_back(matches(r));
       multi = multi || rule(r).is_multi();
+      result.truncated = result.truncated || all.back().size() >= match_limit();
     }
     // Ranks of the state the matches were found in.
     if (config_.filter_cycles && multi) reach_.rank(*egraph_);

@@ -106,6 +106,9 @@ struct StepResult {
   // Matches refused because their result's type differed from the matched
   // class's: the rule is unsound there (see EGraph::merge).
   std::size_t conflicts = 0;
+  // Some rule had more matches than the match limit: the ones beyond it
+  // were not tried, so a step that applied nothing is no fixpoint.
+  bool truncated = false;
 };
 
 class Environment {

@@ -337,6 +337,26 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
   const std::size_t num_trees = std::max(
       ranks, static_cast<std::size_t>(options.trees > 0 ? options.trees : options.threads) *
                  (options.trees > 0 ? 1 : ranks));
+  // Greedy saturation first (every process alike, so that all agree): where
+  // it reaches a fixpoint inside the budget, its e-graph holds every graph
+  // any order of rewrites reaches, and there is nothing left to search.
+  // Otherwise the final extraction weighs its state beside the search's:
+  // the search's reward (a greedy extraction) can tie the two, or rank
+  // saturation's lower, where an exact extraction finds it cheaper.
+  absl::StatusOr<std::unique_ptr<Environment>> saturated = Environment::create(config);
+  if (!saturated.ok()) return saturated.status();
+  if (saturate_to_fixpoint(**saturated, options.greedy)) {
+    SearchOutcome out;
+    out.stats.strategy = "mcts";
+    out.stats.stop_reason = StopReason::kSaturated;
+    out.stats.saturation_taken = true;
+    out.stats.seconds = (*saturated)->seconds();
+    count_usage(**saturated, out.stats);
+    record_final_state(**saturated, out.stats);
+    out.input_cost = (*saturated)->initial_cost();
+    out.env = *std::move(saturated);
+    return out;
+  }
   // A simulation values its last state only.
   EnvironmentConfig unpriced = config;
   unpriced.price_steps = false;
@@ -399,19 +419,10 @@ absl::StatusOr<SearchOutcome> run_mcts(const EnvironmentConfig& config,
     count_usage(tree->env(), stats);
   }
   if (processes != nullptr) combine_stats(*processes, stats);
-  // Greedy saturation's state, for the final extraction to weigh beside the
-  // search's: the search's reward (a greedy extraction) can tie the two, or
-  // rank saturation's lower, where an exact extraction finds it cheaper.
-  // The root's alone, which goes on to extract.
+  // The root's saturated state, which goes on to be extracted.
   if (rank == 0) {
-    absl::StatusOr<std::unique_ptr<Environment>> saturated = Environment::create(config);
-    if (!saturated.ok()) return saturated.status();
-    std::vector<std::size_t> all_rules(lead.num_rules());
-    for (std::size_t r = 0; r < all_rules.size(); ++r) all_rules[r] = r;
-    saturate(**saturated, all_rules, options.greedy.iteration_limit,
-             options.greedy.multi_iterations);
     count_usage(**saturated, stats);
-    out.saturated = std::move(*saturated);
+    out.saturated = *std::move(saturated);
   }
   stats.seconds = lead.seconds();
   record_final_state(lead, stats);

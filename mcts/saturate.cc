@@ -1,5 +1,6 @@
 // The saturation baselines: greedy (TENSAT) and the fixed pass order.
 #include <algorithm>
+#include <numeric>
 
 #include "saturn/mcts/search.h"
 
@@ -105,6 +106,17 @@ StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::s
     if (last.applied == 0) break;
   }
   return last;
+}
+
+bool saturate_to_fixpoint(Environment& env, const GreedyOptions& options) {
+  std::vector<std::size_t> all(env.num_rules());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  StepResult last = saturate(env, all, options.iteration_limit, options.multi_iterations);
+  if (last.applied != 0 || last.truncated || !env.has_budget()) return false;
+  // The loop's last step may have left the multi-pattern rules out; the
+  // matches of this state are cached, so trying every rule once more is cheap.
+  last = env.step_all(all);
+  return last.applied == 0 && !last.truncated && env.has_budget();
 }
 
 absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,

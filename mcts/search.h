@@ -169,6 +169,14 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
 StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
                     std::size_t multi_iterations);
 
+// Greedy saturation over every rule, and whether it reached a fixpoint
+// inside the budget: every rule, multi-pattern ones included, tried on the
+// final state and none changed it (matches skipped by cycle filtering
+// aside; a rule with more matches than the match limit is no fixpoint).
+// The e-graph then holds every graph the rules reach from the input, and
+// its exact extraction is the best of any order of rewrites.
+bool saturate_to_fixpoint(Environment& env, const GreedyOptions& options);
+
 // Adds an environment's extractions and peak sizes to `stats`.
 void count_usage(const Environment& env, SearchStats& stats);
 // Takes the steps and rule applications of the final state.

@@ -75,6 +75,12 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
   return plain();
 }
 
+double search_seconds(const OptimizeOptions& options, int ops) {
+  const double limit = options.budget.time_limit_seconds;
+  if (options.seconds_per_op <= 0) return limit;
+  return std::min(limit, std::max(kMinSearchSeconds, options.seconds_per_op * ops));
+}
+
 double min_gain_of(const OptimizeOptions& options) {
   if (options.min_gain) return *options.min_gain;
   const std::string_view cost =
@@ -239,10 +245,12 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   result.num_rules = rules->size();
 
   Stopwatch phase;
+  SearchBudget budget = options.budget;
+  budget.time_limit_seconds = search_seconds(options, tensor::total_ops(graph));
   EnvironmentConfig config{.graph = &graph,
                            .rules = rules,
                            .cost_model = cost_model.get(),
-                           .budget = options.budget,
+                           .budget = budget,
                            .filter_cycles = true,
                            .cost_options = options.cost_options,
                            .on_progress = options.on_progress};
@@ -265,7 +273,10 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();
   result.weight_bytes_before = input_weights->bytes;
-  const IlpExtractor ilp(IlpOptions{.time_limit_seconds = options.ilp_seconds});
+  // The exact extraction gets the search's time at most: where the greedy
+  // DAG extraction is already optimal, CBC spends its time proving so.
+  const IlpExtractor ilp(IlpOptions{
+      .time_limit_seconds = std::min(options.ilp_seconds, budget.time_limit_seconds)});
   const DagGreedyExtractor greedy;
   const Extractor& extractor =
       options.ilp_seconds > 0 ? static_cast<const Extractor&>(ilp) : greedy;

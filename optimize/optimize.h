@@ -50,6 +50,15 @@ struct OptimizeOptions {
   // target_ops 0: never cut.
   tensor::RegionOptions regions;
   SearchBudget budget{.max_nodes = 2000, .max_bytes = Budget::kUnlimited, .time_limit_seconds = 60};
+  // The search of a graph (or of a region) ends after this many seconds per
+  // operator, or at the time limit if that comes first, and after
+  // kMinSearchSeconds at the least: search time follows the size of what is
+  // searched. Greedy saturation runs first and ends the search where it
+  // reaches a fixpoint, and MCTS falls back on its state wherever the search
+  // finds nothing cheaper, so a short search never ends worse than greedy.
+  // The exact extraction's time (ilp_seconds) is capped by the same
+  // allowance. 0: the time limit alone.
+  double seconds_per_op = 0.005;
   // The cost model by name (cost_model_by_name), used unless cost_model is
   // set: "roofline" is the roofline model of the shipped "cpu-2core" device
   // profile.
@@ -83,6 +92,11 @@ struct OptimizeOptions {
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
 };
+
+// The least search time seconds_per_op gives a graph.
+inline constexpr double kMinSearchSeconds = 0.25;
+// The time limit of a search of `ops` operators (see seconds_per_op).
+double search_seconds(const OptimizeOptions& options, int ops);
 
 // The default minimum gain under a latency model: half a percent.
 inline constexpr double kDefaultMinGain = 0.005;

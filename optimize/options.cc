@@ -15,11 +15,14 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 14> kOptions = {{
+constexpr std::array<OptionInfo, 15> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
     {"time-limit", Kind::kValue, "SECONDS", "search time limit"},
+    {"time-per-op", Kind::kValue, "SECONDS",
+     "search time per operator of each graph or region searched, up to the time limit; 0: the "
+     "time limit alone"},
     {"cost", Kind::kValue, "SPEC", "opcount | roofline | roofline:PROFILE | measured:FILE"},
     {"rules", Kind::kList, "FILE",
      "a rule file (repeatable; default: the shipped tensor rules); its rules are verified first "
@@ -98,6 +101,9 @@ absl::Status set_search_option(OptimizeOptions& o, std::string_view name, std::s
   if (name == "time-limit")
     return assign(number(name, value, 1e-9, 1e12, "a positive number of seconds"),
                   o.budget.time_limit_seconds);
+  if (name == "time-per-op")
+    return assign(number(name, value, 0, 1e6, "a number of seconds, 0 or more"),
+                  o.seconds_per_op);
   if (name == "region-ops") {
     absl::StatusOr<int> ops = integer<int>(name, value, 0, 1000000, "a count from 0 to 1000000");
     if (!ops.ok()) return ops.status();
@@ -175,6 +181,7 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "budget-mem")
     return o.budget.max_bytes == Budget::kUnlimited ? "" : std::to_string(o.budget.max_bytes);
   if (name == "time-limit") return fmt::format("{}", o.budget.time_limit_seconds);
+  if (name == "time-per-op") return fmt::format("{}", o.seconds_per_op);
   if (name == "cost") return o.cost;
   if (name == "rules") return fmt::format("{}", fmt::join(o.rule_files, ","));
   if (name == "unverified-rules") return flag(o.unverified_rules);

@@ -39,6 +39,7 @@ OptimizeOptions quick_options(Strategy strategy, std::size_t nodes) {
   o.search.taso.max_popped = 8;
   o.budget.max_nodes = nodes;
   o.budget.time_limit_seconds = 60;
+  o.seconds_per_op = 0;  // the time limit alone: no result depends on the clock
   o.ilp_seconds = 2;
   o.cost_model = std::make_shared<OpCountCostModel>();
   o.self_check = false;  // the tests that keep outputs check them themselves
@@ -233,6 +234,22 @@ TEST(Search, MctsFindsWhatGreedyFindsOnSqueezeNet) {
   EXPECT_LE(mcts->cost_after, greedy->cost_after);
   EXPECT_GT(mcts->stats.simulations, 0u);
   EXPECT_FALSE(mcts->rules_applied.empty());
+}
+
+// Where greedy saturation reaches a fixpoint inside the budget, its e-graph
+// holds every graph the rules reach: MCTS takes it and runs no simulation.
+TEST(Search, MctsStopsWhereSaturationReachesAFixpoint) {
+  GraphBuilder b("small");
+  Value x = b.input("x", {4, 8});
+  Value y = b.input("y", {4, 8});
+  b.output(b.relu(b.add(x, y)), "z");
+  const Graph g = *b.build();
+  absl::StatusOr<OptimizeResult> r = optimize(g, quick_options(Strategy::kMcts, 2000));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stats.stop_reason, StopReason::kSaturated);
+  EXPECT_TRUE(r->stats.saturation_taken);
+  EXPECT_EQ(r->stats.simulations, 0u);
+  EXPECT_LT(r->stats.peak_nodes, 2000u);
 }
 
 // A result replaces the input only when it is cheaper by the minimum gain;
