@@ -10,7 +10,7 @@ set(saturn_exported
   saturn_base=base saturn_egraph=egraph saturn_rules=rules saturn_tensor=tensor
   saturn_interpreter=interpreter saturn_json_model=json_model saturn_onnx=onnx saturn_zoo=zoo saturn_models=models
   saturn_tensor_rules=tensor_rules saturn_costmodel=costmodel saturn_extract=extract
-  saturn_search=search saturn_optimize=optimize saturn_library=saturn)
+  saturn_search=search saturn_ort=ort saturn_optimize=optimize saturn_library=saturn)
 set(saturn_install_targets "")
 foreach(pair IN LISTS saturn_exported)
   string(REPLACE "=" ";" pair "${pair}")
@@ -24,7 +24,7 @@ install(TARGETS ${saturn_install_targets} EXPORT saturnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir base egraph rules tensor costmodel extract mcts optimize)
+foreach(dir base egraph rules tensor costmodel extract mcts optimize ort)
   install(DIRECTORY ${SATURN_ROOT}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/saturn
     FILES_MATCHING PATTERN "*.h" PATTERN "fixtures" EXCLUDE)
 endforeach()

@@ -7,6 +7,7 @@
 #include "saturn/base/status.h"
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
+#include "saturn/optimize/measure.h"
 #include "saturn/optimize/optimize_internal.h"
 #include "saturn/optimize/runtime_view.h"
 #include "saturn/optimize/self_check.h"
@@ -142,6 +143,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                           : optimize_whole(graph, options, **prepared);
   if (result.ok() && !result->worker) {
     keep_input_unless_generic(graph, *result);
+    measure_result(graph, options, *result);
     result->rule_check = (*prepared)->rule_check;
     result->times.rules = preparing;
     result->times.total = total.seconds();
@@ -180,13 +182,17 @@ void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& resul
   if (result.kept_input || input.symbols.empty()) return;
   std::string why = fails_at_other_sizes(input, result.graph, result.rules_applied);
   if (why.empty()) return;
+  take_input(input, result);
+  result.holds_only_at_given_sizes = std::move(why);
+}
+
+void take_input(const tensor::Graph& input, OptimizeResult& result) {
   result.graph = input;
   result.kept_input = true;
   result.cost_after = result.cost_before;
   result.weight_bytes_after = result.weight_bytes_before;
   result.weight_spill = 0;
   result.self_check = "the input was kept: nothing to check";
-  result.holds_only_at_given_sizes = std::move(why);
 }
 
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
@@ -197,10 +203,7 @@ void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cos
     result.weight_spill = spill;
     result.weight_bytes_after = weight_bytes;
   } else {
-    result.graph = input;
-    result.kept_input = true;
-    result.cost_after = result.cost_before;
-    result.weight_bytes_after = result.weight_bytes_before;
+    take_input(input, result);
   }
 }
 

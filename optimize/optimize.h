@@ -89,6 +89,13 @@ struct OptimizeOptions {
   // is checked region by region (each structure's result against the
   // region). false: no check.
   bool self_check = true;
+  // Never slower: a graph read from an ONNX file (tensor::Graph::source)
+  // whose candidate the prediction takes is timed against it in
+  // onnxruntime (optimize/measure.h), and the input is kept unless the
+  // candidate is measurably faster and its outputs match there. Without
+  // onnxruntime the prediction decides, and the result says so. false: the
+  // prediction alone decides.
+  bool measure = true;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -125,7 +132,25 @@ struct PhaseTimes {
   double rules = 0;    // loading the rules
   double search = 0;   // growing the e-graph
   double extract = 0;  // final extraction and graph rebuilding
+  double measure = 0;  // timing the candidate in onnxruntime (in total too)
   double total = 0;
+};
+
+// What timing the candidate against the input in onnxruntime found
+// (OptimizeOptions::measure).
+struct Measurement {
+  // Why there was no timing, or what the timing decided.
+  std::string note;
+  bool timed = false;  // the figures below are set
+  bool outputs_match = false;
+  bool faster = false;  // measurably faster: the candidate was taken
+  // The input's time over the candidate's: the median over rounds and
+  // session pairs, and the least and most session pair's median.
+  double speedup = 0, speedup_low = 0, speedup_high = 0;
+  double noise = 0;      // how far two sessions of one model differed (a fraction)
+  double threshold = 0;  // what speedup_low had to beat
+  int rounds = 0;
+  std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"
 };
 
 struct OptimizeResult {
@@ -168,6 +193,9 @@ struct OptimizeResult {
   RuleFileCheck rule_check;
   // What the self-check checked, or why it did not (OptimizeOptions::self_check).
   std::string self_check;
+  // Set where OptimizeOptions::measure is: the timing in onnxruntime, or
+  // why there was none.
+  std::optional<Measurement> measured;
   SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;
   // The regions the graph was cut into (1: searched whole), and one summary

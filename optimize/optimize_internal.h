@@ -50,6 +50,9 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
 // result.holds_only_at_given_sizes.
 void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result);
 
+// Makes the input the result (kept_input): its graph, cost and weights.
+void take_input(const tensor::Graph& input, OptimizeResult& result);
+
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result);
 

@@ -15,7 +15,7 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 15> kOptions = {{
+constexpr std::array<OptionInfo, 16> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
@@ -42,6 +42,9 @@ constexpr std::array<OptionInfo, 15> kOptions = {{
      "a latency cost, 0 under opcount)"},
     {"no-check", Kind::kFlag, "",
      "do not run the result beside the input in the interpreter before taking it"},
+    {"no-measure", Kind::kFlag, "",
+     "take the predicted result without timing it against the input in onnxruntime (by "
+     "default an ONNX model is kept unless the result runs measurably faster there)"},
 }};
 
 absl::Status bad_value(std::string_view name, std::string_view value, std::string_view wanted) {
@@ -146,6 +149,12 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     o.self_check = !*off;
     return absl::OkStatus();
   }
+  if (name == "no-measure") {
+    absl::StatusOr<bool> off = boolean(name, value);
+    if (!off.ok()) return off.status();
+    o.measure = !*off;
+    return absl::OkStatus();
+  }
   return absl::NotFoundError(std::string(name));
 }
 
@@ -192,6 +201,7 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "ilp-seconds") return fmt::format("{}", o.ilp_seconds);
   if (name == "min-gain") return o.min_gain ? fmt::format("{}", *o.min_gain * 100) : "";
   if (name == "no-check") return flag(!o.self_check);
+  if (name == "no-measure") return flag(!o.measure);
   return "";
 }
 

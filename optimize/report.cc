@@ -43,6 +43,22 @@ json options_json(const OptimizeOptions& options) {
 
 json text_or_null(const std::string& text) { return text.empty() ? json() : json(text); }
 
+json measurement_json(const std::optional<Measurement>& m) {
+  if (!m) return json();
+  json out = {{"note", m->note}, {"timed", m->timed}};
+  if (!m->timed) return out;
+  out.update({{"runtime", m->runtime},
+              {"outputs_match", m->outputs_match},
+              {"faster", m->faster},
+              {"speedup", m->speedup},
+              {"speedup_low", m->speedup_low},
+              {"speedup_high", m->speedup_high},
+              {"noise", m->noise},
+              {"threshold", m->threshold},
+              {"rounds", m->rounds}});
+  return out;
+}
+
 }  // namespace
 
 std::string stop_summary(const OptimizeResult& r) {
@@ -106,7 +122,10 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
            {{"rules", r.times.rules},
             {"search", r.times.search},
             {"extract", r.times.extract},
-            {"total", r.times.total}}}};
+            {"measure", r.times.measure},
+            {"total", r.times.total}}},
+          {"predicted_speedup", r.cost_found > 0 ? r.cost_before / r.cost_found : 1.0},
+          {"measured", measurement_json(r.measured)}};
 }
 
 }  // namespace saturn

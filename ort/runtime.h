@@ -73,6 +73,37 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
 // The human-readable lines for a report.
 std::string describe(const VerifyReport& report);
 
+// Whether a candidate runs measurably faster than its input (ort_run.py's
+// decide): two sessions of each model, timed in rotating rounds until the
+// answer is clear (at least min_rounds) or `seconds` of timing are spent.
+// A session of a model can run a few percent off another session of the
+// same model for its whole life (on this machine up to 7% on a 30 ms
+// decoder step), so every pairing of an input's session with a candidate's
+// gives a speedup, and the candidate is faster when the least of them
+// beats 1 + min_gain by more than two sessions of one model differ. One
+// intra-op thread: on 2 cores, two threads' timings spread several times
+// wider (SqueezeNet's paired ratios: p10-p90 0.83-1.86 with two, 0.96-1.07
+// with one).
+struct DecideOptions {
+  RuntimeOptions runtime{.warmup = 2, .threads = 1};
+  double seconds = 20;
+  int min_rounds = 5, max_rounds = 41;
+  double min_gain = 0.01;
+};
+struct Decision {
+  bool outputs_match = false;  // and PyPI's ONNX checker passes the candidate
+  bool faster = false;
+  double speedup = 0;  // the median over every session pair and round
+  double speedup_low = 0, speedup_high = 0;  // the least and most session pair's
+  double noise = 0;      // how far two sessions of one model differed (a fraction)
+  double threshold = 0;  // what speedup_low had to beat
+  int rounds = 0;
+  double seconds = 0;
+  nlohmann::json json;  // everything the harness measured
+};
+absl::StatusOr<Decision> decide_faster(const std::string& input, const std::string& candidate,
+                                       const DecideOptions& options = {});
+
 // Onnxruntime's profiler makes each kernel it times take longer: on this
 // machine a Relu of 512 values shows 6.5 us in the profile and costs 0.9 us
 // in a run without the profiler (the excess measured 3.4-9 us, following

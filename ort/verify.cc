@@ -42,6 +42,29 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
   return r;
 }
 
+absl::StatusOr<Decision> decide_faster(const std::string& input, const std::string& candidate,
+                                       const DecideOptions& options) {
+  absl::StatusOr<nlohmann::json> j = run_harness(
+      {"decide", input, candidate, "--seconds", fmt::format("{}", options.seconds),
+       "--min-rounds", std::to_string(options.min_rounds), "--max-rounds",
+       std::to_string(options.max_rounds), "--min-gain", fmt::format("{}", options.min_gain)},
+      options.runtime);
+  if (!j.ok()) return j.status();
+  Decision d;
+  const bool checked = j->contains("checker") && (*j)["checker"].value("ok", false);
+  d.outputs_match = j->value("outputs_match", false) && checked;
+  d.faster = d.outputs_match && j->value("faster", false);
+  d.speedup = j->value("speedup", 0.0);
+  d.speedup_low = j->value("speedup_low", 0.0);
+  d.speedup_high = j->value("speedup_high", 0.0);
+  d.noise = j->value("noise", 0.0);
+  d.threshold = j->value("threshold", 0.0);
+  d.rounds = j->value("rounds", 0);
+  d.seconds = j->value("seconds", 0.0);
+  d.json = std::move(*j);
+  return d;
+}
+
 std::string describe(const VerifyReport& r) {
   std::string out;
   for (const nlohmann::json& o : r.json["outputs"]) {

@@ -106,6 +106,7 @@ TEST_P(Fixtures, OptimizeWithEveryStrategyExportAndEvaluate) {
     options.budget.time_limit_seconds = 10;
     options.ilp_seconds = 0.25;  // per region: CBC's warm start is the greedy extraction
     options.self_check = false;  // this test runs both graphs itself, below
+    options.measure = false;     // the search's graph is what is tested
     absl::StatusOr<OptimizeResult> r = optimize(*g, options);
     ASSERT_TRUE(r.ok()) << r.status();
     absl::StatusOr<std::string> bytes = to_onnx_model(r->graph);
@@ -149,6 +150,7 @@ TEST(FixtureRewrites, BertFusesEveryLayerNormAndGelu) {
   options.budget.max_nodes = 5000;
   options.cost_model = std::make_shared<OpCountCostModel>();
   options.ilp_seconds = 0;
+  options.measure = false;  // the fusions are what is tested
   absl::StatusOr<OptimizeResult> r = optimize(*g, options);
   ASSERT_TRUE(r.ok()) << r.status();
   std::map<Op, int> ops = op_counts(r->graph);

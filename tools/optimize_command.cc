@@ -112,15 +112,24 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
                r.region_summaries.size(), r.region_cache_hits());
   fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
              r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
-  fmt::print("  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, total {:.2f} s\n",
-             r.times.rules, r.times.search, r.times.extract, r.times.total);
+  fmt::print(
+      "  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, timing in onnxruntime {:.2f} "
+      "s, total {:.2f} s\n",
+      r.times.rules, r.times.search, r.times.extract, r.times.measure, r.times.total);
   fmt::print("  self-check: {}\n", r.self_check);
+  const bool timed = r.measured && r.measured->timed;
+  if (r.measured)
+    fmt::print("  onnxruntime: {}{}\n", r.measured->note,
+               timed ? fmt::format(" ({} rounds, {}, sessions of one model {:.1f}% apart)",
+                                   r.measured->rounds, r.measured->runtime,
+                                   100 * r.measured->noise)
+                     : "");
   if (!r.holds_only_at_given_sizes.empty())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f}, but it holds only at the given "
         "sizes of its symbolic dimensions: {}\n",
         r.cost_found, r.holds_only_at_given_sizes);
-  else if (r.kept_input && r.found_cheaper())
+  else if (r.kept_input && r.found_cheaper() && !timed)
     fmt::print(
         "  kept the input: the best graph found costs {:.2f} ({:.3f}% lower, below the "
         "minimum gain of {:.3g}%)\n",

@@ -12,6 +12,18 @@ runs it with that interpreter and reads the one JSON object it prints.
     inference), and times them: each model in its own session, the timed
     runs alternating A, B, A, B, ... so that drift in the machine's speed
     hits both alike.
+  ort_run.py decide INPUT.onnx CANDIDATE.onnx [--seconds S] [--min-rounds N]
+             [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
+             [--seed S] [--threads T]
+    Whether the candidate runs measurably faster than the input: outputs
+    compared and the candidate checked as for verify, then two sessions of
+    each model timed in rounds (each round runs the four once, in a
+    rotating order) until the answer is clear or the time is spent. A
+    session can run a few percent faster or slower than another session of
+    the same model for as long as it lives, so each pair of an input's and a
+    candidate's session gives a speedup (the median over rounds of their
+    time ratio), and the candidate is faster when the least of the four
+    beats 1 + min-gain by more than the two sessions of one model differ.
   ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
              [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
     The latency of each model (for measured cost tables): the wall time of
@@ -46,7 +58,8 @@ except ImportError as err:  # the caller tells the user to run tools/install-dep
     sys.exit(3)
 
 OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "threads": 2,
-           "profile": 1, "kernel-offset": 0, "kernel-floor": 0}
+           "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 20, "min-rounds": 5,
+           "max-rounds": 41, "min-gain": 0.01}
 
 # Operators that only convert between layouts at the edge of a chain of
 # convolutions in the blocked layout onnxruntime's CPU provider uses.
@@ -85,7 +98,7 @@ def parse_args(argv):
         else:
             files.append(a)
             i += 1
-    for key in ("runs", "warmup", "seed", "threads", "profile"):
+    for key in ("runs", "warmup", "seed", "threads", "profile", "min-rounds", "max-rounds"):
         opts[key] = int(opts[key])
     if opts["runs"] < 1:
         raise HarnessError("--runs must be at least 1")
@@ -196,18 +209,16 @@ def json_number(x):
     return x if x == x and abs(x) != float("inf") else None
 
 
-def verify(opts, files):
-    if len(files) != 2:
-        raise HarnessError("verify needs two models: ORIGINAL OPTIMIZED")
-    fa, fb = files
-    a = open_session(fa, opts["threads"])
-    b = open_session(fb, opts["threads"])
-    # Inputs are fed by name: the same names, types and shapes, in any order.
+def same_inputs(a, b):
+    """Inputs are fed by name: the same names, types and shapes, in any order."""
     def names(s):
         return " ".join(sorted(f"{m.name}:{m.type}{m.shape}" for m in s.get_inputs()))
     if names(a) != names(b):
         raise HarnessError(f"the models' inputs differ: {names(a)} vs {names(b)}")
-    feeds = inputs_for(a, opts["seed"])
+
+
+def compare_outputs(a, b, feeds, opts):
+    """Runs both sessions on the feeds; each of a's outputs compared with b's."""
     out_a = dict(zip([o.name for o in a.get_outputs()], a.run(None, feeds)))
     out_b = dict(zip([o.name for o in b.get_outputs()], b.run(None, feeds)))
     outputs, ok = [], True
@@ -224,7 +235,24 @@ def verify(opts, files):
         if "detail" in c:
             entry["detail"] = c["detail"]
         outputs.append(entry)
-    checker = checker_verdict(fb)
+    return outputs, ok
+
+
+def checker_report(file):
+    message = checker_verdict(file)
+    return {"ok": message is None, "onnx": onnx.__version__, **({"message": message} if message else {})}
+
+
+def verify(opts, files):
+    if len(files) != 2:
+        raise HarnessError("verify needs two models: ORIGINAL OPTIMIZED")
+    fa, fb = files
+    a = open_session(fa, opts["threads"])
+    b = open_session(fb, opts["threads"])
+    same_inputs(a, b)
+    feeds = inputs_for(a, opts["seed"])
+    outputs, ok = compare_outputs(a, b, feeds, opts)
+    checker = checker_report(fb)
     for _ in range(opts["warmup"]):
         a.run(None, feeds)
         b.run(None, feeds)
@@ -240,14 +268,74 @@ def verify(opts, files):
     return {
         "original": fa, "optimized": fb, "ok": ok, "rtol": opts["rtol"], "atol": opts["atol"],
         "seed": opts["seed"], "outputs": outputs,
-        "checker": {"ok": checker is None, "onnx": onnx.__version__,
-                    **({"message": checker} if checker else {})},
+        "checker": checker,
         "onnxruntime": ort.__version__,
         "latency": {"original": sa, "optimized": sb},
         "speedup": quantile(ratios, 0.5), "speedup_p10": quantile(ratios, 0.1),
         "speedup_p90": quantile(ratios, 0.9),
         "speedup_of_medians": sa["median_us"] / sb["median_us"],
     }
+
+
+def median_ratio(x, y):
+    return quantile(sorted(p / q for p, q in zip(x, y)), 0.5)
+
+
+def speedup_verdict(times, min_gain):
+    """times: per round, the input's two sessions then the candidate's two.
+    The speedup of each input session over each candidate session, how far
+    two sessions of one model differ (noise, a fraction), and whether the
+    least speedup beats 1 + min_gain by more than that."""
+    a = [times[0], times[1]]
+    b = [times[2], times[3]]
+    pairs = [median_ratio(x, y) for x in a for y in b]
+    noise = max(abs(median_ratio(a[0], a[1]) - 1), abs(median_ratio(b[0], b[1]) - 1))
+    threshold = (1 + min_gain) * (1 + noise)
+    pooled = sorted(p / q for x in a for y in b for p, q in zip(x, y))
+    return {"speedup": quantile(pooled, 0.5), "speedup_low": min(pairs),
+            "speedup_high": max(pairs), "noise": noise, "threshold": threshold,
+            "faster": min(pairs) > threshold}
+
+
+def decide(opts, files):
+    if len(files) != 2:
+        raise HarnessError("decide needs two models: INPUT CANDIDATE")
+    fa, fb = files
+    start = time.perf_counter()
+    sessions = [open_session(f, opts["threads"]) for f in (fa, fa, fb, fb)]
+    same_inputs(sessions[0], sessions[2])
+    feeds = inputs_for(sessions[0], opts["seed"])
+    outputs, ok = compare_outputs(sessions[0], sessions[2], feeds, opts)
+    checker = checker_report(fb)
+    result = {"input": fa, "candidate": fb, "outputs": outputs, "outputs_match": ok,
+              "checker": checker, "onnxruntime": ort.__version__, "threads": opts["threads"],
+              "min_gain": opts["min-gain"], "rounds": 0, "faster": False}
+    if not ok or not checker["ok"]:
+        result["seconds"] = time.perf_counter() - start
+        return result
+    for _ in range(opts["warmup"]):
+        for s in sessions:
+            s.run(None, feeds)
+    times = [[] for _ in sessions]
+    timing = time.perf_counter()
+    verdict = None
+    for r in range(opts["max-rounds"]):
+        for k in range(len(sessions)):
+            i = (k + r) % len(sessions)
+            times[i].append(timed_run(sessions[i], feeds)[1])
+        if r + 1 < opts["min-rounds"]:
+            continue
+        verdict = speedup_verdict(times, opts["min-gain"])
+        # Clear either way, or out of time.
+        if (verdict["speedup_high"] < 1 or verdict["faster"]
+                or time.perf_counter() - timing > opts["seconds"]):
+            break
+    result.update(verdict or speedup_verdict(times, opts["min-gain"]))
+    result["rounds"] = len(times[0])
+    result["input_median_us"] = quantile(sorted(times[0] + times[1]), 0.5)
+    result["candidate_median_us"] = quantile(sorted(times[2] + times[3]), 0.5)
+    result["seconds"] = time.perf_counter() - start
+    return result
 
 
 def kernels_by_run(events):
@@ -331,15 +419,17 @@ def time_models(opts, files):
 
 def main(argv):
     if not argv:
-        raise HarnessError("usage: ort_run.py verify|time FILES... [--OPTION VALUE]...")
+        raise HarnessError("usage: ort_run.py verify|decide|time FILES... [--OPTION VALUE]...")
     command, rest = argv[0], argv[1:]
     opts, files = parse_args(rest)
     if command == "verify":
         result = verify(opts, files)
+    elif command == "decide":
+        result = decide(opts, files)
     elif command == "time":
         result = time_models(opts, files)
     else:
-        raise HarnessError(f"unknown command '{command}' (verify or time)")
+        raise HarnessError(f"unknown command '{command}' (verify, decide or time)")
     sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
 
 

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 printf 'not a model' > "$OUT/corrupt.onnx"
 models=("$FIXTURES/squeezenet1_1.onnx" "$FIXTURES/dyn_cnn.onnx" "$OUT/corrupt.onnx" nasrnn)
-options=(--search greedy --ilp-seconds 1 --cost opcount)
+options=(--search greedy --ilp-seconds 1 --cost opcount --no-measure)
 
 run out "$SATURN" batch "${models[@]}" --out "$OUT/one" "${options[@]}"
 expect_exit 1

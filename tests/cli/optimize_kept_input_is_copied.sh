@@ -13,7 +13,7 @@ cmp "$input" "$OUT/kept.onnx" || fail "the kept model is not a copy of the input
 
 # A model that changes is saturn's export.
 run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
-  -o "$OUT/changed.onnx"
+  --no-measure -o "$OUT/changed.onnx"
 expect_not 'a copy of the input' "$out"
 if cmp -s "$input" "$OUT/changed.onnx"; then fail "a changed model was written as the input"; fi
 

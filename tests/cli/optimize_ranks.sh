@@ -18,7 +18,7 @@ cases=("$FIXTURES/squeezenet1_1.onnx --search mcts --region-ops 16"
        "nasrnn --search mcts --region-ops 12 --budget-nodes 600")
 for i in "${!cases[@]}"; do
   read -r -a args <<< "${cases[$i]}"
-  common=("${args[@]}" --threads 2 --seed 3 --time-limit 600 --time-per-op 0 --ilp-seconds 2)
+  common=("${args[@]}" --threads 2 --seed 3 --time-limit 600 --time-per-op 0 --ilp-seconds 2 --no-measure)
   run_ok one "$SATURN" optimize "${common[@]}" -o "$OUT/one$i.onnx"
   run_ok two two_ranks optimize "${common[@]}" -o "$OUT/two$i.onnx"
   expect 'regions: [0-9]+, [0-9]+ structures searched' "$two"
@@ -26,7 +26,7 @@ for i in "${!cases[@]}"; do
   cmp "$OUT/one$i.onnx" "$OUT/two$i.onnx" || fail "${args[0]}: 1 and 2 ranks wrote different models"
 done
 
-whole=("$FIXTURES/squeezenet1_1.onnx" --search mcts --region-ops 0 --seed 5 --time-limit 600 --time-per-op 0
+whole=("$FIXTURES/squeezenet1_1.onnx" --search mcts --region-ops 0 --seed 5 --time-limit 600 --time-per-op 0 --no-measure
        --ilp-seconds 2)
 run_ok one "$SATURN" optimize "${whole[@]}" --threads 2 -o "$OUT/whole_one.onnx" \
   --report "$OUT/whole_one.json"

@@ -5,14 +5,14 @@
 source "$(dirname "$0")/lib.sh"
 input=$FIXTURES/llama_block.onnx
 
-run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 1 \
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 1 --no-measure \
   -o "$OUT/runtime.onnx" --report "$OUT/runtime.json"
 run_ok out "$SATURN" info "$OUT/runtime.onnx"
 expect 'opsets: .*com\.microsoft:1' "$out"
 expect 'RotaryEmbedding' "$out"
 expect '"target": "onnxruntime"' "$(cat "$OUT/runtime.json")"
 
-run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 1 \
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 1 --no-measure \
   --target onnx -o "$OUT/standard.onnx" --report "$OUT/standard.json"
 run_ok out "$SATURN" info "$OUT/standard.onnx"
 expect_not 'com\.microsoft' "$out"

@@ -22,7 +22,8 @@ def fixture(name):
 
 def test_optimized_fixture_computes_what_the_input_computes(tmp_path):
     model = saturn.load(fixture("squeezenet1_1.onnx"))
-    result = saturn.optimize(model, search="greedy", cost="roofline:gpu-a100", ilp_seconds=0)
+    result = saturn.optimize(model, search="greedy", cost="roofline:gpu-a100", ilp_seconds=0,
+                             no_measure=True)
     assert result.cost_after < result.cost_before
     assert not result.kept_input
     assert result.rules_applied and all(count > 0 for _, count in result.rules_applied)
@@ -35,6 +36,17 @@ def test_optimized_fixture_computes_what_the_input_computes(tmp_path):
     got = back.run(inputs)["output"]
     assert want.shape == got.shape == (1, 1000)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_the_default_times_the_result_in_onnxruntime():
+    result = saturn.optimize(saturn.load(fixture("squeezenet1_1.onnx")), search="greedy",
+                             cost="roofline:gpu-a100", ilp_seconds=0)
+    measured = result.report["measured"]
+    assert measured["timed"], measured["note"]
+    assert measured["rounds"] >= 5 and measured["runtime"].startswith("onnxruntime")
+    # Taken only where measurably faster; otherwise the input comes back.
+    assert measured["faster"] == (not result.kept_input), measured["note"]
+    assert result.report["seconds"]["measure"] > 0
 
 
 def test_onnx_bytes_round_trip():

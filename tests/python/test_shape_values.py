@@ -65,7 +65,7 @@ def test_a_length_sliced_buffer_keeps_the_model_typed_and_it_runs_at_any_size(tm
     model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     embeddings_model(str(model), opset)
     subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--report", str(report),
-                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
+                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0", "--no-measure",
                     "--dim", "batch=2", "--dim", "seq=5", "--quiet"], check=True,
                    capture_output=True)
     r = json.loads(report.read_text())
@@ -132,7 +132,7 @@ def test_a_rewrite_that_holds_at_batch_1_only_is_not_made(tmp_path):
     model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     batch_broadcast_model(str(model))
     subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--report", str(report),
-                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
+                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0", "--no-measure",
                     "--dim", "batch=1", "--dim", "seq=6", "--quiet"], check=True,
                    capture_output=True)
     r = json.loads(report.read_text())

@@ -1,0 +1,97 @@
+#include "saturn/optimize/measure.h"
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "saturn/base/status.h"
+#include "saturn/base/stopwatch.h"
+#include "saturn/optimize/optimize_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/onnx/onnx.h"
+
+namespace saturn {
+
+namespace {
+
+// The input's symbolic dimensions at the sizes it was optimized for: both
+// models are timed at those sizes.
+tensor::OnnxImportOptions sizes_of(const tensor::Graph& graph) {
+  tensor::OnnxImportOptions o;
+  for (const auto& [name, size] : graph.symbols.sizes) o.dims[name] = size;
+  return o;
+}
+
+// The two ONNX files onnxruntime times: the input file made self-contained,
+// and the candidate as it would be written, both sized alike.
+absl::StatusOr<ort::Decision> time_candidate(const tensor::Graph& input,
+                                             const tensor::Graph& candidate,
+                                             const ort::TempDir& dir) {
+  const tensor::OnnxImportOptions sizes = sizes_of(input);
+  absl::StatusOr<std::string> a = ort::runtime_file(input.source, input, dir, "input", sizes);
+  if (!a.ok()) return a.status();
+  const std::string written = (dir.path() / "candidate_written.onnx").string();
+  if (absl::Status s = tensor::save_onnx_model(candidate, written); !s.ok()) return s;
+  absl::StatusOr<std::string> b = ort::runtime_file(written, candidate, dir, "candidate", sizes);
+  if (!b.ok()) return b.status();
+  return ort::decide_faster(*a, *b);
+}
+
+}  // namespace
+
+void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
+                    OptimizeResult& result) {
+  if (!options.measure) return;
+  Measurement& m = result.measured.emplace();
+  if (result.kept_input) {
+    m.note = "the input was kept: nothing to time";
+    return;
+  }
+  if (input.source.empty()) {
+    m.note = "not read from an ONNX file: the prediction decided";
+    return;
+  }
+  const Stopwatch clock;
+  ort::TempDir dir;
+  absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, dir);
+  result.times.measure = clock.seconds();
+  if (!d.ok() && absl::IsFailedPrecondition(d.status())) {
+    m.note = fmt::format("not timed: {}; the prediction decided", message(d.status()));
+    return;
+  }
+  if (!d.ok()) {
+    m.note = fmt::format("onnxruntime could not time the candidate ({}): the input was kept",
+                         message(d.status()));
+    take_input(input, result);
+    return;
+  }
+  const double predicted = result.cost_found > 0 ? result.cost_before / result.cost_found : 1;
+  m.timed = true;
+  m.outputs_match = d->outputs_match;
+  m.faster = d->faster;
+  m.speedup = d->speedup;
+  m.speedup_low = d->speedup_low;
+  m.speedup_high = d->speedup_high;
+  m.noise = d->noise;
+  m.threshold = d->threshold;
+  m.rounds = d->rounds;
+  m.runtime = fmt::format("onnxruntime {}, {} thread", d->json.value("onnxruntime", "?"),
+                          d->json.value("threads", 1));
+  if (!d->outputs_match) {
+    m.note = "its outputs differ from the input's in onnxruntime (or the ONNX checker fails it): "
+             "the input was kept";
+    take_input(input, result);
+  } else if (!d->faster) {
+    m.note = fmt::format(
+        "predicted {:.3f}x, not measurably faster ({:.3f}x, sessions [{:.3f}, {:.3f}], needed "
+        "above {:.3f}): the input was kept",
+        predicted, m.speedup, m.speedup_low, m.speedup_high, m.threshold);
+    take_input(input, result);
+  } else {
+    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, sessions [{:.3f}, "
+                         "{:.3f}]): taken",
+                         predicted, m.speedup, m.speedup_low, m.speedup_high);
+  }
+}
+
+}  // namespace saturn

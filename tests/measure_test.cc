@@ -1,0 +1,127 @@
+// Never slower: optimize() times a candidate the prediction takes against
+// its ONNX input in onnxruntime and keeps the input unless the candidate is
+// measurably faster. A cost model that lies (its predicted gain is a loss)
+// leaves the input byte for byte; a real gain is taken, and the same seed
+// decides the same way again.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "saturn/base/file.h"
+#include "saturn/costmodel/cost_model.h"
+#include "saturn/mcts/search.h"
+#include "saturn/optimize/optimize.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/onnx/onnx.h"
+
+namespace saturn {
+namespace {
+
+using tensor::Graph;
+
+// Lies about convolutions: one with a 1x1 kernel costs a hundred times one
+// with a larger kernel. The search then enlarges 1x1 kernels to 3x3 with
+// zeros around them (nine times the work) and predicts a large gain.
+class InvertedConvolutionCost final : public CostModel {
+ public:
+  std::string_view name() const override { return "inverted-convolutions"; }
+  double node_cost(tensor::Op op, const Attributes&, std::span<const tensor::ValueType> inputs,
+                   const tensor::ValueType&, OpContext) const override {
+    if (is_free_operator(op)) return 0;
+    if (op != tensor::Op::kConv || inputs.size() < 2) return 1;
+    const tensor::Dims& kernel = inputs[1].tensor().dims;
+    return kernel.size() == 4 && kernel[2] == 1 && kernel[3] == 1 ? 100 : 1;
+  }
+};
+
+OptimizeOptions greedy_options() {
+  OptimizeOptions o;
+  o.search.strategy = Strategy::kGreedy;
+  o.ilp_seconds = 0;
+  return o;
+}
+
+std::string fixture(const char* name) {
+  return fmt::format("{}/{}.onnx", SATURN_FIXTURES, name);
+}
+
+TEST(Measure, APredictedGainThatRunsSlowerKeepsTheInputByteForByte) {
+  absl::StatusOr<Graph> g = tensor::load_onnx_model(fixture("squeezenet1_1"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  OptimizeOptions o = greedy_options();
+  o.cost_model = std::make_shared<InvertedConvolutionCost>();
+  o.self_check = false;
+  absl::StatusOr<OptimizeResult> r = optimize(*g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->measured.has_value());
+  ASSERT_TRUE(r->measured->timed) << r->measured->note;
+  EXPECT_GT(r->cost_before / r->cost_found, 1.5) << "the lie predicts a large gain";
+  EXPECT_TRUE(r->measured->outputs_match);
+  EXPECT_FALSE(r->measured->faster) << r->measured->note;
+  EXPECT_LT(r->measured->speedup, 1.0) << r->measured->note;
+  EXPECT_TRUE(r->kept_input);
+  EXPECT_EQ(r->cost_after, r->cost_before);
+  std::cout << r->measured->note << "\n";
+  ort::TempDir dir;
+  const std::string out = (dir.path() / "out.onnx").string();
+  ASSERT_TRUE(save_result(*r, out).ok());
+  EXPECT_EQ(*read_text_file(out), *read_text_file(fixture("squeezenet1_1")));
+}
+
+// (x W1) W2 with weights W1 [64, 1024] and W2 [1024, 64]: reassociated, the
+// product of the weights is a constant and x meets a 64x64 matrix, a
+// twentieth of the work.
+absl::StatusOr<Graph> reassociable_model(const std::string& path) {
+  tensor::GraphBuilder b("chain");
+  tensor::Value x = b.input("x", {512, 64});
+  tensor::Value w1 = b.weight("w1", {64, 1024});
+  tensor::Value w2 = b.weight("w2", {1024, 64});
+  b.output(b.matmul(b.matmul(x, w1), w2), "y");
+  absl::StatusOr<Graph> built = b.build();
+  if (!built.ok()) return built.status();
+  if (absl::Status s = tensor::save_onnx_model(*built, path); !s.ok()) return s;
+  return tensor::load_onnx_model(path);
+}
+
+TEST(Measure, AMeasuredGainIsTakenAndTheSameSeedDecidesAlike) {
+  ort::TempDir dir;
+  absl::StatusOr<Graph> g = reassociable_model((dir.path() / "chain.onnx").string());
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run);
+    absl::StatusOr<OptimizeResult> r = optimize(*g, greedy_options());
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->measured.has_value() && r->measured->timed)
+        << (r->measured ? r->measured->note : "");
+    EXPECT_TRUE(r->measured->faster) << r->measured->note;
+    EXPECT_GT(r->measured->speedup_low, 2.0) << r->measured->note;
+    EXPECT_FALSE(r->kept_input);
+    std::cout << r->measured->note << "\n";
+  }
+}
+
+TEST(Measure, OnlyAGraphReadFromAnOnnxFileIsTimed) {
+  tensor::GraphBuilder b("chain");
+  tensor::Value x = b.input("x", {512, 64});
+  b.output(b.matmul(b.matmul(x, b.weight("w1", {64, 1024})), b.weight("w2", {1024, 64})), "y");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<OptimizeResult> r = optimize(*g, greedy_options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->measured.has_value());
+  EXPECT_FALSE(r->measured->timed);
+  EXPECT_NE(r->measured->note.find("not read from an ONNX file"), std::string::npos);
+  EXPECT_FALSE(r->kept_input) << "the prediction decides";
+  OptimizeOptions off = greedy_options();
+  off.measure = false;
+  r = optimize(*g, off);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->measured.has_value());
+}
+
+}  // namespace
+}  // namespace saturn
