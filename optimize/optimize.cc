@@ -235,6 +235,17 @@ absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
   return result;
 }
 
+// A graph too large for its search, cut into regions of about half its
+// operators (at the narrowest places, tensor/regions.h); one region where
+// no cut can be made (a single operator, or values no region can take as
+// inputs crossing every place).
+absl::StatusOr<std::vector<tensor::Region>> cut_in_two(const tensor::Graph& graph) {
+  const int ops = tensor::total_ops(graph);
+  if (ops <= 1) return std::vector<tensor::Region>(1);
+  const int half = (ops + 1) / 2;
+  return tensor::split_into_regions(graph, {.target_ops = std::max(1, half / 2), .max_ops = half});
+}
+
 }  // namespace
 
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
@@ -258,9 +269,15 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                            .cost_options = options.cost_options,
                            .on_progress = options.on_progress};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
-  if (!outcome.ok() && absl::IsResourceExhausted(outcome.status()))
+  if (!outcome.ok() && absl::IsResourceExhausted(outcome.status())) {
+    absl::StatusOr<std::vector<tensor::Region>> smaller = cut_in_two(graph);
+    if (!smaller.ok()) return smaller.status();
+    if (smaller->size() > 1)
+      return optimize_regions(graph, *std::move(smaller), options, prepared,
+                              RegionBudget::kPerSearch);
     return kept_unsearched(graph, options, *cost_model, std::move(result),
                            std::string(message(outcome.status())), total);
+  }
   if (!outcome.ok()) return outcome.status();
   if (options.search.processes != nullptr && options.search.processes->rank() != 0)
     return OptimizeResult{.worker = true};  // the root extracts and checks

@@ -28,7 +28,10 @@ struct Prepared {
 // Not movable once made: the rules point into its language and conditions.
 absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options);
 
-// optimize.cc
+// optimize.cc: the search of a graph whole. A graph that does not fit the
+// budget is cut into smaller regions (optimize_regions, kPerSearch), down to
+// single operators; one that cannot be cut is kept as it came, and
+// `not_searched` says why.
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
                                               const Prepared& prepared);
@@ -65,11 +68,17 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
 // Orders rule counts most first (ties keep their order).
 void sort_by_count(std::vector<RuleApplication>& counts);
 
-// optimize_regions.cc
+// optimize_regions.cc. How the budget's bytes go to the regions' searches:
+// kShared, the whole graph's budget divided among the searches run at once
+// (see OptimizeOptions::regions); kPerSearch, a region too large for its
+// search cut smaller: each smaller region's search gets the same bytes, and
+// they run one after another.
+enum class RegionBudget : std::uint8_t { kShared, kPerSearch };
 absl::StatusOr<OptimizeResult> optimize_regions(const tensor::Graph& graph,
                                                 std::vector<tensor::Region> regions,
                                                 const OptimizeOptions& options,
-                                                const Prepared& prepared);
+                                                const Prepared& prepared,
+                                                RegionBudget budget = RegionBudget::kShared);
 
 // region_transfer.cc: one process's searches of region structures (index
 // into `first`, the structures' first regions), sent to the root as text;

@@ -116,7 +116,7 @@ std::string self_check_summary(const OptimizeOptions& options, const OptimizeRes
 
 absl::StatusOr<OptimizeResult> optimize_regions(
     const tensor::Graph& graph, std::vector<tensor::Region> regions, const OptimizeOptions& options,
-    const Prepared& prepared) {
+    const Prepared& prepared, RegionBudget budget) {
   const std::shared_ptr<const CostModel>& cost_model = prepared.cost_model;
   const Stopwatch total;
   // The structures, in the order of their first regions.
@@ -133,7 +133,8 @@ absl::StatusOr<OptimizeResult> optimize_regions(
     ++copies[it->second];
   }
 
-  const int threads = std::clamp(options.search.threads, 1, kMaxThreads);
+  const bool shared = budget == RegionBudget::kShared;
+  const int threads = shared ? std::clamp(options.search.threads, 1, kMaxThreads) : 1;
   OptimizeOptions per_region = options;
   // Each structure's MCTS runs kRegionTrees trees whatever the thread count;
   // they share the regions' arena with the other structures' searches.
@@ -141,7 +142,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   per_region.search.trees = kRegionTrees;
   per_region.min_gain = 0;  // min_gain judges the whole graph's gain
   per_region.search.processes = nullptr;  // the processes take whole structures
-  if (options.budget.max_bytes != Budget::kUnlimited)
+  if (shared && options.budget.max_bytes != Budget::kUnlimited)
     per_region.budget.max_bytes = options.budget.max_bytes /
                                   static_cast<std::size_t>(std::min(threads, int(first.size()))) /
                                   kRegionTrees;
@@ -211,6 +212,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   result.stats.strategy = std::string(to_string(options.search.strategy));
   result.extraction = ExtractionStatus::kOptimal;
   std::map<std::string, std::size_t> applied, conflicting;
+  int unsearched = 0, unsearched_ops = 0;
   for (std::size_t s = 0; s < first.size(); ++s) {
     const tensor::Region& region = regions[first[s]];
     if (!found[s].ok())
@@ -219,9 +221,11 @@ absl::StatusOr<OptimizeResult> optimize_regions(
                                       message(found[s].status())));
     const OptimizeResult& f = *found[s];
     if (!f.not_searched.empty()) {
-      result.not_searched += fmt::format("{}region {} ({} operators): {}",
-                                         result.not_searched.empty() ? "" : "; ", first[s],
-                                         region.ops, f.not_searched);
+      // The first reason in full; the others counted.
+      if (unsearched++ == 0)
+        result.not_searched =
+            fmt::format("region {} ({} operators): {}", first[s], region.ops, f.not_searched);
+      unsearched_ops += region.ops * copies[s];
     }
     add_search(f, copies[s], result, applied, conflicting);
     result.region_summaries.push_back({.first = first[s],
@@ -234,6 +238,9 @@ absl::StatusOr<OptimizeResult> optimize_regions(
                                        .peak_nodes = f.stats.peak_nodes,
                                        .seconds = seconds[s]});
   }
+  if (unsearched > 1)
+    result.not_searched = fmt::format("{} of {} region structures ({} operators) were not searched; {}",
+                                      unsearched, first.size(), unsearched_ops, result.not_searched);
   for (const RegionSummary& s : result.region_summaries) ++result.stop_counts[s.stop_reason];
   result.stats.stop_reason = most_counted(result.stop_counts);
   for (const auto& [name, count] : applied) result.rules_applied.push_back({name, count});

@@ -132,9 +132,11 @@ TEST_P(SearchTest, SameSeedAndThreadsGiveTheSameResult) {
   EXPECT_EQ(tensor::op_counts(a->graph), tensor::op_counts(b->graph));
 }
 
-TEST_P(SearchTest, ABudgetTooSmallKeepsTheInputAndSaysWhy) {
+// Not even one operator fits in 2 e-nodes: the graph is cut down to single
+// operators, each kept, and the result says why.
+TEST_P(SearchTest, ABudgetTooSmallForAnyOperatorKeepsTheInputAndSaysWhy) {
   Graph g = *tensor::build_zoo_model("squeezenet");
-  OptimizeOptions o = quick_options(GetParam(), 10);
+  OptimizeOptions o = quick_options(GetParam(), 2);
   o.regions.target_ops = 0;
   absl::StatusOr<OptimizeResult> r = optimize(g, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -142,23 +144,45 @@ TEST_P(SearchTest, ABudgetTooSmallKeepsTheInputAndSaysWhy) {
   EXPECT_EQ(r->cost_after, r->cost_before);
   EXPECT_GT(r->cost_before, 0);
   EXPECT_EQ(tensor::op_counts(r->graph), tensor::op_counts(g));
-  EXPECT_NE(r->not_searched.find("does not fit the search budget (10 e-nodes"),
+  EXPECT_NE(r->not_searched.find("does not fit the search budget (2 e-nodes"),
             std::string::npos)
       << r->not_searched;
 }
 
-// A region that does not fit is kept; the others are searched.
-TEST(Search, ARegionTooLargeForTheBudgetIsKeptAndTheOthersSearched) {
+// A budget limits the work and never refuses a model: a graph (or a region)
+// too large for its search is cut in two, again and again, and every part
+// is searched.
+TEST_P(SearchTest, AGraphTooLargeForTheBudgetIsCutSmallerAndSearched) {
   Graph g = *tensor::build_zoo_model("squeezenet");
-  OptimizeOptions o = quick_options(Strategy::kGreedy, 10);
-  o.regions = {.target_ops = 4, .max_ops = 10};
+  OptimizeOptions o = quick_options(GetParam(), 40);
+  o.regions.target_ops = 0;
+  absl::StatusOr<OptimizeResult> r = optimize(g, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->not_searched, "");
+  EXPECT_GT(r->regions, 1u);
+  EXPECT_LE(r->stats.peak_nodes, 40u);
+  EXPECT_LT(r->cost_found, r->cost_before) << "the parts are searched";
+  const tensor::Inputs inputs = tensor::random_inputs(g, 2);
+  absl::StatusOr<std::vector<tensor::Tensor>> want = tensor::evaluate(g, inputs);
+  absl::StatusOr<std::vector<tensor::Tensor>> got = tensor::evaluate(r->graph, inputs);
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_LE(tensor::max_error_ratio((*got)[0], (*want)[0], 1e-3, 1e-4), 1.0);
+}
+
+// The same in a graph cut into regions: a region that does not fit is cut
+// smaller, and the byte budget's share of each search is never exceeded.
+TEST(Search, ARegionTooLargeForTheBudgetIsCutSmallerAndSearched) {
+  Graph g = *tensor::build_zoo_model("squeezenet");
+  OptimizeOptions o = quick_options(Strategy::kGreedy, 1'000'000);
+  o.regions = {.target_ops = 16, .max_ops = 40};
+  o.budget.max_bytes = 60'000;
   absl::StatusOr<OptimizeResult> r = optimize(g, o);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_GT(r->regions, 1u);
-  EXPECT_NE(r->not_searched.find("region "), std::string::npos) << r->not_searched;
-  EXPECT_NE(r->not_searched.find("does not fit the search budget (10 e-nodes"), std::string::npos)
-      << r->not_searched;
-  EXPECT_LT(r->cost_after, r->cost_before) << "the regions that fit are searched";
+  EXPECT_EQ(r->not_searched, "");
+  // Two threads, each search kRegionTrees e-graphs: a quarter each.
+  EXPECT_LE(r->stats.peak_bytes, 60'000u / 4);
+  EXPECT_LT(r->cost_found, r->cost_before) << "the parts are searched";
 }
 
 // `blocks` residual MLP blocks of one structure: x + fc2(relu(fc1(x))).

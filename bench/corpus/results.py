@@ -33,6 +33,26 @@ def summarize(rows):
     return out
 
 
+def time_summary(rows):
+    """saturn's optimize seconds against its targets: under 300 operators in
+    2 s, every model in 60 s (its own timing in onnxruntime apart)."""
+    done = [r for r in rows if r.get("optimize_seconds") is not None]
+    if not done:
+        return "No timings."
+    small = [r for r in done if (r.get("ops_after_fold") or r["ops"]) < 300]
+    slow_small = [r["model"] for r in small if r["optimize_seconds"] > 2]
+    slow = [r["model"] for r in done if r["optimize_seconds"] > 60]
+    seconds = sorted(r["optimize_seconds"] for r in done)
+    timing = [r.get("timing_seconds") or 0 for r in done]
+    return (f"Optimize seconds: median {seconds[len(seconds) // 2]}, max {seconds[-1]}; "
+            f"{len(small) - len(slow_small)} of {len(small)} models under 300 operators in 2 s"
+            f"{' (not: ' + ', '.join(slow_small) + ')' if slow_small else ''}; "
+            f"{len(done) - len(slow)} of {len(done)} in 60 s"
+            f"{' (not: ' + ', '.join(slow) + ')' if slow else ''}. "
+            f"saturn's own timing in onnxruntime: {sum(1 for t in timing if t > 0)} models, "
+            f"max {max(timing):.1f} s.")
+
+
 def fmt(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
 
@@ -47,9 +67,13 @@ def write_markdown(path, doc):
         f"{doc['pairs']} timed rounds per model). Speedups are measured in onnxruntime against the "
         "original model (the median over rounds of the original's time over the candidate's); "
         "`—` where a candidate does not apply, failed, or computes something else (the reason is "
-        "under Notes). saturn runs with its defaults (the roofline cost model, MCTS, 60 s), the "
-        "symbolic dimensions sized as the manifest says. Optimize seconds are its wall time (each "
-        "shard pinned to one core, where the command line names shards); peak RSS is its resident "
+        "under Notes). saturn runs with its defaults (the roofline cost model; MCTS after greedy "
+        "saturation, 5 ms per operator up to 60 s; its result timed against the input in "
+        "onnxruntime and written only where measurably faster), the symbolic dimensions sized as "
+        "the manifest says. Saturn predicted is the gain its best graph was predicted, taken or "
+        "not. Optimize seconds are its wall time less its own timing in onnxruntime, which timing "
+        "s shows (each shard pinned to one core, where the command line names shards); peak RSS "
+        "is its resident "
         "high-water mark (VmHWM)"
         + (", read in a second run of the same command (`--remeasure-rss`)"
            if any(r.get("peak_rss_pass") == "separate" for r in rows) else "") + ".",
@@ -68,12 +92,12 @@ def write_markdown(path, doc):
     lines += ["", "## Models", "",
               "| model | family | exporter | opset | part | ops | opaque | ops after import | "
               "onnxsim ops | original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
-              "ort transformers | optimize s | peak RSS MB | outputs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ort transformers | optimize s | timing s | peak RSS MB | outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
-                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | |")
+                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | | |")
             continue
         spread = r.get("speedup_p10_p90") or [None, None]
         measured = f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}]"
@@ -86,10 +110,13 @@ def write_markdown(path, doc):
             f"{r['original_ms']} | {fmt(r.get('speedup_predicted'))} | "
             f"{measured} | "
             f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
-            f"{r.get('optimize_seconds')} | {r.get('peak_rss_mb')} | "
+            f"{r.get('optimize_seconds')} | {r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
-    lines += ["", "## Notes", ""]
+    lines += ["", "## Time", "", time_summary(rows), "", "## Notes", ""]
     for r in rows:
+        timed = r.get("saturn_timed") or {}
+        if timed.get("timed"):
+            lines.append(f"- {r['model']}, saturn's own timing: {timed['note']}")
         if r.get("not_searched"):
             lines.append(f"- {r['model']}, saturn: kept unsearched: {r['not_searched']}")
         for who, note in (r.get("notes") or {}).items():

@@ -4,10 +4,10 @@
 # are usage errors (exit 2).
 source "$(dirname "$0")/lib.sh"
 
-run out "$COMPARE_SEARCH" --models squeezenet --strategies greedy --costs opcount --budgets 100 \
+run out "$COMPARE_SEARCH" --models squeezenet --strategies greedy --costs opcount --budgets 2 \
   --time-limit 1 --ilp-seconds 0 --out "$OUT/failed_runs"
 expect_exit 1
-expect "error: model 'squeezenet' does not fit the search budget.*1 of 1 runs failed" "$out"
+expect "error: .*does not fit the search budget.*1 of 1 runs failed" "$out"
 
 run out "$COMPARE_SEARCH" --time-limit 0
 expect_exit 2
