@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,17 @@ absl::Status write_text_file(const std::string& path, std::string_view text) {
   }
   remove_stale_temporaries(path);
   return absl::OkStatus();
+}
+
+std::string user_cache_dir() {
+  for (const char* name : {"SATURN_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char* dir = std::getenv(name);
+    if (dir == nullptr || *dir == '\0') continue;
+    const std::string base(dir);
+    if (std::string_view(name) == "SATURN_CACHE_DIR") return base;
+    return base + (std::string_view(name) == "HOME" ? "/.cache/saturn" : "/saturn");
+  }
+  return "";
 }
 
 }  // namespace saturn

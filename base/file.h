@@ -16,4 +16,9 @@ absl::StatusOr<std::string> read_text_file(const std::string& path);
 // the old one or the whole new one, whatever happens meanwhile.
 absl::Status write_text_file(const std::string& path, std::string_view text);
 
+// saturn's per-user cache folder (rule verdicts, the cost table calibrated on
+// this machine): $SATURN_CACHE_DIR, else $XDG_CACHE_HOME/saturn, else
+// $HOME/.cache/saturn; "" when none is set.
+std::string user_cache_dir();
+
 }  // namespace saturn

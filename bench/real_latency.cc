@@ -50,7 +50,7 @@ struct Args {
   std::size_t budget = 2000;
   double time_limit = 30, ilp_seconds = 10, min_gain_percent = 0.5;
   int runs = 20, threads = 2;
-  std::string costs = "bench/results/ort_costs.json", out = "real_latency";
+  std::string costs = "costmodel/tables/onnxruntime-cpu.json", out = "real_latency";
 };
 
 // The sweep's options; the exit code when the program is done (--help, a

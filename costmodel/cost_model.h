@@ -189,11 +189,14 @@ class MeasuredCostModel final : public CostModel {
   // The machine the table was timed on, as machine_description() put it
   // there; empty when the table does not say.
   const std::string& measured_on() const { return measured_on_; }
+  // Where the table came from: its file, or the shipped table's name.
+  const std::string& source() const { return source_; }
+  void set_source(std::string source) { source_ = std::move(source); }
 
  private:
   Table alone_, between_, mixed_, masked_;
   RooflineCostModel fallback_;
-  std::string measured_on_;
+  std::string measured_on_, source_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
 
@@ -217,10 +220,23 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
     std::string_view text, const std::string& path, RooflineCostModel fallback);
 
 // A cost model by name: "opcount", "roofline" (the cpu-2core profile),
-// "roofline:PROFILE" (a shipped profile name or a profile file), or
+// "roofline:PROFILE" (a shipped profile name or a profile file),
 // "measured:FILE" (a measured table, priced by the cpu-2core roofline where
-// it has no entry).
+// it has no entry), or "onnxruntime": onnxruntime's CPU provider as measured,
+// from the table calibrated on this machine (calibrated_table_path(), which
+// `saturn calibrate` writes by default) where there is one, else from the
+// shipped table (costmodel/tables/onnxruntime-cpu.json, timed on a 2-thread
+// Intel Xeon), priced by the roofline where it has no entry either way.
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
+
+// The measured table of onnxruntime's CPU provider calibrated on this
+// machine: onnxruntime-cpu.json in user_cache_dir(); "" without one.
+std::string calibrated_table_path();
+
+// Where a cost model's figures come from, for a report: a measured table's
+// file (or the shipped table's name), a roofline's device profile, or the
+// model's name.
+std::string cost_model_source(const CostModel& model);
 
 // Spellings that onnxruntime runs as the same kernels as another, plainer
 // one. A measured table prices them as that spelling's parts, so that both

@@ -169,9 +169,11 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
     between[signature] = *us;
     alone[std::move(signature)] = *alone_us;
   }
-  return std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between), std::move(mixed),
-                                             std::move(fallback), std::move(machine),
-                                             std::move(masked));
+  auto model = std::make_unique<MeasuredCostModel>(std::move(alone), std::move(between),
+                                                   std::move(mixed), std::move(fallback),
+                                                   std::move(machine), std::move(masked));
+  model->set_source(path);
+  return model;
 }
 
 std::vector<OpPart> priced_as_parts(Op op, const Attributes& attributes, std::size_t num_inputs) {

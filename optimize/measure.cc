@@ -55,7 +55,9 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   ort::TempDir dir;
   absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, dir);
   result.times.measure = clock.seconds();
-  if (!d.ok() && absl::IsFailedPrecondition(d.status())) {
+  // No onnxruntime, or a model onnxruntime cannot take in one piece: the
+  // prediction decides.
+  if (!d.ok() && (absl::IsFailedPrecondition(d.status()) || absl::IsResourceExhausted(d.status()))) {
     m.note = fmt::format("not timed: {}; the prediction decided", message(d.status()));
     return;
   }

@@ -144,6 +144,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   if (result.ok() && !result->worker) {
     keep_input_unless_generic(graph, *result);
     measure_result(graph, options, *result);
+    result->cost_source = cost_model_source(*(*prepared)->cost_model);
     result->rule_check = (*prepared)->rule_check;
     result->times.rules = preparing;
     result->times.total = total.seconds();

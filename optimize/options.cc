@@ -23,7 +23,9 @@ constexpr std::array<OptionInfo, 16> kOptions = {{
     {"time-per-op", Kind::kValue, "SECONDS",
      "search time per operator of each graph or region searched, up to the time limit; 0: the "
      "time limit alone"},
-    {"cost", Kind::kValue, "SPEC", "opcount | roofline | roofline:PROFILE | measured:FILE"},
+    {"cost", Kind::kValue, "SPEC",
+     "onnxruntime (measured: this machine's table from saturn calibrate, else the shipped one) | "
+     "opcount | roofline | roofline:PROFILE | measured:FILE"},
     {"rules", Kind::kList, "FILE",
      "a rule file (repeatable; default: the shipped tensor rules); its rules are verified first "
      "and a file with an unsound rule is refused"},

@@ -86,7 +86,7 @@ std::string describe(const VerifyReport& report);
 // with one).
 struct DecideOptions {
   RuntimeOptions runtime{.warmup = 2, .threads = 1};
-  double seconds = 20;
+  double seconds = 10;
   int min_rounds = 5, max_rounds = 41;
   double min_gain = 0.01;
 };

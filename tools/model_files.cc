@@ -55,7 +55,7 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view
       fmt::print(stderr,
                  "saturn: note: {} was measured on {}, this machine is {} (saturn calibrate "
                  "--refresh times its entries here)\n",
-                 cost_file(spec), measured->measured_on(), here);
+                 measured->source(), measured->measured_on(), here);
     }
   }
   return model;

@@ -110,6 +110,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   if (r.regions > 1)
     fmt::print("  regions: {}, {} structures searched, {} reused a search\n", r.regions,
                r.region_summaries.size(), r.region_cache_hits());
+  if (r.cost_source != r.cost_model) fmt::print("  priced by: {}\n", r.cost_source);
   fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
              r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
   fmt::print(

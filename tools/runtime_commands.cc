@@ -10,6 +10,7 @@
 #include "saturn/base/cli.h"
 #include "saturn/base/file.h"
 #include "saturn/base/stopwatch.h"
+#include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "saturn/tools/commands.h"
 #include "saturn/tools/model_files.h"
@@ -118,7 +119,13 @@ struct CalibrateOptions {
   tensor::OnnxImportOptions onnx;
 };
 
-int run_calibrate(const CalibrateOptions& o) {
+int run_calibrate(CalibrateOptions o) {
+  if (o.out.empty()) o.out = calibrated_table_path();
+  if (o.out.empty())
+    return fail(absl::InvalidArgumentError(
+        "no cache folder for this machine's table (set SATURN_CACHE_DIR or HOME), and no -o"));
+  std::error_code ec;  // an unwritable folder: check_outputs or the write says so
+  std::filesystem::create_directories(std::filesystem::path(o.out).parent_path(), ec);
   if (absl::Status s = check_outputs(o.models, {o.out}); !s.ok()) return fail(s);
   std::vector<Graph> graphs;
   for (const std::string& m : o.models) {
@@ -156,7 +163,10 @@ Command add_calibrate_command(CLI::App& program) {
       "table for --cost measured:COSTS.json; an operator that reads a convolution is also timed "
       "between convolutions, the layout reorders it causes included");
   app->add_option("MODEL", o->models, "models whose operators to time")->required();
-  app->add_option("-o", o->out, "the cost table to write or extend (COSTS.json)")->required();
+  app->add_option("-o", o->out,
+                  "the cost table to write or extend (COSTS.json); default: this machine's table, "
+                  "which the default cost (onnxruntime) then prices with")
+      ->default_str(calibrated_table_path());
   app->add_option("--explore", o->calibration.explore_nodes,
                   "also time the operators the rules reach in an e-graph of N e-nodes (0: the "
                   "models' own only)")

@@ -58,7 +58,7 @@ except ImportError as err:  # the caller tells the user to run tools/install-dep
     sys.exit(3)
 
 OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "threads": 2,
-           "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 20, "min-rounds": 5,
+           "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 10, "min-rounds": 5,
            "max-rounds": 41, "min-gain": 0.01}
 
 # Operators that only convert between layouts at the edge of a chain of

@@ -115,15 +115,7 @@ absl::StatusOr<FileVerdicts> verify_file(const std::string& file,
 
 }  // namespace
 
-std::string default_rule_cache_dir() {
-  if (const char* dir = std::getenv("SATURN_CACHE_DIR"); dir != nullptr && *dir != '\0')
-    return dir;
-  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir != nullptr && *dir != '\0')
-    return std::string(dir) + "/saturn";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::string(home) + "/.cache/saturn";
-  return "";
-}
+std::string default_rule_cache_dir() { return user_cache_dir(); }
 
 absl::StatusOr<RuleFileCheck> check_rule_files(const std::vector<std::string>& files,
                                                const tensor::TensorLanguage& language,

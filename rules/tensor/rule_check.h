@@ -27,8 +27,8 @@ struct RuleFileCheck {
   int files_from_cache = 0;  // files whose verdicts the cache held
 };
 
-// $SATURN_CACHE_DIR, else $XDG_CACHE_HOME/saturn, else $HOME/.cache/saturn;
-// "" when none of them is set (nothing is cached then).
+// user_cache_dir() (base/file.h); "" when none of its variables is set
+// (nothing is cached then).
 std::string default_rule_cache_dir();
 
 // Verifies every rule of `files` (or takes their verdicts from `cache_dir`;

@@ -562,7 +562,10 @@ absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
     if (props->Get(i).key() == onnx_io::kSeededWeights) props->DeleteSubrange(i, 1);
   }
   std::string out;
-  model.SerializeToString(&out);
+  if (!model.SerializeToString(&out))
+    return absl::ResourceExhaustedError(fmt::format(
+        "{}: with its weights inline the model holds {:.2f} GiB, past protobuf's 2 GiB limit", path,
+        static_cast<double>(model.ByteSizeLong()) / (1 << 30)));
   return out;
 }
 

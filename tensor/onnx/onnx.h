@@ -69,6 +69,7 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to);
 // model with external data inline, symbolic input dimensions sized as
 // `options` says, and weights stripped under `saturn.seeded_weights` turned
 // into initializers holding exactly the values saturn's importer gives them.
+// A ResourceExhausted error when that model is past protobuf's 2 GB limit.
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
                                                const OnnxImportOptions& options = {});
 

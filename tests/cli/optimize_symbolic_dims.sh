@@ -5,7 +5,7 @@
 # outputs at several sizes. A graph that holds at the given sizes only is not
 # written: the input is, byte for byte.
 source "$(dirname "$0")/lib.sh"
-fast=(--budget-nodes 1000 --time-limit 10 --ilp-seconds 2 --no-measure)
+fast=(--budget-nodes 1000 --time-limit 10 --ilp-seconds 2 --no-measure --cost roofline)
 
 # verify_at ORIGINAL OPTIMIZED --dim N=S...: the outputs match in onnxruntime at those sizes.
 verify_at() {
