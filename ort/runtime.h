@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -101,7 +102,11 @@ struct Decision {
   double seconds = 0;
   nlohmann::json json;  // everything the harness measured
 };
+// `sizes` gives the symbolic input dimensions' sizes (an unnamed axis as
+// "unk__INPUT_AXIS"): both models are fed inputs of those sizes and run as
+// they are, their shape arithmetic included.
 absl::StatusOr<Decision> decide_faster(const std::string& input, const std::string& candidate,
+                                       const std::map<std::string, std::int64_t>& sizes = {},
                                        const DecideOptions& options = {});
 
 // Onnxruntime's profiler makes each kernel it times take longer: on this

@@ -43,12 +43,20 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
 }
 
 absl::StatusOr<Decision> decide_faster(const std::string& input, const std::string& candidate,
+                                       const std::map<std::string, std::int64_t>& sizes,
                                        const DecideOptions& options) {
-  absl::StatusOr<nlohmann::json> j = run_harness(
-      {"decide", input, candidate, "--seconds", fmt::format("{}", options.seconds),
-       "--min-rounds", std::to_string(options.min_rounds), "--max-rounds",
-       std::to_string(options.max_rounds), "--min-gain", fmt::format("{}", options.min_gain)},
-      options.runtime);
+  std::vector<std::string> args = {
+      "decide",       input,
+      candidate,      "--seconds",
+      fmt::format("{}", options.seconds), "--min-rounds",
+      std::to_string(options.min_rounds), "--max-rounds",
+      std::to_string(options.max_rounds), "--min-gain",
+      fmt::format("{}", options.min_gain)};
+  for (const auto& [name, size] : sizes) {
+    args.push_back("--dim");
+    args.push_back(fmt::format("{}={}", name, size));
+  }
+  absl::StatusOr<nlohmann::json> j = run_harness(args, options.runtime);
   if (!j.ok()) return j.status();
   Decision d;
   const bool checked = j->contains("checker") && (*j)["checker"].value("ok", false);

@@ -78,12 +78,18 @@ class HarnessError(Exception):
 
 
 def parse_args(argv):
-    opts = dict(OPTIONS)
+    opts = dict(OPTIONS, dims={})
     files = []
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a.startswith("--"):
+        if a == "--dim" and i + 1 < len(argv):
+            name, _, size = argv[i + 1].rpartition("=")
+            if not name or not size.isdigit():
+                raise HarnessError(f"--dim needs NAME=SIZE, got {argv[i + 1]}")
+            opts["dims"][name] = int(size)
+            i += 2
+        elif a.startswith("--"):
             key = a[2:]
             if key not in opts or i + 1 >= len(argv):
                 raise HarnessError(f"bad option {a}")
@@ -105,13 +111,19 @@ def parse_args(argv):
     return opts, files
 
 
-def random_tensor(meta, seed):
+def random_tensor(meta, seed, sizes=None):
     """Seeded inputs: uniform in [-1, 1) for floats, 0..9 for integers, a
-    coin for booleans; the same for the same seed and input name."""
+    coin for booleans; the same for the same seed and input name. A symbolic
+    dimension takes its size from `sizes` (by its name, or an unnamed one as
+    unk__INPUT_AXIS)."""
     dims = []
-    for d in meta.shape:
+    sizes = sizes or {}
+    for axis, d in enumerate(meta.shape):
         if not isinstance(d, int) or d < 0:
-            raise HarnessError(f"input '{meta.name}' has a dynamic shape {meta.shape}")
+            named = d if isinstance(d, str) and d in sizes else f"unk__{meta.name}_{axis}"
+            if named not in sizes:
+                raise HarnessError(f"input '{meta.name}' has a dynamic shape {meta.shape}")
+            d = sizes[named]
         dims.append(d)
     dtype = NUMPY_TYPES.get(meta.type)
     if dtype is None:
@@ -141,8 +153,8 @@ def open_session(file, threads, profile_prefix=None):
         raise HarnessError(f"{file}: onnxruntime cannot load it: {err}") from None
 
 
-def inputs_for(session, seed):
-    return {m.name: random_tensor(m, seed) for m in session.get_inputs()}
+def inputs_for(session, seed, sizes=None):
+    return {m.name: random_tensor(m, seed, sizes) for m in session.get_inputs()}
 
 
 def timed_run(session, feeds):
@@ -209,10 +221,14 @@ def json_number(x):
     return x if x == x and abs(x) != float("inf") else None
 
 
-def same_inputs(a, b):
-    """Inputs are fed by name: the same names, types and shapes, in any order."""
+def same_inputs(a, b, symbolic=False):
+    """Inputs are fed by name: the same names, types and shapes, in any order
+    (with symbolic dimensions, the same ranks: one model may name an axis
+    the other leaves unnamed)."""
+    def shape(m):
+        return f"[rank {len(m.shape)}]" if symbolic else f"{m.shape}"
     def names(s):
-        return " ".join(sorted(f"{m.name}:{m.type}{m.shape}" for m in s.get_inputs()))
+        return " ".join(sorted(f"{m.name}:{m.type}{shape(m)}" for m in s.get_inputs()))
     if names(a) != names(b):
         raise HarnessError(f"the models' inputs differ: {names(a)} vs {names(b)}")
 
@@ -303,8 +319,8 @@ def decide(opts, files):
     fa, fb = files
     start = time.perf_counter()
     sessions = [open_session(f, opts["threads"]) for f in (fa, fa, fb, fb)]
-    same_inputs(sessions[0], sessions[2])
-    feeds = inputs_for(sessions[0], opts["seed"])
+    same_inputs(sessions[0], sessions[2], symbolic=True)
+    feeds = inputs_for(sessions[0], opts["seed"], opts["dims"])
     outputs, ok = compare_outputs(sessions[0], sessions[2], feeds, opts)
     checker = checker_report(fb)
     result = {"input": fa, "candidate": fb, "outputs": outputs, "outputs_match": ok,

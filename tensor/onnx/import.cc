@@ -525,7 +525,8 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
 }
 
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
-                                               const OnnxImportOptions& options) {
+                                               const OnnxImportOptions& options,
+                                               InputSizes sizes) {
   absl::StatusOr<std::string> bytes = read_text_file(path);
   if (!bytes.ok()) return bytes.status();
   onnx::ModelProto model;
@@ -537,8 +538,10 @@ absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
           onnx_io::inline_external_data(model, std::filesystem::path(path).parent_path());
       !s.ok())
     return with_context(s, path);
-  if (absl::StatusOr<Symbols> s = onnx_io::resolve_input_dims(model, options); !s.ok())
-    return with_context(s.status(), path);
+  if (sizes == InputSizes::kFixed) {
+    if (absl::StatusOr<Symbols> s = onnx_io::resolve_input_dims(model, options); !s.ok())
+      return with_context(s.status(), path);
+  }
   absl::StatusOr<onnx_io::SeededWeights> seeded = onnx_io::seeded_weights(model);
   if (!seeded.ok()) return with_context(seeded.status(), path);
   onnx::GraphProto* g = model.mutable_graph();

@@ -70,8 +70,13 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to);
 // `options` says, and weights stripped under `saturn.seeded_weights` turned
 // into initializers holding exactly the values saturn's importer gives them.
 // A ResourceExhausted error when that model is past protobuf's 2 GB limit.
+// kSymbolic leaves the symbolic input dimensions as they are, for a runtime
+// that is fed inputs of some size (optimize's timing: the model as the user
+// runs it, shape arithmetic included).
+enum class InputSizes : std::uint8_t { kFixed, kSymbolic };
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
-                                               const OnnxImportOptions& options = {});
+                                               const OnnxImportOptions& options = {},
+                                               InputSizes sizes = InputSizes::kFixed);
 
 // Runs the ONNX checker on a serialized model.
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file);
