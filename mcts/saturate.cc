@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "saturn/mcts/search.h"
+#include "saturn/rules/runner.h"
 
 #include "fmt/format.h"
 
@@ -84,38 +85,67 @@ absl::StatusOr<SearchOutcome> run_search(const EnvironmentConfig& config,
 
 namespace {
 
-// Why a saturation loop ended, given the last step.
-StopReason stop_reason(const Environment& env, const StepResult& last) {
-  if (env.budget_hit() || env.egraph().num_nodes() >= env.config().budget.max_nodes)
-    return env.budget_stop();
-  if (env.out_of_time()) return StopReason::kTimeLimit;
-  if (last.applied == 0) return StopReason::kSaturated;
-  return StopReason::kIterationLimit;
+// Why an environment can take no further step: its node or byte budget, or
+// its time limit.
+StopReason spent(const Environment& env) {
+  return env.out_of_time() && !env.budget_hit() &&
+                 env.egraph().num_nodes() < env.config().budget.max_nodes
+             ? StopReason::kTimeLimit
+             : env.budget_stop();
 }
+
+// A saturation iteration of an environment: one step_all over the rules,
+// with the multi-pattern ones only in the first `multi_iterations`.
+class EnvironmentSaturation final : public Saturation {
+ public:
+  EnvironmentSaturation(Environment& env, std::span<const std::size_t> rules,
+                        std::size_t multi_iterations, SaturationResult& result)
+      : env_(env), rules_(rules), multi_iterations_(multi_iterations), result_(result) {
+    for (std::size_t r : rules)
+      if (!env.rule(r).is_multi()) single_.push_back(r);
+  }
+
+  IterationStep iterate(std::size_t iteration) override {
+    if (!env_.has_budget()) return {.stop = spent(env_)};
+    const StepResult step =
+        env_.step_all(iteration < multi_iterations_ ? rules_ : std::span(single_));
+    result_.applied += step.applied;
+    result_.conflicts += step.conflicts;
+    result_.truncated = step.truncated;
+    if (!env_.has_budget()) return {.changed = step.applied > 0, .stop = spent(env_)};
+    return {.changed = step.applied > 0};
+  }
+
+ private:
+  Environment& env_;
+  std::span<const std::size_t> rules_;
+  std::vector<std::size_t> single_;
+  std::size_t multi_iterations_;
+  SaturationResult& result_;
+};
 
 }  // namespace
 
-StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
-                    std::size_t multi_iterations) {
-  std::vector<std::size_t> single;
-  for (std::size_t r : rules)
-    if (!env.rule(r).is_multi()) single.push_back(r);
-  StepResult last;
-  for (std::size_t it = 0; it < iterations && env.has_budget(); ++it) {
-    last = env.step_all(it < multi_iterations ? rules : single);
-    if (last.applied == 0) break;
-  }
-  return last;
+SaturationResult saturate(Environment& env, std::span<const std::size_t> rules,
+                          std::size_t iterations, std::size_t multi_iterations) {
+  SaturationResult result;
+  EnvironmentSaturation saturation(env, rules, multi_iterations, result);
+  // The environment keeps its own budget and clock.
+  result.stop = Runner()
+                    .with_iteration_limit(iterations)
+                    .with_time_limit(std::chrono::duration<double>::max())
+                    .drive(saturation, &result.iterations);
+  return result;
 }
 
 bool saturate_to_fixpoint(Environment& env, const GreedyOptions& options) {
   std::vector<std::size_t> all(env.num_rules());
   std::iota(all.begin(), all.end(), std::size_t{0});
-  StepResult last = saturate(env, all, options.iteration_limit, options.multi_iterations);
-  if (last.applied != 0 || last.truncated || !env.has_budget()) return false;
+  const SaturationResult r = saturate(env, all, options.iteration_limit, options.multi_iterations);
+  if (r.stop != StopReason::kSaturated || r.truncated) return false;
   // The loop's last step may have left the multi-pattern rules out; the
   // matches of this state are cached, so trying every rule once more is cheap.
-  last = env.step_all(all);
+  const StepResult last = env.step_all(all);
   return last.applied == 0 && !last.truncated && env.has_budget();
 }
 
@@ -125,10 +155,9 @@ absl::StatusOr<SearchOutcome> run_greedy(const EnvironmentConfig& config,
   if (!env.ok()) return env.status();
   std::vector<std::size_t> all((*env)->num_rules());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
-  StepResult last =
+  const SaturationResult r =
       saturate(**env, all, options.greedy.iteration_limit, options.greedy.multi_iterations);
-  const StopReason stop = stop_reason(**env, last);
-  return single_environment_outcome(std::move(*env), "greedy", stop);
+  return single_environment_outcome(std::move(*env), "greedy", r.stop);
 }
 
 absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
@@ -143,14 +172,17 @@ absl::StatusOr<SearchOutcome> run_default_order(const EnvironmentConfig& config,
     auto it = std::find(order.begin(), order.end(), rules[r].group);
     passes[static_cast<std::size_t>(it - order.begin())].push_back(r);
   }
-  StepResult last;
+  StopReason stop = StopReason::kPassesDone;
   for (const std::vector<std::size_t>& pass : passes) {
-    if (pass.empty() || !(*env)->has_budget()) continue;
-    last = saturate(**env, pass, options.default_order.iterations_per_group,
-                    options.default_order.iterations_per_group);
+    if (pass.empty()) continue;
+    if (!(*env)->has_budget()) {
+      stop = spent(**env);
+      break;
+    }
+    saturate(**env, pass, options.default_order.iterations_per_group,
+             options.default_order.iterations_per_group);
   }
-  const StopReason stop =
-      (*env)->has_budget() ? StopReason::kPassesDone : stop_reason(**env, last);
+  if (!(*env)->has_budget()) stop = spent(**env);
   return single_environment_outcome(std::move(*env), "default", stop);
 }
 

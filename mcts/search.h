@@ -164,10 +164,17 @@ absl::StatusOr<SearchOutcome> run_taso(const EnvironmentConfig& config,
 
 // Steps `rules` together (Environment::step_all) until nothing changes, the
 // budget is spent or `iterations` have run; `multi_iterations` limits the
-// iterations that include multi-pattern rules. Greedy saturation is this
-// over every rule; MCTS runs it too, for the final extraction to compare.
-StepResult saturate(Environment& env, std::span<const std::size_t> rules, std::size_t iterations,
-                    std::size_t multi_iterations);
+// iterations that include multi-pattern rules. The loop is the Runner's
+// (rules/runner.h: Runner::drive). Greedy saturation is this over every
+// rule; MCTS runs it too, for the final extraction to compare.
+struct SaturationResult {
+  StopReason stop = StopReason::kSaturated;
+  std::size_t iterations = 0;
+  std::size_t applied = 0, conflicts = 0;  // over every iteration
+  bool truncated = false;  // the last iteration left matches untried (the match limit)
+};
+SaturationResult saturate(Environment& env, std::span<const std::size_t> rules,
+                          std::size_t iterations, std::size_t multi_iterations);
 
 // Greedy saturation over every rule, and whether it reached a fixpoint
 // inside the budget: every rule, multi-pattern ones included, tried on the

@@ -279,18 +279,20 @@ class PyEnvironment {
       if (r >= env_->num_rules())
         throw py::value_error(
             fmt::format("rule {} is not a rule index (0 to {})", r, env_->num_rules() - 1));
-    StepResult last;
+    SaturationResult pass;
     double before = 0, after = 0;
     {
       py::gil_scoped_release release;
       before = env_->cost();
-      last = saturate(*env_, rules, iterations, iterations);
+      pass = saturate(*env_, rules, iterations, iterations);
       after = env_->cost();
     }
     const double initial = env_->initial_cost();
     py::dict info;
-    info["applied"] = last.applied;
-    info["conflicts"] = last.conflicts;
+    info["applied"] = pass.applied;
+    info["conflicts"] = pass.conflicts;
+    info["iterations"] = pass.iterations;
+    info["stop_reason"] = std::string(to_string(pass.stop));
     return py::make_tuple(initial > 0 ? (before - after) / initial : 0.0, !env_->has_budget(),
                           info);
   }
@@ -424,7 +426,8 @@ PYBIND11_MODULE(saturn, m) {
            "Applies a rule (or stops): (reward, done, info)")
       .def("step_rules", &PyEnvironment::step_rules, py::arg("rules"), py::arg("iterations") = 1,
            "Applies the rules to every match, `iterations` times or until nothing changes: "
-           "(reward, done, info)")
+           "(reward, done, info), info with the pass's applied matches, conflicts, "
+           "iterations and stop_reason")
       .def("legal_actions", &PyEnvironment::legal_actions)
       .def("observation", &PyEnvironment::observation)
       .def("checkpoint", &PyEnvironment::checkpoint, "Remembers the state (checkpoints nest)")

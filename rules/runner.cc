@@ -65,47 +65,118 @@ Runner& Runner::with_scheduler(std::unique_ptr<Scheduler> s) {
   return *this;
 }
 
-bool Runner::out_of_time(const Stopwatch& run_clock) const {
-  return run_clock.seconds() >= time_limit_.count();
-}
+// An iteration over a RuleSet: search every rule the scheduler lets search,
+// apply every accepted match, rebuild; the counts go to the run's report.
+class Runner::RuleSetSaturation final : public Saturation {
+ public:
+  RuleSetSaturation(const Runner& runner, EGraph& egraph, const RuleSet& rules, RunReport& report)
+      : runner_(runner), egraph_(egraph), rules_(rules), report_(report), found_(rules.size()) {}
 
-std::optional<StopReason> Runner::search_rules(const EGraph& egraph, const RuleSet& rules,
-                                               std::size_t iter, const Stopwatch& run_clock,
-                                               std::vector<RuleMatches>& found, RunReport& report,
-                                               IterationReport& it) {
-  for (std::size_t r = 0; r < rules.size(); ++r) {
-    RuleMatches& m = found[r];
-    m.clear();
-    if (!scheduler_->should_search(r, iter)) continue;
-    ++it.rules_searched;
-    search_rule(egraph, rules[r], scheduler_->search_limit(r), m);
-    report.rules[r].matches += m.size();
-    it.matches += m.size();
-    if (!scheduler_->accept(r, iter, m.size())) m.clear();
-    if (out_of_time(run_clock)) return StopReason::kTimeLimit;
-  }
-  return std::nullopt;
-}
+  IterationStep iterate(std::size_t iter) override {
+    IterationReport it;
+    Stopwatch phase;
+    std::optional<StopReason> stop = search(iter, it);
+    it.search_seconds = phase.seconds();
 
-std::optional<StopReason> Runner::apply_matches(EGraph& egraph, const RuleSet& rules,
-                                                const std::vector<RuleMatches>& found,
-                                                const Stopwatch& run_clock, RunReport& report,
-                                                IterationReport& it) const {
-  for (std::size_t r = 0; r < rules.size(); ++r) {
-    if (found[r].size() == 0) continue;
-    ApplyResult a = apply_rule(egraph, rules[r], found[r]);
-    report.rules[r].applied += a.applied;
-    report.rules[r].conflicts += a.conflicts;
-    it.applied += a.applied;
-    if (a.stopped)
-      return *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit : StopReason::kNodeLimit;
-    if (out_of_time(run_clock)) return StopReason::kTimeLimit;
+    phase.restart();
+    const std::size_t nodes_before = egraph_.num_nodes();
+    // About one new e-node per match: grown once instead of doubling by steps.
+    egraph_.reserve(std::min(nodes_before + it.matches, runner_.node_limit_));
+    const std::size_t classes_before = egraph_.num_classes();
+    if (!stop) stop = apply(it);
+    it.apply_seconds = phase.seconds();
+
+    phase.restart();
+    egraph_.rebuild();
+    it.rebuild_seconds = phase.seconds();
+
+    it.nodes = egraph_.num_nodes();
+    it.visible_nodes = egraph_.num_visible_nodes();
+    it.classes = egraph_.num_classes();
+    it.bytes = egraph_.memory_bytes();
+    report_.search_seconds += it.search_seconds;
+    report_.apply_seconds += it.apply_seconds;
+    report_.rebuild_seconds += it.rebuild_seconds;
+    report_.iterations.push_back(it);
+    if (!stop && runner_.goal_ && runner_.goal_(egraph_)) stop = StopReason::kGoal;
+    return {.changed = it.applied > 0 || it.nodes != nodes_before || it.classes != classes_before,
+            .stop = stop};
   }
-  return std::nullopt;
+
+  bool can_stop(std::size_t iter) override { return runner_.scheduler_->can_stop(iter); }
+
+ private:
+  bool out_of_time() const { return clock_.seconds() >= runner_.time_limit_.count(); }
+
+  // Each rule's matches in found_[rule] (cleared when the scheduler refuses
+  // them). Stops at the time limit, with the rules after it not searched.
+  std::optional<StopReason> search(std::size_t iter, IterationReport& it) {
+    Scheduler& scheduler = *runner_.scheduler_;
+    for (std::size_t r = 0; r < rules_.size(); ++r) {
+      RuleMatches& m = found_[r];
+      m.clear();
+      if (!scheduler.should_search(r, iter)) continue;
+      ++it.rules_searched;
+      search_rule(egraph_, rules_[r], scheduler.search_limit(r), m);
+      report_.rules[r].matches += m.size();
+      it.matches += m.size();
+      if (!scheduler.accept(r, iter, m.size())) m.clear();
+      if (out_of_time()) return StopReason::kTimeLimit;
+    }
+    return std::nullopt;
+  }
+
+  // Every rule's matches from found_. Stops at a full budget or the time limit.
+  std::optional<StopReason> apply(IterationReport& it) {
+    for (std::size_t r = 0; r < rules_.size(); ++r) {
+      if (found_[r].size() == 0) continue;
+      ApplyResult a = apply_rule(egraph_, rules_[r], found_[r]);
+      report_.rules[r].applied += a.applied;
+      report_.rules[r].conflicts += a.conflicts;
+      it.applied += a.applied;
+      if (a.stopped)
+        return *a.stopped == AddStatus::kByteLimit ? StopReason::kByteLimit
+                                                   : StopReason::kNodeLimit;
+      if (out_of_time()) return StopReason::kTimeLimit;
+    }
+    return std::nullopt;
+  }
+
+  const Runner& runner_;
+  EGraph& egraph_;
+  const RuleSet& rules_;
+  RunReport& report_;
+  std::vector<RuleMatches> found_;
+  const Stopwatch clock_;
+};
+
+StopReason Runner::drive(Saturation& saturation, std::size_t* iterations) const {
+  const Stopwatch clock;
+  std::size_t iter = 0;
+  StopReason stop = StopReason::kIterationLimit;
+  for (; iter < iteration_limit_; ++iter) {
+    const IterationStep step = saturation.iterate(iter);
+    if (step.stop) {
+      stop = *step.stop;
+      ++iter;
+      break;
+    }
+    if (!step.changed && saturation.can_stop(iter)) {
+      stop = StopReason::kSaturated;
+      ++iter;
+      break;
+    }
+    if (clock.seconds() >= time_limit_.count()) {
+      stop = StopReason::kTimeLimit;
+      ++iter;
+      break;
+    }
+  }
+  if (iterations) *iterations = iter;
+  return stop;
 }
 
 RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
-  const Stopwatch run_clock;
   const Budget saved_budget = egraph.budget();
   egraph.set_budget(Budget{std::min(node_limit_, saved_budget.max_nodes),
                            std::min(byte_limit_, saved_budget.max_bytes)});
@@ -116,55 +187,8 @@ RunReport Runner::run(EGraph& egraph, const RuleSet& rules) {
   report.rules.resize(rules.size());
   report.initial_nodes = egraph.num_nodes();
   report.initial_visible_nodes = egraph.num_visible_nodes();
-  std::vector<RuleMatches> found(rules.size());
-
-  for (std::size_t iter = 0;; ++iter) {
-    if (iter >= iteration_limit_) {
-      report.stop_reason = StopReason::kIterationLimit;
-      break;
-    }
-    IterationReport it;
-
-    Stopwatch phase;
-    std::optional<StopReason> stop =
-        search_rules(egraph, rules, iter, run_clock, found, report, it);
-    it.search_seconds = phase.seconds();
-
-    phase.restart();
-    const std::size_t nodes_before = egraph.num_nodes();
-    // About one new e-node per match: grown once instead of doubling by steps.
-    egraph.reserve(std::min(nodes_before + it.matches, node_limit_));
-    const std::size_t classes_before = egraph.num_classes();
-    if (!stop) stop = apply_matches(egraph, rules, found, run_clock, report, it);
-    it.apply_seconds = phase.seconds();
-
-    phase.restart();
-    egraph.rebuild();
-    it.rebuild_seconds = phase.seconds();
-
-    it.nodes = egraph.num_nodes();
-    it.visible_nodes = egraph.num_visible_nodes();
-    it.classes = egraph.num_classes();
-    it.bytes = egraph.memory_bytes();
-    report.search_seconds += it.search_seconds;
-    report.apply_seconds += it.apply_seconds;
-    report.rebuild_seconds += it.rebuild_seconds;
-    const bool changed = it.applied > 0 || it.nodes != nodes_before || it.classes != classes_before;
-    report.iterations.push_back(it);
-    if (!stop && goal_ && goal_(egraph)) stop = StopReason::kGoal;
-    if (stop) {
-      report.stop_reason = *stop;
-      break;
-    }
-    if (!changed && scheduler_->can_stop(iter)) {
-      report.stop_reason = StopReason::kSaturated;
-      break;
-    }
-    if (out_of_time(run_clock)) {
-      report.stop_reason = StopReason::kTimeLimit;
-      break;
-    }
-  }
+  RuleSetSaturation saturation(*this, egraph, rules, report);
+  report.stop_reason = drive(saturation);
   egraph.set_budget(saved_budget);
   return report;
 }

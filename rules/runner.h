@@ -10,6 +10,12 @@
 // Schedulers decide which rules run each iteration: `SimpleScheduler`
 // applies every rule every time; `BackoffScheduler` (the default, as in egg)
 // bans a rule that matches too much for a growing number of iterations.
+//
+// The loop itself (iteration and time limits, the fixpoint test, the stop
+// reason) is Runner::drive, and what one iteration does is a Saturation:
+// run() drives one that searches and applies a RuleSet; a search
+// environment drives its own (mcts/search.h: saturate()), which keeps its
+// match cache and cycle filter. Every saturation in saturn is this loop.
 #pragma once
 
 #include <chrono>
@@ -26,9 +32,6 @@
 #include "saturn/rules/stop_reason.h"
 
 namespace saturn {
-
-class Stopwatch;
-struct RuleMatches;
 
 struct IterationReport {
   std::size_t matches = 0;  // matches found
@@ -111,6 +114,22 @@ class BackoffScheduler final : public Scheduler {
   std::vector<State> state_;
 };
 
+// What one iteration of a saturation loop did.
+struct IterationStep {
+  bool changed = false;            // the e-graph changed
+  std::optional<StopReason> stop;  // a limit reached inside the iteration
+};
+
+// One iteration of a saturation loop, as Runner::drive runs it.
+class Saturation {
+ public:
+  virtual ~Saturation() = default;
+  virtual IterationStep iterate(std::size_t iteration) = 0;
+  // After an iteration that changed nothing: may the loop end here? (One
+  // that left rules out, a ban or a subset, may say no and widen the next.)
+  virtual bool can_stop(std::size_t /*iteration*/) { return true; }
+};
+
 class Runner {
  public:
   Runner();
@@ -127,22 +146,14 @@ class Runner {
   // e-graph's budget for the run, so they are never exceeded.
   RunReport run(EGraph& egraph, const RuleSet& rules);
 
- private:
-  bool out_of_time(const Stopwatch& run_clock) const;
-  // An iteration's search: each rule the scheduler lets search, its matches
-  // in found[rule] (cleared when the scheduler refuses them). Stops at the
-  // time limit, with the rules after it not searched.
-  std::optional<StopReason> search_rules(const EGraph& egraph, const RuleSet& rules,
-                                         std::size_t iter, const Stopwatch& run_clock,
-                                         std::vector<RuleMatches>& found, RunReport& report,
-                                         IterationReport& it);
-  // An iteration's apply: every rule's matches from found. Stops at a full
-  // budget or the time limit.
-  std::optional<StopReason> apply_matches(EGraph& egraph, const RuleSet& rules,
-                                          const std::vector<RuleMatches>& found,
-                                          const Stopwatch& run_clock, RunReport& report,
-                                          IterationReport& it) const;
+  // The loop alone: iterates `saturation` until an iteration stops it, one
+  // changes nothing and may end the loop (kSaturated), or the iteration or
+  // time limit is reached. The node and byte limits and the goal are run()'s;
+  // a Saturation keeps its own. `iterations`, when given, receives the count.
+  StopReason drive(Saturation& saturation, std::size_t* iterations = nullptr) const;
 
+ private:
+  class RuleSetSaturation;
   std::size_t iteration_limit_ = 30;
   std::size_t node_limit_ = 10'000;
   std::size_t byte_limit_ = Budget::kUnlimited;

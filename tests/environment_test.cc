@@ -1,15 +1,18 @@
 // The search environment and its JSON protocol: a step's reward and a
 // restore return to the exact state, unpriced steps are priced when asked,
-// the budget ends an episode, matches are capped per rule and state, and the
+// the budget ends an episode, matches are capped per rule and state,
+// saturation passes say why they ended, and the
 // protocol drives the environment.
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <sstream>
 #include <string>
 
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/mcts/environment.h"
 #include "saturn/mcts/protocol.h"
+#include "saturn/mcts/search.h"
 #include "nlohmann/json.hpp"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/zoo/zoo.h"
@@ -113,6 +116,29 @@ TEST(Environment, MatchesAreCappedPerRuleAndState) {
   EXPECT_EQ(env.matches(fuse).size(), 10u);  // of 26
   EXPECT_EQ(env.step(fuse).applied, 10u);
   EXPECT_EQ(EnvFixture(3000).env->matches(fuse).size(), 26u);  // the default: 20,000 or more
+}
+
+// A saturation pass over the environment runs in the Runner's loop and says
+// why it ended: a fixpoint for one rule, the node budget for every rule.
+TEST(Environment, SaturationPassesSayWhyTheyEnded) {
+  EnvFixture fusing;
+  const std::size_t fuse[] = {fusing.rule("fuse-conv-bias-relu")};
+  SaturationResult pass = saturate(*fusing.env, fuse, 8, 8);
+  EXPECT_EQ(pass.stop, StopReason::kSaturated);
+  EXPECT_EQ(pass.applied, 26u);
+  EXPECT_EQ(pass.iterations, 2u);  // the fusions, then a step that changes nothing
+
+  EnvFixture small(130);
+  std::vector<std::size_t> all(small.rules.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  pass = saturate(*small.env, all, 8, 1);
+  EXPECT_EQ(pass.stop, StopReason::kNodeLimit);
+  EXPECT_LE(small.env->egraph().num_nodes(), 130u);
+
+  EnvFixture capped(3000);
+  pass = saturate(*capped.env, all, 1, 1);
+  EXPECT_EQ(pass.stop, StopReason::kIterationLimit);
+  EXPECT_EQ(pass.iterations, 1u);
 }
 
 // ---- The JSON protocol ------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "saturn/egraph/term.h"
 #include "gtest/gtest.h"
@@ -325,6 +326,44 @@ TEST(Runner, BackoffBansRulesThatMatchTooMuch) {
   bool some_skipped = false;
   for (const auto& it : r.iterations) some_skipped |= it.rules_searched < 2;
   EXPECT_TRUE(some_skipped);
+}
+
+// The loop alone: a Saturation that changes something for three iterations
+// and refuses the first chance to stop (as a scheduler lifting bans does).
+class CountingSaturation final : public Saturation {
+ public:
+  explicit CountingSaturation(std::size_t changes, std::optional<StopReason> stop_at = {})
+      : changes_(changes), stop_at_(stop_at) {}
+  IterationStep iterate(std::size_t iteration) override {
+    ++calls;
+    if (stop_at_ && iteration + 1 == changes_) return {.changed = true, .stop = stop_at_};
+    return {.changed = iteration < changes_};
+  }
+  bool can_stop(std::size_t) override { return !std::exchange(refuse_once_, false); }
+  std::size_t calls = 0;
+
+ private:
+  std::size_t changes_;
+  std::optional<StopReason> stop_at_;
+  bool refuse_once_ = true;
+};
+
+TEST(Runner, DrivesAnySaturationUnderItsLimits) {
+  std::size_t iterations = 0;
+  CountingSaturation fixpoint(3);
+  // Changes at 0, 1, 2; no change at 3 but may not stop; stops at 4.
+  EXPECT_EQ(Runner().drive(fixpoint, &iterations), StopReason::kSaturated);
+  EXPECT_EQ(iterations, 5u);
+  EXPECT_EQ(fixpoint.calls, 5u);
+
+  CountingSaturation limited(10);
+  EXPECT_EQ(Runner().with_iteration_limit(4).drive(limited, &iterations),
+            StopReason::kIterationLimit);
+  EXPECT_EQ(iterations, 4u);
+
+  CountingSaturation full(10, StopReason::kByteLimit);
+  EXPECT_EQ(Runner().drive(full, &iterations), StopReason::kByteLimit);
+  EXPECT_EQ(iterations, 10u);
 }
 
 }  // namespace
