@@ -171,17 +171,34 @@ std::string to_dot(const Graph& graph) {
   return out;
 }
 
+namespace {
+
+// "domain::Type", or "Type" in the default domain.
+std::string opaque_type_name(const Node& n) {
+  const std::string* type = n.attributes.get_string("op_type");
+  const std::string* domain = n.attributes.get_string("domain");
+  std::string name = type ? *type : "?";
+  if (domain && !domain->empty() && *domain != "ai.onnx") name = *domain + "::" + name;
+  return name;
+}
+
+}  // namespace
+
 std::map<std::string, int> opaque_op_types(const Graph& graph) {
   std::map<std::string, int> counts;
+  for (const Node& n : graph.nodes)
+    if (n.op == Op::kOpaque) ++counts[opaque_type_name(n)];
+  return counts;
+}
+
+std::map<std::string, std::map<std::string, int>> opaque_op_reasons(const Graph& graph) {
+  std::map<std::string, std::map<std::string, int>> reasons;
   for (const Node& n : graph.nodes) {
     if (n.op != Op::kOpaque) continue;
-    const std::string* type = n.attributes.get_string("op_type");
-    const std::string* domain = n.attributes.get_string("domain");
-    std::string name = type ? *type : "?";
-    if (domain && !domain->empty() && *domain != "ai.onnx") name = *domain + "::" + name;
-    ++counts[name];
+    auto it = graph.opaque_reasons.find(n.name);
+    ++reasons[opaque_type_name(n)][it == graph.opaque_reasons.end() ? "not recorded" : it->second];
   }
-  return counts;
+  return reasons;
 }
 
 }  // namespace saturn::tensor

@@ -81,6 +81,9 @@ struct Graph {
   // to check that a rewrite holds at any size, and a graph kept as it came
   // is written as a copy of it.
   std::string source;
+  // Why the importer kept each opaque node opaque ("no IR operator", "input
+  // 0 has no static shape", ...), by the node's name.
+  std::map<std::string, std::string> opaque_reasons;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };
@@ -116,6 +119,8 @@ int total_ops(const Graph& graph);
 // How many operators of `graph` are opaque, by ONNX op type ("domain::Type"
 // outside the default domain).
 std::map<std::string, int> opaque_op_types(const Graph& graph);
+// The same, by op type and then by the importer's reason (Graph::opaque_reasons).
+std::map<std::string, std::map<std::string, int>> opaque_op_reasons(const Graph& graph);
 
 // A node's display name: its own name, or "%<index>".
 std::string node_label(const Graph& graph, int index);

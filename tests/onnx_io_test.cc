@@ -140,9 +140,14 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
       failures.push_back(fmt::format("{}: re-import: {}", name, message(back.status())));
       continue;
     }
-    if (signature(*g) != signature(*back)) {
-      failures.push_back(
-          fmt::format("{}: the round trip changed the interface or an opaque node", name));
+    if (const std::vector<std::string> before = signature(*g), after = signature(*back);
+        before != after) {
+      std::vector<std::string> lost, gained;
+      std::ranges::set_difference(before, after, std::back_inserter(lost));
+      std::ranges::set_difference(after, before, std::back_inserter(gained));
+      failures.push_back(fmt::format(
+          "{}: the round trip changed the interface or an opaque node: lost [{}], gained [{}]",
+          name, fmt::join(lost, "; "), fmt::join(gained, "; ")));
       continue;
     }
     if (has_opaque(*g)) {

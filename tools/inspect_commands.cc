@@ -142,8 +142,15 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
                symbolic_shape(graph, o.name, types[o.node]));
   fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
   fmt::print("  ops: {}\n", op_summary(graph));
-  for (const auto& [op_type, count] : tensor::opaque_op_types(graph))
-    fmt::print("  kept as opaque: {} x{}\n", op_type, count);
+  for (const auto& [op_type, reasons] : tensor::opaque_op_reasons(graph)) {
+    int count = 0;
+    std::vector<std::string> why;
+    for (const auto& [reason, n] : reasons) {
+      count += n;
+      why.push_back(reasons.size() == 1 ? reason : fmt::format("{} x{}", reason, n));
+    }
+    fmt::print("  kept as opaque: {} x{}: {}\n", op_type, count, fmt::join(why, "; "));
+  }
 }
 
 struct InfoOptions {

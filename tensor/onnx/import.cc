@@ -45,84 +45,6 @@ bool is_random_op(const std::string& op_type) {
 
 }  // namespace
 
-absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
-                                           const OnnxImportOptions& options) {
-  Symbols symbols;
-  // Each axis's symbol; an unnamed dynamic axis is named as onnxruntime names it.
-  auto axes_of = [&](const onnx::ValueInfoProto& v) {
-    std::vector<std::string> axes;
-    int axis = 0;
-    for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (d.has_dim_value())
-        axes.emplace_back();
-      else
-        axes.push_back(d.dim_param().empty() ? fmt::format("unk__{}_{}", v.name(), axis)
-                                             : d.dim_param());
-      ++axis;
-    }
-    return axes;
-  };
-  for (const onnx::ValueInfoProto& v : model.graph().output()) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-    std::vector<std::string> axes = axes_of(v);
-    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
-      symbols.axes[v.name()] = std::move(axes);
-  }
-  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-    std::vector<std::string> axes = axes_of(v);
-    auto& dims = *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
-    for (int axis = 0; axis < dims.size(); ++axis) {
-      if (axes[axis].empty()) continue;
-      auto it = options.dims.find(axes[axis]);
-      const std::int64_t size = it == options.dims.end() ? kDefaultSymbolSize : it->second;
-      symbols.sizes.emplace(axes[axis], size);
-      dims[axis].set_dim_value(size);
-    }
-    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
-      symbols.axes[v.name()] = std::move(axes);
-  }
-  return symbols;
-}
-
-namespace {
-
-// The window attributes of convolutions and pools, checked before ONNX's
-// own shape inference runs: it divides by strides and groups without
-// checking them (a stride of 0 stops the process with SIGFPE).
-absl::Status check_window_attributes(const onnx::GraphProto& graph) {
-  static const absl::flat_hash_set<std::string_view> kWindowed = {
-      "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
-      "LpPool", "MaxUnpool", "MaxRoiPool", "DeformConv"};
-  for (const onnx::NodeProto& n : graph.node()) {
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_g()) {
-        if (absl::Status s = check_window_attributes(a.g()); !s.ok()) return s;
-      }
-      for (const onnx::GraphProto& g : a.graphs()) {
-        if (absl::Status s = check_window_attributes(g); !s.ok()) return s;
-      }
-      if (!is_default_domain(n.domain()) || !kWindowed.contains(n.op_type())) continue;
-      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                            a.name() == "kernel_shape" || a.name() == "group";
-      const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
-      if (!positive && !non_negative) continue;
-      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
-      if (a.has_i()) values.push_back(a.i());
-      for (std::int64_t v : values) {
-        if (v < 0 || (positive && v == 0)) {
-          return absl::InvalidArgumentError(fmt::format(
-              "node '{}' ({}): attribute {} must be {}, got {}", n.name(), n.op_type(), a.name(),
-              positive ? "positive" : "non-negative", v));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
   if (absl::Status s = prepare(model); !s.ok()) return s;
   const onnx::GraphProto& g = model.graph();
@@ -175,50 +97,6 @@ std::vector<std::string> Importer::unsized_symbols() const {
     if (!options_.dims.contains(symbol)) unsized.push_back(symbol);
   }
   return unsized;
-}
-
-absl::Status Importer::prepare(onnx::ModelProto& model) {
-  if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0)
-    return error("not an ONNX model (no graph, IR version or opset)");
-  for (const auto& op : model.opset_import()) {
-    if (!is_default_domain(op.domain())) continue;
-    opset_ = op.version();
-    if (opset_ < 1 || opset_ > kNewestReadOpset) {
-      return error("ONNX opset {} is not supported (this build reads opsets 1 to {})", opset_,
-                   kNewestReadOpset);
-    }
-  }
-  // A newer opset than libonnx knows: read through the newest it knows
-  // (its checker and shape inference run on that spelling).
-  if (opset_ > max_onnx_opset()) {
-    if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset()); !s.ok())
-      return error("{}", message(s));
-    opset_ = max_onnx_opset();
-  }
-  if (model.functions_size() > 0)
-    return error("model-local functions are not supported (function '{}')",
-                 model.functions(0).name());
-  if (absl::Status st = inline_external_data(model, std::filesystem::path(file_).parent_path());
-      !st.ok())
-    return error("{}", message(st));
-  absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
-  if (!seeded.ok()) return error("{}", message(seeded.status()));
-  seeded_ = std::move(*seeded);
-  absl::StatusOr<Symbols> symbols = resolve_input_dims(model, options_);
-  if (!symbols.ok()) return error("{}", message(symbols.status()));
-  graph_.symbols = std::move(*symbols);
-  try {
-    onnx::checker::check_model(model);
-  } catch (const std::exception& e) {
-    return error("the ONNX checker rejects the model: {}", e.what());
-  }
-  if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
-    return error("{}", message(st));
-  // ONNX's shape inference, helped by the values of the shape arithmetic.
-  if (absl::Status st = infer_with_shape_values(model); !st.ok())
-    return error("ONNX shape inference fails: {}", message(st));
-  if (!graph_.symbols.empty()) probe_dims_ = probe_dims(model, graph_.symbols);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<TensorType> Importer::tensor_type(const onnx::TypeProto& type,
@@ -304,12 +182,19 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
     if (!in.empty() && !values_.contains(in))
       return error("{}: input '{}' is not computed before it", where(n, k), in);
   }
+  if (n.output_size() == 1) {
+    if (auto it = folded_.find(n.output(0)); it != folded_.end()) {
+      add_weight(n.output(0), it->second);
+      return absl::OkStatus();
+    }
+  }
   if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
-    if (std::optional<Tensor> value = constant_value(n)) {
+    if (std::optional<Tensor> value = constant_node_value(n)) {
       add_weight(n.output(0), *value);
       return absl::OkStatus();
     }
   }
+  why_opaque_ = fmt::format("an operator of domain '{}'", n.domain());
   if (is_default_domain(n.domain()) || n.domain() == "com.microsoft") {
     absl::StatusOr<bool> mapped = add_known(n);
     if (!mapped.ok()) return error("{}: {}", where(n, k), message(mapped.status()));
@@ -322,18 +207,26 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
 absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   std::optional<Mapped> m = map_known(n);
   if (!m) return false;
+  const auto refuse = [&](std::string why) {
+    why_opaque_ = std::move(why);
+    return false;
+  };
   absl::StatusOr<Attributes> a = normalize_attributes(m->op, m->attributes);
-  if (!a.ok()) return false;
+  if (!a.ok()) return refuse(std::string(message(a.status())));
   std::vector<ValueType> in;
   for (int i : m->inputs) in.push_back(types_[i]);
   absl::StatusOr<ValueType> ir = infer_type(m->op, *a, in);
+  if (!ir.ok()) return refuse(fmt::format("the IR does not type it: {}", message(ir.status())));
   std::vector<int> outputs = m->outputs;
   if (outputs.empty()) {
     for (int o = 0; o < n.output_size(); ++o) outputs.push_back(o);
   }
-  if (!ir.ok() || ir->parts.size() != outputs.size()) return false;
+  if (ir->parts.size() != outputs.size())
+    return refuse(fmt::format("the IR gives {} outputs, ONNX {}", ir->parts.size(), outputs.size()));
   for (std::size_t p = 0; p < outputs.size(); ++p) {
-    if (outputs[p] < n.output_size() && !agrees(ir->parts[p], n.output(outputs[p]))) return false;
+    if (outputs[p] < n.output_size() && !agrees(ir->parts[p], n.output(outputs[p])))
+      return refuse(fmt::format("output {}: the IR's type {} differs from ONNX's inference",
+                                outputs[p], to_string(ir->parts[p])));
   }
   std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);
   absl::StatusOr<int> id = append(m->op, std::move(*a), std::move(m->inputs), name);
@@ -417,6 +310,7 @@ absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
   if (!absent_out.empty()) a.set(kAbsentOutputs, absent_out);
   if (is_random_op(n.op_type())) a.set(kInstance, fmt::format("{}#{}", n.name(), k));
   std::string name = n.output_size() == 1 ? n.output(0) : fmt::format("{}_parts", n.output(0));
+  graph_.opaque_reasons[name] = why_opaque_;
   absl::StatusOr<int> id = append(Op::kOpaque, std::move(a), std::move(inputs), name);
   if (!id.ok()) return id.status();
   if (n.output_size() == 1) {

@@ -57,20 +57,31 @@ std::optional<Ints> window_pads(AttrReader& r, const Dims& in, const Ints& kerne
 std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
   std::vector<int> in;
   for (const std::string& name : n.input()) in.push_back(name.empty() ? -1 : values_.at(name));
+  const auto refuse = [&](std::string why) {
+    why_opaque_ = std::move(why);
+    return std::nullopt;
+  };
   if (n.output_size() != 1 && n.op_type() != "Split" &&
       n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization")
-    return std::nullopt;
-  if (in.empty() || in[0] < 0) return std::nullopt;
-  for (int i : in) {
-    if (i >= 0 && (types_[i].is_tuple || types_[i].parts[0].dtype == DType::kOther ||
-                   !types_[i].parts[0].is_static()))
-      return std::nullopt;
+    return refuse(fmt::format("{} outputs, where the IR operator has one", n.output_size()));
+  if (in.empty() || in[0] < 0) return refuse("its first input is absent");
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const int i = in[k];
+    if (i < 0) continue;
+    if (types_[i].is_tuple || types_[i].parts[0].dtype == DType::kOther)
+      return refuse(fmt::format("input {} has no tensor type", k));
+    if (!types_[i].parts[0].is_static())
+      return refuse(fmt::format("input {} has no static shape", k));
   }
   KnownNode node{n, AttrReader(n), std::move(in), types_};
   std::optional<Mapped> m = map_op(node);
-  if (!m || !node.attrs.all_read()) return std::nullopt;
+  if (!m)
+    return refuse(find_op(n.op_type()) ? "not mapped at these attributes or inputs"
+                                       : "no IR operator");
+  if (!node.attrs.all_read())
+    return refuse(fmt::format("attribute '{}' is not mapped", node.attrs.first_unread()));
   for (int i : m->inputs) {
-    if (i < 0) return std::nullopt;
+    if (i < 0) return refuse("an input the IR operator needs is absent");
   }
   return m;
 }

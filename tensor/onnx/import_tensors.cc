@@ -149,33 +149,6 @@ void Importer::add_weight(const std::string& name, const Tensor& value) {
   values_[name] = *id;  // a weight always type-checks
 }
 
-std::optional<Tensor> Importer::constant_value(const onnx::NodeProto& n) const {
-  if (n.attribute_size() != 1) return std::nullopt;
-  const onnx::AttributeProto& a = n.attribute(0);
-  auto floats = [](Dims dims, std::vector<float> v) {
-    return Tensor(TensorType{DType::kFloat32, std::move(dims)}, std::move(v));
-  };
-  auto ints = [](Dims dims, std::vector<std::int64_t> v) {
-    return Tensor(TensorType{DType::kInt64, std::move(dims)}, std::move(v));
-  };
-  if (a.name() == "value" && a.has_t()) {
-    absl::StatusOr<Tensor> t = tensor_from_proto(a.t());
-    return t.ok() ? std::optional<Tensor>(*t) : std::nullopt;
-  }
-  if (a.name() == "value_float") return floats({}, {a.f()});
-  if (a.name() == "value_floats")
-    return floats({a.floats_size()}, std::vector<float>(a.floats().begin(), a.floats().end()));
-  if (a.name() == "value_int") return ints({}, {a.i()});
-  if (a.name() == "value_ints")
-    return ints({a.ints_size()}, std::vector<std::int64_t>(a.ints().begin(), a.ints().end()));
-  if (a.name() == "value_string")
-    return Tensor(TensorType{DType::kString, {}}, std::vector<std::string>{a.s()});
-  if (a.name() == "value_strings")
-    return Tensor(TensorType{DType::kString, {a.strings_size()}},
-                  std::vector<std::string>(a.strings().begin(), a.strings().end()));
-  return std::nullopt;
-}
-
 std::optional<Ints> Importer::constant_ints(const std::string& name) const {
   auto it = constants_.find(name);
   if (it == constants_.end()) return std::nullopt;

@@ -3,7 +3,9 @@
 // files share.
 //
 //   import.cc          the entry points and the graph walk: inputs, nodes
-//                      (mapped or opaque), outputs
+//                      (mapped, folded or opaque), outputs
+//   import_prepare.cc  before the walk: opset, symbols, checker, shape
+//                      inference and the values folded to constants
 //   import_tensors.cc  external data, seeded weights, initializers and
 //                      constants
 //   import_ops.cc      the mapping of known ONNX operators onto IR operators
@@ -29,6 +31,7 @@
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tensor/onnx/proto.h"
+#include "saturn/tensor/onnx/shape_values.h"
 #include "saturn/tensor/ops.h"
 #include "saturn/tensor/tensor.h"
 #include "saturn/tensor/types.h"
@@ -105,6 +108,12 @@ class AttrReader {
   }
   // Whether every attribute of the node was read.
   bool all_read() const { return static_cast<int>(read_.size()) == node_.attribute_size(); }
+  // The first attribute no mapping read ("" when all were).
+  std::string first_unread() const {
+    for (const onnx::AttributeProto& a : node_.attribute())
+      if (!read_.contains(a.name())) return a.name();
+    return "";
+  }
 
  private:
   const onnx::NodeProto& node_;
@@ -161,11 +170,13 @@ class Importer {
     return absl::InvalidArgumentError(fmt::format(format, std::forward<Args>(args)...));
   }
 
+  // Before the walk (import_prepare.cc): checks the opset, reads external
+  // data and seeded-weight metadata, fixes symbolic input dimensions, runs
+  // the ONNX checker and shape inference, and finds the values to fold.
+  absl::Status prepare(onnx::ModelProto& model);
+
   // The graph walk (import.cc).
 
-  // Checks the opset, reads external data and seeded-weight metadata, fixes
-  // symbolic input dimensions, runs the ONNX checker and shape inference.
-  absl::Status prepare(onnx::ModelProto& model);
   // An opaque node's output shapes at the probe sizes (kProbeShapes,
   // tensor/probe.h), when probe_dims_ has them all (import_ops.cc).
   void set_probe_shapes(const onnx::NodeProto& n, std::span<const TensorType> outputs,
@@ -202,8 +213,6 @@ class Importer {
   // that its type fits).
   absl::Status add_input_default(const std::string& name, const Tensor& value);
   void add_weight(const std::string& name, const Tensor& value);
-  // A Constant node's value as a tensor (null for sparse values).
-  std::optional<Tensor> constant_value(const onnx::NodeProto& n) const;
   // The integer values of a constant input (int64 or int32), if known.
   std::optional<Ints> constant_ints(const std::string& name) const;
   std::optional<double> constant_scalar(const std::string& name) const;
@@ -211,7 +220,7 @@ class Importer {
   // Known operators (import_ops.cc).
 
   // Maps a default-domain (or com.microsoft) node onto an IR operator when the IR computes the
-  // same thing; nullopt keeps it opaque.
+  // same thing; nullopt keeps it opaque, with the reason in why_opaque_.
   std::optional<Mapped> map_known(const onnx::NodeProto& n);
   // The mapping of `node` by its operator type, before the checks that
   // every attribute was read and every input it keeps is given.
@@ -238,6 +247,12 @@ class Importer {
   absl::flat_hash_map<std::string, Tensor> constants_;
   absl::flat_hash_map<std::string, onnx::TypeProto> types_by_name_;
   std::map<std::string, Dims> probe_dims_;  // at the probe sizes (shape_values.h)
+  // The node values folded to constants: computed from constants, weights
+  // and shapes (shape_values.h), the same at the given and the probe sizes
+  // of the symbolic dimensions, and not graph outputs.
+  ShapeValues folded_;
+  // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).
+  std::string why_opaque_;
   SeededWeights seeded_;
 };
 

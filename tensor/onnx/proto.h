@@ -42,6 +42,9 @@ int dtype_to_onnx(DType dtype);
 // The tensor a TensorProto holds (raw or typed fields). External data must
 // have been loaded into raw_data already.
 absl::StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& proto);
+// A Constant node's value (its value, value_float(s), value_int(s) or
+// value_string(s)); nullopt for a sparse value or a malformed node.
+std::optional<Tensor> constant_node_value(const onnx::NodeProto& n);
 void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 
 std::string serialize_base64(const google::protobuf::MessageLite& message);

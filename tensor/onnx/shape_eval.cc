@@ -288,6 +288,34 @@ std::optional<Num> reshape(const Num& data, const Ints& shape, bool allowzero) {
   return Num{data.dtype, out, data.v};
 }
 
+// Transpose by `perm` (reversed axes when absent).
+std::optional<Num> transpose(const Num& data, std::optional<Ints> perm) {
+  const std::size_t rank = data.dims.size();
+  if (!perm) {
+    perm.emplace(rank);
+    std::iota(perm->rbegin(), perm->rend(), 0);
+  }
+  if (perm->size() != rank) return std::nullopt;
+  Dims out(rank);
+  std::vector<bool> seen(rank, false);
+  for (std::size_t k = 0; k < rank; ++k) {
+    std::optional<std::int64_t> a = axis_in((*perm)[k], rank);
+    if (!a || seen[*a]) return std::nullopt;
+    seen[*a] = true;
+    (*perm)[k] = *a;
+    out[k] = data.dims[*a];
+  }
+  Num r{data.dtype, out, std::vector<double>(data.v.size())};
+  const Dims in_strides = strides(data.dims), out_strides = strides(out);
+  for (std::int64_t i = 0; i < count(out); ++i) {
+    std::int64_t index = 0;
+    for (std::size_t k = 0; k < rank; ++k)
+      index += ((i / out_strides[k]) % out[k]) * in_strides[(*perm)[k]];
+    r.v[static_cast<std::size_t>(i)] = data.v[static_cast<std::size_t>(index)];
+  }
+  return r;
+}
+
 std::optional<Num> unsqueeze(const Num& data, Ints axes) {
   const std::size_t rank = data.dims.size() + axes.size();
   for (std::int64_t& a : axes) {
@@ -464,6 +492,7 @@ std::optional<std::optional<Num>> evaluate_structural(const std::string& op, con
   if (op == "Squeeze") return squeeze(in[0], in.size() > 1 ? ints_of(1) : a.ints("axes"));
   if (op == "Slice" && in.size() >= 3)
     return slice(in[0], as_ints(in[1]), as_ints(in[2]), ints_of(3), ints_of(4));
+  if (op == "Transpose") return transpose(in[0], a.ints("perm"));
   if (op == "Reshape" && in.size() == 2)
     return reshape(in[0], as_ints(in[1]), a.i("allowzero").value_or(0) != 0);
   if (op == "Expand" && in.size() == 2) {

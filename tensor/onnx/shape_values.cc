@@ -66,11 +66,8 @@ std::size_t evaluate_all(const onnx::GraphProto& g, Known& known) {
   for (const onnx::NodeProto& n : g.node()) {
     if (n.output_size() != 1 || known.values.contains(n.output(0))) continue;
     if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
-      for (const onnx::AttributeProto& attr : n.attribute()) {
-        if (attr.name() != "value" || !attr.has_t()) continue;
-        absl::StatusOr<Tensor> t = tensor_from_proto(attr.t());
-        if (t.ok() && t->size() <= kMaxShapeValueElements) known.values[n.output(0)] = *t;
-      }
+      std::optional<Tensor> t = constant_node_value(n);
+      if (t && t->size() <= kMaxShapeValueElements) known.values[n.output(0)] = *t;
       continue;
     }
     if (std::optional<std::vector<Tensor>> out = evaluate_shape_node(n, values, dims)) {
@@ -167,7 +164,7 @@ onnx::ModelProto inference_copy(const onnx::ModelProto& model) {
   return copy;
 }
 
-absl::Status infer_with_shape_values(onnx::ModelProto& model) {
+absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* values) {
   try {
     run_onnx_inference(model);
     Known known;
@@ -186,13 +183,19 @@ absl::Status infer_with_shape_values(onnx::ModelProto& model) {
       run_onnx_inference(scratch);
       copy_types(scratch, known, model);
     }
+    if (values) {
+      for (const onnx::NodeProto& n : model.graph().node())
+        for (const std::string& out : n.output())
+          if (auto it = known.values.find(out); it != known.values.end()) (*values)[out] = it->second;
+    }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }
   return absl::OkStatus();
 }
 
-std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symbols& symbols) {
+std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symbols& symbols,
+                                       ShapeValues* values) {
   std::map<std::string, Dims> out;
   onnx::ModelProto probe = inference_copy(model);
   const ProbeSizes sizes = probe_sizes(symbols);
@@ -210,7 +213,10 @@ std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symb
   }
   // Without them the search is not kept from rewrites that hold at the
   // given sizes only after an opaque node; the export still checks them.
-  if (!infer_with_shape_values(probe).ok()) return out;
+  if (!infer_with_shape_values(probe, values).ok()) {
+    if (values) values->clear();
+    return out;
+  }
   auto add = [&](const onnx::ValueInfoProto& v) {
     if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
     Dims dims;
@@ -223,6 +229,20 @@ std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symb
   for (const auto& v : probe.graph().value_info()) add(v);
   for (const auto& v : probe.graph().output()) add(v);
   return out;
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.dtype()) {
+    case DType::kFloat32:
+      return std::ranges::equal(a.floats(), b.floats());
+    case DType::kInt64:
+      return std::ranges::equal(a.ints(), b.ints());
+    case DType::kString:
+      return std::ranges::equal(a.strings(), b.strings());
+    default:
+      return std::ranges::equal(a.bytes(), b.bytes());
+  }
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -1,5 +1,5 @@
 // Internal to the ONNX importer and exporter: the small values of a model's
-// shape arithmetic (Shape, Gather, Concat, Unsqueeze, Slice, Cast, Range,
+// shape arithmetic (Shape, Gather, Concat, Unsqueeze, Slice, Transpose, Cast, Range,
 // ConstantOfShape, Equal, Where, ...) computed from what is known, so that
 // the operators that read them (a Slice's ends, a Reshape's or an Expand's
 // shape, a Range's limit) get static types at the given sizes of the
@@ -53,15 +53,24 @@ std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& no
 // shape), and no value_info.
 onnx::ModelProto inference_copy(const onnx::ModelProto& model);
 
+// The values of a model's nodes that evaluate_shape_node computed, by name.
+using ShapeValues = std::map<std::string, Tensor>;
+
 // Runs ONNX shape inference on `model`, then feeds it the values
 // evaluate_shape_node computes (as initializers of a copy without the large
 // ones) and runs it again, until no more values are known; the types found
-// replace the model's value_info. An error is ONNX's inference failing.
-absl::Status infer_with_shape_values(onnx::ModelProto& model);
+// replace the model's value_info. `values`, when given, receives the values
+// of the nodes' outputs computed. An error is ONNX's inference failing.
+absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* values = nullptr);
 
 // The static dimensions of `model`'s values (read with its symbols at their
 // base sizes) at the probe sizes of `symbols` (tensor/probe.h), by name;
-// empty when inference fails there.
-std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symbols& symbols);
+// empty when inference fails there. `values`, when given, receives the
+// node values computed at the probe sizes.
+std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symbols& symbols,
+                                       ShapeValues* values = nullptr);
+
+// Whether two computed values are the same: type and every element.
+bool same_values(const Tensor& a, const Tensor& b);
 
 }  // namespace saturn::tensor::onnx_io

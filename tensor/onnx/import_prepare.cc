@@ -1,0 +1,153 @@
+// ONNX -> IR, before the graph walk: the model's opset and external data
+// read, its symbolic input dimensions sized, the ONNX checker and shape
+// inference run, and the values computable before any input is known
+// folded to constants.
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "saturn/base/status.h"
+#include "fmt/format.h"
+#include "onnx/checker.h"
+#include "saturn/tensor/onnx/importer.h"
+#include "saturn/tensor/onnx/proto.h"
+#include "saturn/tensor/onnx/shape_values.h"
+
+namespace saturn::tensor::onnx_io {
+
+absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
+                                           const OnnxImportOptions& options) {
+  Symbols symbols;
+  // Each axis's symbol; an unnamed dynamic axis is named as onnxruntime names it.
+  auto axes_of = [&](const onnx::ValueInfoProto& v) {
+    std::vector<std::string> axes;
+    int axis = 0;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value())
+        axes.emplace_back();
+      else
+        axes.push_back(d.dim_param().empty() ? fmt::format("unk__{}_{}", v.name(), axis)
+                                             : d.dim_param());
+      ++axis;
+    }
+    return axes;
+  };
+  for (const onnx::ValueInfoProto& v : model.graph().output()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    std::vector<std::string> axes = axes_of(v);
+    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
+      symbols.axes[v.name()] = std::move(axes);
+  }
+  for (onnx::ValueInfoProto& v : *model.mutable_graph()->mutable_input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    std::vector<std::string> axes = axes_of(v);
+    auto& dims = *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+    for (int axis = 0; axis < dims.size(); ++axis) {
+      if (axes[axis].empty()) continue;
+      auto it = options.dims.find(axes[axis]);
+      const std::int64_t size = it == options.dims.end() ? kDefaultSymbolSize : it->second;
+      symbols.sizes.emplace(axes[axis], size);
+      dims[axis].set_dim_value(size);
+    }
+    if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
+      symbols.axes[v.name()] = std::move(axes);
+  }
+  return symbols;
+}
+
+namespace {
+
+// The window attributes of convolutions and pools, checked before ONNX's
+// own shape inference runs: it divides by strides and groups without
+// checking them (a stride of 0 stops the process with SIGFPE).
+absl::Status check_window_attributes(const onnx::GraphProto& graph) {
+  static const absl::flat_hash_set<std::string_view> kWindowed = {
+      "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
+      "LpPool", "MaxUnpool", "MaxRoiPool", "DeformConv"};
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) {
+        if (absl::Status s = check_window_attributes(a.g()); !s.ok()) return s;
+      }
+      for (const onnx::GraphProto& g : a.graphs()) {
+        if (absl::Status s = check_window_attributes(g); !s.ok()) return s;
+      }
+      if (!is_default_domain(n.domain()) || !kWindowed.contains(n.op_type())) continue;
+      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                            a.name() == "kernel_shape" || a.name() == "group";
+      const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
+      if (!positive && !non_negative) continue;
+      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
+      if (a.has_i()) values.push_back(a.i());
+      for (std::int64_t v : values) {
+        if (v < 0 || (positive && v == 0)) {
+          return absl::InvalidArgumentError(fmt::format(
+              "node '{}' ({}): attribute {} must be {}, got {}", n.name(), n.op_type(), a.name(),
+              positive ? "positive" : "non-negative", v));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Importer::prepare(onnx::ModelProto& model) {
+  if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0)
+    return error("not an ONNX model (no graph, IR version or opset)");
+  for (const auto& op : model.opset_import()) {
+    if (!is_default_domain(op.domain())) continue;
+    opset_ = op.version();
+    if (opset_ < 1 || opset_ > kNewestReadOpset) {
+      return error("ONNX opset {} is not supported (this build reads opsets 1 to {})", opset_,
+                   kNewestReadOpset);
+    }
+  }
+  // A newer opset than libonnx knows: read through the newest it knows
+  // (its checker and shape inference run on that spelling).
+  if (opset_ > max_onnx_opset()) {
+    if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset()); !s.ok())
+      return error("{}", message(s));
+    opset_ = max_onnx_opset();
+  }
+  if (model.functions_size() > 0)
+    return error("model-local functions are not supported (function '{}')",
+                 model.functions(0).name());
+  if (absl::Status st = inline_external_data(model, std::filesystem::path(file_).parent_path());
+      !st.ok())
+    return error("{}", message(st));
+  absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
+  if (!seeded.ok()) return error("{}", message(seeded.status()));
+  seeded_ = std::move(*seeded);
+  absl::StatusOr<Symbols> symbols = resolve_input_dims(model, options_);
+  if (!symbols.ok()) return error("{}", message(symbols.status()));
+  graph_.symbols = std::move(*symbols);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return error("the ONNX checker rejects the model: {}", e.what());
+  }
+  if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
+    return error("{}", message(st));
+  // ONNX's shape inference, helped by the values of the shape arithmetic.
+  ShapeValues values;
+  if (absl::Status st = infer_with_shape_values(model, &values); !st.ok())
+    return error("ONNX shape inference fails: {}", message(st));
+  if (!graph_.symbols.empty()) {
+    ShapeValues at_probe;
+    probe_dims_ = probe_dims(model, graph_.symbols, &at_probe);
+    std::erase_if(values, [&](const auto& kv) {
+      auto it = at_probe.find(kv.first);
+      return it == at_probe.end() || !same_values(kv.second, it->second);
+    });
+  }
+  for (const onnx::ValueInfoProto& v : model.graph().output()) values.erase(v.name());
+  folded_ = std::move(values);
+  return absl::OkStatus();
+}
+
+}  // namespace saturn::tensor::onnx_io

@@ -1,0 +1,201 @@
+"""Folding at import (tensor/onnx/import_prepare.cc): every value computed
+from constants, weights and static sizes becomes a constant before the
+e-graph sees the model, whether the model's batch axis is fixed or symbolic;
+a value that follows a symbolic size stays computed, typed, and the model
+still runs at any size. One operator of an unknown domain keeps its output
+type and its readers stay typed IR operators.
+Run by CTest (python_tests, the venv's python, SATURN_CLI set).
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+CLI = os.environ.get("SATURN_CLI")
+needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
+
+I64 = np.int64
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=I64), name)
+
+
+# Each case: nodes computing a value "v" from x's shape ([B, 6, 4]; only its
+# static axes 1 and 2 are read), the initializers they use, and how x uses
+# "v": as a Reshape's shape ("reshape") or as a float tensor added to x
+# ("add", v of shape [6, 4] or broadcasting to it).
+CASES = {
+    "Shape/Gather/Mul/Unsqueeze/Concat": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "one"], ["six"], axis=0),
+         helper.make_node("Gather", ["s", "two"], ["four"], axis=0),
+         helper.make_node("Mul", ["six", "four"], ["n"]),
+         helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
+        "reshape"),
+    "Slice/ReduceProd/Squeeze/Div/Mod/Sub": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "one_1d", "three_1d"], ["tail"]),
+         helper.make_node("ReduceProd", ["tail"], ["p"], keepdims=1),
+         helper.make_node("Squeeze", ["p", "axes0"], ["q"]),
+         helper.make_node("Div", ["q", "two_s"], ["half"]),
+         helper.make_node("Mod", ["half", "five"], ["r"]),
+         helper.make_node("Sub", ["half", "r"], ["whole"]),
+         helper.make_node("Add", ["whole", "r"], ["back"]),
+         helper.make_node("Mul", ["back", "two_s"], ["n"]),
+         helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
+        "reshape"),
+    "Size/Cast/Equal/Where/Neg/Abs": (
+        [helper.make_node("Size", ["x_row"], ["size"]),
+         helper.make_node("Cast", ["size"], ["f"], to=TensorProto.FLOAT),
+         helper.make_node("Cast", ["f"], ["size_again"], to=TensorProto.INT64),
+         helper.make_node("Equal", ["size_again", "twenty_four"], ["eq"]),
+         helper.make_node("Neg", ["size_again"], ["neg"]),
+         helper.make_node("Abs", ["neg"], ["pos"]),
+         helper.make_node("Where", ["eq", "pos", "one"], ["n"]),
+         helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
+        "reshape"),
+    "Transpose/Identity": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "one_1d", "three_1d"], ["tail"]),
+         helper.make_node("Unsqueeze", ["tail", "axes0"], ["col"]),
+         helper.make_node("Transpose", ["col"], ["row"], perm=[1, 0]),
+         helper.make_node("Identity", ["row"], ["row2"]),
+         helper.make_node("ReduceProd", ["row2"], ["n1"], axes=[0], keepdims=0),
+         helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
+        "reshape"),
+    "Range/ConstantOfShape/Expand": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "one_1d", "three_1d"], ["tail"]),
+         helper.make_node("Gather", ["s", "two"], ["four"], axis=0),
+         helper.make_node("Range", ["zero", "four", "one"], ["r"]),
+         helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+         helper.make_node("ConstantOfShape", ["tail"], ["ones"],
+                          value=numpy_helper.from_array(np.array([1.0], dtype=np.float32))),
+         helper.make_node("Expand", ["rf", "tail"], ["grid"]),
+         helper.make_node("Add", ["grid", "ones"], ["v"])],
+        "add"),
+}
+
+
+def case_model(path, case, batch):
+    nodes, use = CASES[case]
+    inits = [ints("zero", 0), ints("one", 1), ints("two", 2), ints("two_s", 2), ints("five", 5),
+             ints("twenty_four", 24), ints("axes0", [0]), ints("one_1d", [1]),
+             ints("three_1d", [3]), ints("minus_one", [-1]),
+             numpy_helper.from_array(np.zeros((6, 4), dtype=np.float32), "x_row")]
+    out_shape = [batch, 24] if use == "reshape" else [batch, 6, 4]
+    tail = ([helper.make_node("Reshape", ["x", "v"], ["y"])] if use == "reshape"
+            else [helper.make_node("Add", ["x", "v"], ["y"])])
+    graph = helper.make_graph(
+        nodes + tail + [helper.make_node("Relu", ["y"], ["out"])], "folding",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 6, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+def optimize(model, out, report, *extra):
+    subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--report", str(report),
+                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
+                    "--no-measure", "--quiet", *extra], check=True, capture_output=True)
+    return json.loads(report.read_text())
+
+
+def run(path, x):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+@needs_cli
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("batch", [2, "batch"])
+def test_shape_arithmetic_over_static_sizes_is_folded(tmp_path, case, batch):
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    case_model(str(model), case, batch)
+    r = optimize(model, out, report, *(["--dim", "batch=3"] if batch == "batch" else []))
+    # Only the Reshape (or the Add) and the Relu are left: every node of the
+    # arithmetic became a constant, with a symbolic batch as with a fixed one.
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    assert r["ops_before"] == 2, r
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    rng = np.random.default_rng(1)
+    for b in ([2] if batch == 2 else [1, 3, 7]):
+        x = rng.standard_normal((b, 6, 4)).astype(np.float32)
+        np.testing.assert_allclose(run(out, x), run(model, x), rtol=1e-6, atol=1e-6)
+
+
+def batch_follower_model(path):
+    """x [batch, 6, 4] reshaped to [batch, 24] through Shape(x)[0], and an
+    Expand of a row to [batch, 24] by the same value: both follow the batch."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"]),
+        helper.make_node("Concat", ["b1", "twenty_four"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["flat"]),
+        helper.make_node("Expand", ["row", "shape"], ["rows"]),
+        helper.make_node("Add", ["flat", "rows"], ["y"]),
+        helper.make_node("Relu", ["y"], ["out"]),
+    ]
+    inits = [ints("zero", 0), ints("axes0", [0]), ints("twenty_four", [24]),
+             numpy_helper.from_array(np.linspace(-1, 1, 24, dtype=np.float32)[None, :], "row")]
+    graph = helper.make_graph(
+        nodes, "follower",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 24])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+@needs_cli
+def test_a_value_that_follows_a_symbolic_size_stays_computed_and_runs_at_any_size(tmp_path):
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    batch_follower_model(str(model))
+    r = optimize(model, out, report, "--dim", "batch=2")
+    # The batch is not folded into a constant: the arithmetic that reads it
+    # stays, and what reads the arithmetic is typed at the given size.
+    assert "Shape" in r["opaque_ops_before"], r["opaque_ops_before"]
+    assert "Add" not in r["opaque_ops_before"] and "Relu" not in r["opaque_ops_before"]
+    rng = np.random.default_rng(2)
+    for b in (1, 2, 5):
+        x = rng.standard_normal((b, 6, 4)).astype(np.float32)
+        np.testing.assert_allclose(run(out, x), run(model, x), rtol=1e-6, atol=1e-6)
+
+
+@needs_cli
+def test_one_custom_operator_keeps_its_readers_typed(tmp_path):
+    """x -> Relu -> acme.Mystery (its output typed by value_info) -> Transpose
+    -> MatMul -> Sigmoid: only the custom operator is opaque."""
+    model = tmp_path / "m.onnx"
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Mystery", ["r"], ["m"], domain="acme"),
+        helper.make_node("Transpose", ["m"], ["t"], perm=[1, 0]),
+        helper.make_node("MatMul", ["t", "w"], ["p"]),
+        helper.make_node("Sigmoid", ["p"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "custom",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [8, 3])],
+        [numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")],
+        value_info=[helper.make_tensor_value_info("m", TensorProto.FLOAT, [4, 8])])
+    m = helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("acme", 1)])
+    onnx.save(m, str(model))
+    info = subprocess.run([CLI, "info", str(model)], check=True, capture_output=True,
+                          text=True).stdout
+    assert "ops: MatMul 1, Relu 1, Sigmoid 1, Transpose 1, Opaque 1" in info, info
+    assert "kept as opaque: acme::Mystery x1: an operator of domain 'acme'" in info, info
