@@ -25,6 +25,16 @@ struct Num {
   std::int64_t size() const { return static_cast<std::int64_t>(v.size()); }
 };
 
+// A value held as a double back as int64, saturating: the ends ONNX spells
+// as INT64_MAX or INT64_MIN ("to the end") are past a double's exact range,
+// and a plain cast of them overflows.
+std::int64_t to_int64(double x) {
+  constexpr double kLimit = 9.2233720368547758e18;  // 2^63
+  if (x >= kLimit) return INT64_MAX;
+  if (x <= -kLimit) return INT64_MIN;
+  return static_cast<std::int64_t>(x);
+}
+
 bool is_integer(DType d) {
   return d == DType::kInt64 || d == DType::kInt32 || d == DType::kBool;
 }
@@ -61,7 +71,7 @@ Tensor to_tensor(const Num& n) {
       return Tensor(type, std::vector<float>(n.v.begin(), n.v.end()));
     case DType::kInt64: {
       std::vector<std::int64_t> ints;
-      for (double x : n.v) ints.push_back(static_cast<std::int64_t>(x));
+      for (double x : n.v) ints.push_back(to_int64(x));
       return Tensor(type, std::move(ints));
     }
     case DType::kInt32: {
@@ -165,7 +175,7 @@ std::optional<std::int64_t> axis_in(std::int64_t axis, std::size_t rank) {
 
 Ints as_ints(const Num& n) {
   Ints out;
-  for (double x : n.v) out.push_back(static_cast<std::int64_t>(x));
+  for (double x : n.v) out.push_back(to_int64(x));
   return out;
 }
 

@@ -52,6 +52,14 @@ CASES = {
          helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
          helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
         "reshape"),
+    "Slice-to-the-end/Squeeze": (  # an end of INT64_MAX, as exporters spell "to the end"
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "minus_one", "to_the_end"], ["last"]),
+         helper.make_node("Squeeze", ["last", "axes0"], ["four"]),
+         helper.make_node("Mul", ["four", "six_s"], ["n"]),
+         helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+         helper.make_node("Concat", ["minus_one", "n1"], ["v"], axis=0)],
+        "reshape"),
     "Size/Cast/Equal/Where/Neg/Abs": (
         [helper.make_node("Size", ["x_row"], ["size"]),
          helper.make_node("Cast", ["size"], ["f"], to=TensorProto.FLOAT),
@@ -89,7 +97,8 @@ CASES = {
 def case_model(path, case, batch):
     nodes, use = CASES[case]
     inits = [ints("zero", 0), ints("one", 1), ints("two", 2), ints("two_s", 2), ints("five", 5),
-             ints("twenty_four", 24), ints("axes0", [0]), ints("one_1d", [1]),
+             ints("twenty_four", 24), ints("six_s", 6), ints("axes0", [0]),
+             ints("to_the_end", [np.iinfo(I64).max]), ints("one_1d", [1]),
              ints("three_1d", [3]), ints("minus_one", [-1]),
              numpy_helper.from_array(np.zeros((6, 4), dtype=np.float32), "x_row")]
     out_shape = [batch, 24] if use == "reshape" else [batch, 6, 4]
