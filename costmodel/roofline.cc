@@ -33,6 +33,10 @@ double flops_per_element(Op op) {
     case Op::kTanh:
     case Op::kErf:
     case Op::kPow:
+    case Op::kExp:
+    case Op::kLog:
+    case Op::kSin:
+    case Op::kCos:
       return 4;
     case Op::kGelu:
       return 8;

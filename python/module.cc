@@ -412,6 +412,9 @@ PYBIND11_MODULE(saturn, m) {
   for (const OptionInfo& o : optimize_options()) names.emplace_back(o.name);
   m.attr("OPTIONS") = names;
   m.attr("DEFAULT_ORDER") = DefaultOrderOptions{}.groups;
+  std::vector<std::string> op_names;
+  for (tensor::Op op : tensor::all_ops()) op_names.emplace_back(tensor::op_name(op));
+  m.attr("OP_NAMES") = op_names;  // the order of an observation's op_counts and node_ops
   m.attr("DEFAULT_PASS_ITERATIONS") = DefaultOrderOptions{}.iterations_per_group;
 
   py::class_<PyEnvironment>(m, "Environment",

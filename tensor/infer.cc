@@ -43,6 +43,7 @@ absl::StatusOr<ValueType> Inference::run() {
 }
 
 absl::StatusOr<ValueType> Inference::infer() {
+  if (is_unary_elementwise(op_)) return unary();
   switch (op_) {
     case Op::kInput:
     case Op::kWeight:
@@ -60,14 +61,6 @@ absl::StatusOr<ValueType> Inference::infer() {
     case Op::kDiv:
     case Op::kPow:
       return broadcast();
-    case Op::kSqrt:
-    case Op::kErf:
-    case Op::kRelu:
-    case Op::kSigmoid:
-    case Op::kTanh:
-    case Op::kGelu:
-    case Op::kClip:
-      return unary();
     case Op::kSoftmax:
       return softmax();
     case Op::kLayerNorm:
@@ -119,6 +112,8 @@ absl::StatusOr<ValueType> Inference::infer() {
       return tuple_get();
     case Op::kOpaque:
       return opaque();
+    default:  // the unary elementwise operators, typed above
+      break;
   }
   return fail(op_, "unknown operator");
 }

@@ -67,6 +67,8 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kClip:
       return {{"min", Kind::kFloat, static_cast<double>(-FLT_MAX)},
               {"max", Kind::kFloat, static_cast<double>(FLT_MAX)}};
+    case Op::kHardSigmoid:  // ONNX's defaults
+      return {{"alpha", Kind::kFloat, 0.2}, {"beta", Kind::kFloat, 0.5}};
     case Op::kSoftmax:
       return {{"axis", Kind::kInt, std::int64_t{-1}}};
     case Op::kLayerNorm:
@@ -190,6 +192,15 @@ bool is_unary_elementwise(Op op) {
     case Op::kTanh:
     case Op::kGelu:
     case Op::kClip:
+    case Op::kNeg:
+    case Op::kAbs:
+    case Op::kReciprocal:
+    case Op::kExp:
+    case Op::kLog:
+    case Op::kSin:
+    case Op::kCos:
+    case Op::kHardSigmoid:
+    case Op::kHardSwish:
       return true;
     default:
       return false;

@@ -51,6 +51,15 @@ namespace saturn::tensor {
   X(kTanh, "Tanh", 1)                           \
   X(kGelu, "Gelu", 1)                           \
   X(kClip, "Clip", 1)                           \
+  X(kNeg, "Neg", 1)             \
+  X(kAbs, "Abs", 1)             \
+  X(kReciprocal, "Reciprocal", 1) \
+  X(kExp, "Exp", 1)             \
+  X(kLog, "Log", 1)             \
+  X(kSin, "Sin", 1)             \
+  X(kCos, "Cos", 1)             \
+  X(kHardSigmoid, "HardSigmoid", 1) \
+  X(kHardSwish, "HardSwish", 1) \
   X(kSoftmax, "Softmax", 1)                     \
   X(kLayerNorm, "LayerNormalization", 3)        \
   X(kBatchNorm, "BatchNormalization", 5)        \

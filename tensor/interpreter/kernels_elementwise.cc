@@ -30,6 +30,26 @@ float apply_unary(Op op, float x, const Attributes& a) {
     case Op::kClip:
       return std::clamp(x, static_cast<float>(*a.get_float("min")),
                         static_cast<float>(*a.get_float("max")));
+    case Op::kNeg:
+      return -x;
+    case Op::kAbs:
+      return std::abs(x);
+    case Op::kReciprocal:
+      return 1.0f / x;
+    case Op::kExp:
+      return std::exp(x);
+    case Op::kLog:
+      return std::log(x);
+    case Op::kSin:
+      return std::sin(x);
+    case Op::kCos:
+      return std::cos(x);
+    case Op::kHardSigmoid:
+      return std::clamp(static_cast<float>(*a.get_float("alpha")) * x +
+                            static_cast<float>(*a.get_float("beta")),
+                        0.0f, 1.0f);
+    case Op::kHardSwish:  // x * HardSigmoid(x) at alpha 1/6, beta 0.5
+      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
     default:
       return x;
   }

@@ -141,6 +141,12 @@ absl::Status Exporter::emit(int i) {
       return emit_gelu(in, out);
     case Op::kClip:
       return emit_clip(a, in, out);
+    case Op::kHardSigmoid: {
+      auto* h = node("HardSigmoid", in, {out});
+      set_float(h, "alpha", *a.get_float("alpha"));
+      set_float(h, "beta", *a.get_float("beta"));
+      return absl::OkStatus();
+    }
     case Op::kSoftmax:
       return emit_softmax(a, in, out, rank);
     case Op::kLayerNorm:

@@ -94,7 +94,11 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
       {"Sub", Op::kSub},           {"Mul", Op::kMul},
       {"Div", Op::kDiv},           {"Pow", Op::kPow},
       {"MatMul", Op::kMatMul},     {"GlobalAveragePool", Op::kGlobalAveragePool},
-      {"Identity", Op::kIdentity},
+      {"Identity", Op::kIdentity}, {"Neg", Op::kNeg},
+      {"Abs", Op::kAbs},           {"Reciprocal", Op::kReciprocal},
+      {"Exp", Op::kExp},           {"Log", Op::kLog},
+      {"Sin", Op::kSin},           {"Cos", Op::kCos},
+      {"HardSwish", Op::kHardSwish},
   };
   if (node.proto.domain() == "com.microsoft") return map_runtime(node);
   const std::string& t = node.proto.op_type();
@@ -107,6 +111,12 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Conv") return map_conv(node);
   if (t == "MaxPool" || t == "AveragePool") return map_pool(node);
   if (t == "Clip") return map_clip(node);
+  if (t == "HardSigmoid") {
+    Mapped m{Op::kHardSigmoid, {}, node.in};
+    if (auto v = r.f("alpha")) m.attributes.set("alpha", *v);
+    if (auto v = r.f("beta")) m.attributes.set("beta", *v);
+    return m;
+  }
   if (t == "Softmax") return map_softmax(node);
   if (t == "LayerNormalization") {
     if (!node.present(2) || r.i("stash_type").value_or(1) != 1) return std::nullopt;
@@ -130,6 +140,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Transpose")
     return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
   if (t == "Reshape") return map_reshape(node);
+  if (t == "Squeeze" || t == "Unsqueeze") return map_squeeze(node);
   if (t == "Flatten") return Mapped{Op::kFlatten, {{"axis", r.i("axis").value_or(1)}}, node.in};
   if (t == "Concat") {
     std::optional<std::int64_t> axis = r.i("axis");
@@ -244,6 +255,15 @@ std::optional<Mapped> Importer::map_reshape(KnownNode& node) {
   if (!shape) return std::nullopt;
   if (r.i("allowzero").value_or(0) != 0 && std::ranges::count(*shape, 0) > 0) return std::nullopt;
   return Mapped{Op::kReshape, {{"shape", *shape}}, node.first(1)};
+}
+
+// Squeeze and Unsqueeze are reshapes to their inferred output shape: one
+// canonical form for every spelling of a change of rank.
+std::optional<Mapped> Importer::map_squeeze(KnownNode& node) {
+  if (opset_ < 13) node.attrs.ints("axes");  // an attribute before opset 13, an input since
+  absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
+  if (!out.ok() || out->dtype == DType::kOther || !out->is_static()) return std::nullopt;
+  return Mapped{Op::kReshape, {{"shape", out->dims}}, node.first(1)};
 }
 
 std::optional<Mapped> Importer::map_split(KnownNode& node) {

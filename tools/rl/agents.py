@@ -20,7 +20,8 @@ def run_policy(policy_file, model, cost=None, budget_nodes=None):
     policy, meta = policies.load_policy(policy_file)
     env_class = envs.ENVIRONMENTS[policy.kind]
     env = env_class(model, cost=cost or meta.get("cost", "opcount"),
-                    budget_nodes=budget_nodes or meta.get("budget_nodes", 2000))
+                    budget_nodes=budget_nodes or meta.get("budget_nodes", 2000),
+                    op_names=meta.get("op_names"))
     if env.num_actions != policy.config["num_actions"]:
         raise ValueError(f"{policy_file}: the policy has {policy.config['num_actions']} actions, "
                          f"the environment {env.num_actions} (another rule set?)")

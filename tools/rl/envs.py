@@ -35,14 +35,24 @@ def load_models(names):
 class _Base:
     """What both problems share: the saturn environment and the episode."""
 
-    def __init__(self, model, cost, budget_nodes, max_steps):
+    def __init__(self, model, cost, budget_nodes, max_steps, op_names=None):
         self.env = saturn.Environment(model, cost=cost, budget_nodes=budget_nodes)
         self.budget_nodes = budget_nodes
         self.max_steps = max_steps
         self.steps = 0
-        first = self.env.observation()
-        self.num_op_types = len(first["op_counts"])
-        self._initial_cost = first["initial_cost"]
+        # The operator types a policy sees: saturn's, or those a policy was
+        # trained with (an operator it never saw counts as an opaque one).
+        self.op_names = list(op_names or saturn.OP_NAMES)
+        opaque = self.op_names.index("Opaque")
+        self._op_index = np.asarray([self.op_names.index(n) if n in self.op_names else opaque
+                                     for n in saturn.OP_NAMES], dtype=np.int64)
+        self.num_op_types = len(self.op_names)
+        self._initial_cost = self.env.observation()["initial_cost"]
+
+    def _op_counts(self, o):
+        counts = np.zeros(self.num_op_types, dtype=np.float32)
+        np.add.at(counts, self._op_index, np.asarray(o["op_counts"], dtype=np.float32))
+        return counts
 
     def _globals(self, o):
         initial = max(o["initial_cost"], 1e-9)
@@ -67,8 +77,8 @@ class PassOrderEnv(_Base):
 
     ITERATIONS = (1, saturn.DEFAULT_PASS_ITERATIONS)
 
-    def __init__(self, model, cost="opcount", budget_nodes=2000, max_steps=12):
-        super().__init__(model, cost, budget_nodes, max_steps)
+    def __init__(self, model, cost="opcount", budget_nodes=2000, max_steps=12, op_names=None):
+        super().__init__(model, cost, budget_nodes, max_steps, op_names)
         groups = self.env.rule_groups
         self.groups = list(saturn.DEFAULT_ORDER)
         self.group_rules = [[r for r, g in enumerate(groups) if g == name] for name in self.groups]
@@ -87,7 +97,7 @@ class PassOrderEnv(_Base):
 
     def _observe(self):
         o = self.env.observation()
-        hist = np.log1p(np.asarray(o["op_counts"], dtype=np.float32)) / 8.0
+        hist = np.log1p(self._op_counts(o)) / 8.0
         glob = np.asarray(self._globals(o), dtype=np.float32)
         # Per group, the share of its rules that match now (mask() reads the
         # same state's matches).
@@ -129,8 +139,8 @@ class PassOrderEnv(_Base):
 class RuleChoiceEnv(_Base):
     """One rule on all its matches per step, and stop; a graph observation."""
 
-    def __init__(self, model, cost="opcount", budget_nodes=2000, max_steps=30):
-        super().__init__(model, cost, budget_nodes, max_steps)
+    def __init__(self, model, cost="opcount", budget_nodes=2000, max_steps=30, op_names=None):
+        super().__init__(model, cost, budget_nodes, max_steps, op_names)
         self.num_actions = self.env.num_actions  # the rules and stop
         self.stop_action = self.env.stop_action
         self.global_dim = 3
@@ -144,7 +154,7 @@ class RuleChoiceEnv(_Base):
     def _observe(self):
         o = self.env.observation()
         return {
-            "node_ops": np.asarray(o["node_ops"], dtype=np.int64),
+            "node_ops": self._op_index[np.asarray(o["node_ops"], dtype=np.int64)],
             "edge_index": np.asarray(o["edge_index"], dtype=np.int64),
             "globals": np.asarray(self._globals(o), dtype=np.float32),
         }

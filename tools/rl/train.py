@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import envs  # noqa: E402
 import policies  # noqa: E402
+import saturn  # noqa: E402
 import ppo  # noqa: E402
 import svg  # noqa: E402
 
@@ -61,7 +62,8 @@ def main(argv=None):
     stem = os.path.join(args.out, f"ppo-{args.agent}-{args.cost.replace(':', '-')}")
     meta = {"agent": args.agent, "cost": args.cost, "budget_nodes": args.budget_nodes,
             "models": names, "seed": args.seed, "config": vars(config),
-            "seconds": round(seconds, 1), "command": " ".join(sys.argv)}
+            "seconds": round(seconds, 1), "command": " ".join(sys.argv),
+            "op_names": list(saturn.OP_NAMES)}
     policies.save_policy(policy, stem + ".pt", meta)
     with open(stem + ".json", "w") as f:
         json.dump({**meta, "curve": curve}, f, indent=2)
