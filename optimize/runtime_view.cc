@@ -68,8 +68,9 @@ std::vector<int> reader_counts(const tensor::Graph& graph) {
   return readers;
 }
 
-// Whether node `i` is a normalization over the last axis whose input is an
-// Add of two equally shaped values that nothing else reads.
+// Whether node `i` is a normalization over the last axis of a rank-2 or
+// rank-3 value whose input is an Add of two equally shaped values that
+// nothing else reads.
 bool fuses_with_its_sum(const tensor::Graph& graph, std::span<const tensor::ValueType> types,
                         std::span<const int> readers, int i) {
   const tensor::Node& n = graph.nodes[i];
@@ -81,7 +82,9 @@ bool fuses_with_its_sum(const tensor::Graph& graph, std::span<const tensor::Valu
   if (out.is_tuple) return false;
   const std::size_t rank = out.tensor().dims.size();
   const std::optional<std::int64_t> axis = n.attributes.get_int("axis");
-  if (rank == 0 || !axis || tensor::normalize_axis(*axis, rank) != static_cast<std::int64_t>(rank - 1))
+  // The fused kernels take rank 2 or 3 (a Swin block normalizes [N,H,W,C]).
+  if (rank < 2 || rank > 3 || !axis ||
+      tensor::normalize_axis(*axis, rank) != static_cast<std::int64_t>(rank - 1))
     return false;
   for (int in : add.inputs)
     if (types[in].is_tuple || types[in].tensor() != out.tensor()) return false;

@@ -451,6 +451,21 @@ TEST(RuntimeView, PostNormBlockIsFusedAsOnnxruntimeLoadsIt) {
             (std::map<Op, int>{{Op::kAdd, 1}, {Op::kLayerNorm, 1}, {Op::kGelu, 1}}));
 }
 
+// The fused normalizations take rank 2 or 3: a Swin block's LayerNorm over
+// [N, H, W, C] after its residual sum stays a LayerNorm.
+TEST(RuntimeView, ARank4SumAndNormalizationStayApart) {
+  GraphBuilder b("swin-norm");
+  Value x = b.input("x", {1, 7, 7, kHidden});
+  Value h = b.input("h", {1, 7, 7, kHidden});
+  b.output(b.layer_norm(b.add(x, h), b.weight("g", {kHidden}, 0.5f, 1.5f),
+                        b.weight("beta", {kHidden})),
+           "y");
+  Graph graph = *b.build();
+  absl::StatusOr<Graph> view = as_onnxruntime_loads(graph);
+  ASSERT_TRUE(view.ok()) << message(view.status());
+  EXPECT_EQ(op_counts(*view), (std::map<Op, int>{{Op::kAdd, 1}, {Op::kLayerNorm, 1}}));
+}
+
 // A pre-norm block's sum is read again by the next residual: onnxruntime
 // fuses the LayerNorm alone. An RMSNorm spelled with the reciprocal is not
 // one of its patterns and stays as it is; PyTorch's spelling is fused.
