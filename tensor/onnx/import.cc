@@ -187,6 +187,15 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
       add_weight(n.output(0), it->second);
       return absl::OkStatus();
     }
+    // An exact Gelu the opset lowering spelled in older operators is the
+    // IR's Gelu (the operators of its spelling, read by it only, are dropped).
+    if (auto it = expanded_.find(n.output(0));
+        it != expanded_.end() && it->second.op_type() == "Gelu" &&
+        AttrReader(it->second).s("approximate").value_or("none") == "none") {
+      absl::StatusOr<int> gelu = append(Op::kGelu, {}, {values_.at(it->second.input(0))},
+                                        n.output(0));
+      if (gelu.ok()) return define(n.output(0), gelu);
+    }
   }
   if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
     if (std::optional<Tensor> value = constant_node_value(n)) {

@@ -141,6 +141,14 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
   if (t == "Reshape") return map_reshape(node);
   if (t == "Squeeze" || t == "Unsqueeze") return map_squeeze(node);
+  if (t == "Cast") {
+    // A cast to the type the value has already (float32 to float32 around
+    // a normalization, as exporters write torch's .to()) is an identity.
+    r.i("saturate");
+    std::optional<std::int64_t> to = r.i("to");
+    if (!to || dtype_from_onnx(static_cast<int>(*to)) != node.dtype(0)) return std::nullopt;
+    return Mapped{Op::kIdentity, {}, node.first(1)};
+  }
   if (t == "Flatten") return Mapped{Op::kFlatten, {{"axis", r.i("axis").value_or(1)}}, node.in};
   if (t == "Concat") {
     std::optional<std::int64_t> axis = r.i("axis");

@@ -58,7 +58,11 @@ inline constexpr std::int64_t kNewestReadOpset = 23;
 // (opset 20) and Mish (18) are spelled in older operators. Operators and
 // attributes with no equivalent at `to` are errors naming the node. The
 // exported model is then written at opset `to`.
-absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to);
+// `expanded`, when given, receives each node spelled in older operators
+// (Gelu) by its output's name, so the importer can map it whole.
+using ExpandedNodes = std::map<std::string, onnx::NodeProto>;
+absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
+                            ExpandedNodes* expanded = nullptr);
 
 // The weights a model names under `saturn.seeded_weights`: name -> [low, high).
 using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
@@ -137,8 +141,9 @@ struct KnownNode {
   std::vector<int> in;
   const std::vector<ValueType>& types;  // the importer's, by IR value
 
-  // The dimensions of input `i`.
+  // The dimensions and element type of input `i`.
   const Dims& dims(int i) const { return types[in[i]].parts[0].dims; }
+  DType dtype(int i) const { return types[in[i]].parts[0].dtype; }
   // Whether input `i` is given.
   bool present(int i) const { return i < static_cast<int>(in.size()) && in[i] >= 0; }
   // The first `count` inputs.
@@ -252,6 +257,8 @@ class Importer {
   // and shapes (shape_values.h), the same at the given and the probe sizes
   // of the symbolic dimensions, and not graph outputs.
   ShapeValues folded_;
+  // The nodes the opset lowering expanded (Gelu), by their output's name.
+  ExpandedNodes expanded_;
   // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).
   std::string why_opaque_;
   SeededWeights seeded_;

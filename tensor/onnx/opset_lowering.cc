@@ -33,8 +33,8 @@ const absl::flat_hash_set<std::string>& reductions_with_axes_input() {
 
 class Lowering {
  public:
-  Lowering(onnx::ModelProto& model, std::int64_t from, std::int64_t to)
-      : model_(model), from_(from), to_(to) {}
+  Lowering(onnx::ModelProto& model, std::int64_t from, std::int64_t to, ExpandedNodes* expanded)
+      : model_(model), from_(from), to_(to), expanded_(expanded) {}
 
   absl::Status run() {
     if (model_.ir_version() > kKnownIrVersion) model_.set_ir_version(kKnownIrVersion);
@@ -213,6 +213,7 @@ class Lowering {
     }
     if (op == "Gelu") {
       if (absl::Status s = expand_gelu(n, out); !s.ok()) return s;
+      if (expanded_ != nullptr) (*expanded_)[n.output(0)] = n;
       return true;
     }
     if (op == "Mish") {
@@ -276,13 +277,15 @@ class Lowering {
 
   onnx::ModelProto& model_;
   std::int64_t from_, to_;
+  ExpandedNodes* expanded_;  // may be null
   absl::flat_hash_map<std::string, const onnx::TensorProto*> constants_;
 };
 
 }  // namespace
 
-absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to) {
-  return Lowering(model, from, to).run();
+absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
+                            ExpandedNodes* expanded) {
+  return Lowering(model, from, to, expanded).run();
 }
 
 }  // namespace saturn::tensor::onnx_io
