@@ -43,6 +43,7 @@ double flops_per_element(Op op) {
     case Op::kSoftmax:
       return 5;
     case Op::kLayerNorm:
+    case Op::kInstanceNorm:
       return 8;
     case Op::kSimplifiedLayerNorm:
       return 5;

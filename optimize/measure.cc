@@ -66,7 +66,7 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
     take_input(input, result);
     return;
   }
-  const double predicted = result.cost_found > 0 ? result.cost_before / result.cost_found : 1;
+  const double predicted = result.predicted_speedup();
   m.timed = true;
   m.outputs_match = d->outputs_match;
   m.faster = d->faster;

@@ -224,6 +224,9 @@ struct OptimizeResult {
   bool found_cheaper() const { return cost_found < cost_before * (1 - 1e-9); }
   // cost_before / cost_after (the predicted speedup under a latency model).
   double speedup() const { return cost_after > 0 ? cost_before / cost_after : 1.0; }
+  // cost_before / cost_found: the speedup the best graph found was predicted,
+  // taken or not.
+  double predicted_speedup() const { return cost_found > 0 ? cost_before / cost_found : 1.0; }
 };
 
 // Optimizes `graph`. Fails with a clear message on rules that do not load, a

@@ -126,7 +126,7 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
             {"extract", r.times.extract},
             {"measure", r.times.measure},
             {"total", r.times.total}}},
-          {"predicted_speedup", r.cost_found > 0 ? r.cost_before / r.cost_found : 1.0},
+          {"predicted_speedup", r.predicted_speedup()},
           {"measured", measurement_json(r.measured)}};
 }
 

@@ -76,6 +76,8 @@ absl::StatusOr<ValueType> Inference::infer() {
       return group_query_attention();
     case Op::kBatchNorm:
       return batch_norm();
+    case Op::kInstanceNorm:
+      return instance_norm();
     case Op::kReduceMean:
       return reduce_mean();
     case Op::kTranspose:

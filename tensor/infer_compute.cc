@@ -221,6 +221,21 @@ absl::StatusOr<ValueType> Inference::batch_norm() {
   return in_[0];
 }
 
+// InstanceNormalization: x [N, C, D1, ...] normalized over D1... per sample
+// and channel, then scaled and shifted by scale [C] and bias [C].
+absl::StatusOr<ValueType> Inference::instance_norm() {
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (auto s = need_float(i); !s.ok()) return s;
+  }
+  if (t(0).rank() < 3)
+    return fail(op_, "input must be [N, C, D1, ...] (rank 3 or more), is {}", to_string(t(0)));
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (d(i) != Dims{d(0)[1]})
+      return fail(op_, "input {} must be [{}], is {}", i, d(0)[1], to_string(d(i)));
+  }
+  return in_[0];
+}
+
 absl::StatusOr<ValueType> Inference::reduce_mean() {
   if (auto s = need_float(0); !s.ok()) return s;
   const Ints& axes = ints(a_, "axes");

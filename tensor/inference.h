@@ -79,6 +79,7 @@ class Inference {
   absl::StatusOr<ValueType> global_average_pool();
   absl::StatusOr<ValueType> softmax();
   absl::StatusOr<ValueType> layer_norm();
+  absl::StatusOr<ValueType> instance_norm();
   absl::StatusOr<ValueType> simplified_layer_norm();
   absl::StatusOr<ValueType> skip_layer_norm();
   absl::StatusOr<ValueType> rotary_embedding();

@@ -74,6 +74,7 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kLayerNorm:
       return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
     case Op::kBatchNorm:
+    case Op::kInstanceNorm:
       return {{"epsilon", Kind::kFloat, 1e-5}};
     case Op::kSimplifiedLayerNorm:
       return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};

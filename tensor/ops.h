@@ -63,6 +63,7 @@ namespace saturn::tensor {
   X(kSoftmax, "Softmax", 1)                     \
   X(kLayerNorm, "LayerNormalization", 3)        \
   X(kBatchNorm, "BatchNormalization", 5)        \
+  X(kInstanceNorm, "InstanceNormalization", 3)  \
   X(kReduceMean, "ReduceMean", 1)               \
   X(kTranspose, "Transpose", 1)                 \
   X(kReshape, "Reshape", 1)                     \

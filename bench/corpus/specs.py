@@ -108,6 +108,15 @@ def timm_model(name, **kw):
     return build
 
 
+def yolo_model():
+    def build():
+        import torch
+        import yolo_style
+        torch.manual_seed(SEED)
+        return yolo_style.build()
+    return build
+
+
 def text_in(vocab, seq="seq"):
     return [In("input_ids", "int64", ["batch", seq], high=vocab)]
 
@@ -426,6 +435,10 @@ add(vision("tv-mobilenet_v3_large", "mobilenetv3", "torchvision", "torchscript",
 add(vision("timm-mobilenetv3_small_100", "mobilenetv3", "timm", "dynamo", 20, timm_model("mobilenetv3_small_100")))
 add(vision("tv-regnet_y_400mf", "regnet", "torchvision", "dynamo", 18, tv_model("regnet_y_400mf")))
 add(vision("tv-densenet121", "densenet", "torchvision", "torchscript", 14, tv_model("densenet121")))
+add(vision("tv-maxvit_t", "maxvit", "torchvision", "dynamo", 21, tv_model("maxvit_t")))
+add(vision("yolo-style-n-640", "yolo", "own", "dynamo", 18, yolo_model(), size=640,
+           outputs=("detections",), real=False,
+           reduced="YOLOv8-n layout written for the corpus (no detector package is a dependency)"))
 add(vision("timm-levit_128s", "levit", "timm", "torchscript", 17, timm_model("levit_128s")))
 add(vision("timm-efficientformer_l1", "efficientformer", "timm", "torchscript", 16,
            timm_model("efficientformer_l1")))

@@ -77,6 +77,7 @@ int expected_rank(tensor::Op op, std::size_t position) {
     case Op::kConv:
       return position < 2 ? 4 : 1;
     case Op::kBatchNorm:
+    case Op::kInstanceNorm:
       return position == 0 ? 4 : 1;
     case Op::kLayerNorm:
       return position == 0 ? 0 : 1;

@@ -87,6 +87,8 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
       return one(kernels::layer_norm(a, in));
     case Op::kBatchNorm:
       return one(kernels::batch_norm(a, in));
+    case Op::kInstanceNorm:
+      return one(kernels::instance_norm(a, in));
     case Op::kSimplifiedLayerNorm:
       return one(kernels::simplified_layer_norm(a, in));
     case Op::kSkipSimplifiedLayerNorm:

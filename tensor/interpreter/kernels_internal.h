@@ -91,6 +91,7 @@ Tensor global_average_pool(const Tensor& x);
 Tensor softmax(const Attributes& attrs, const Tensor& x);
 Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in);
+Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor reduce_mean(const Attributes& attrs, const Tensor& x);
 
 // onnxruntime's fused operators (kernels_fused.cc).

@@ -1,5 +1,5 @@
-// Reference kernels: the normalizations (Softmax, LayerNorm, BatchNorm) and
-// ReduceMean.
+// Reference kernels: the normalizations (Softmax, LayerNorm, InstanceNorm,
+// BatchNorm) and ReduceMean.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -60,6 +60,32 @@ Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in) {
       for (std::int64_t i = 0; i < width; ++i) {
         o[r * width + i] = static_cast<float>((row[i] - mean) * inv * scale[i] + bias[i]);
       }
+    }
+  });
+  return out;
+}
+
+Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  const AxisView v = view_around(x.dims(), 1);  // samples, channels, spatial extent
+  const double eps = *attrs.get_float("epsilon");
+  Tensor out(x.type());
+  const float* src = x.floats().data();
+  const float* scale = in[1].floats().data();
+  const float* bias = in[2].floats().data();
+  float* o = out.mutable_floats().data();
+  parallel(v.outer * v.extent, 4, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t r = s; r < e; ++r) {
+      const std::int64_t c = r % v.extent;
+      const float* plane = src + r * v.inner;
+      double mean = 0, var = 0;
+      for (std::int64_t i = 0; i < v.inner; ++i) mean += plane[i];
+      mean /= static_cast<double>(v.inner);
+      for (std::int64_t i = 0; i < v.inner; ++i) var += (plane[i] - mean) * (plane[i] - mean);
+      var /= static_cast<double>(v.inner);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (std::int64_t i = 0; i < v.inner; ++i)
+        o[r * v.inner + i] = static_cast<float>((plane[i] - mean) * inv * scale[c] + bias[c]);
     }
   });
   return out;

@@ -163,6 +163,9 @@ absl::Status Exporter::emit(int i) {
     case Op::kBatchNorm:
       set_float(node("BatchNormalization", in, {out}), "epsilon", *a.get_float("epsilon"));
       return absl::OkStatus();
+    case Op::kInstanceNorm:
+      set_float(node("InstanceNormalization", in, {out}), "epsilon", *a.get_float("epsilon"));
+      return absl::OkStatus();
     case Op::kReduceMean:
       return emit_reduce_mean(a, in, out);
     case Op::kTranspose:

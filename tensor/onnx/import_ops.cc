@@ -125,6 +125,8 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     m.attributes.set("epsilon", r.f("epsilon").value_or(1e-5));
     return m;
   }
+  if (t == "InstanceNormalization")
+    return Mapped{Op::kInstanceNorm, {{"epsilon", r.f("epsilon").value_or(1e-5)}}, node.in};
   if (t == "BatchNormalization") {
     if (opset_ < 7 || r.i("training_mode").value_or(0) != 0 || r.i("spatial").value_or(1) != 1)
       return std::nullopt;
