@@ -237,6 +237,7 @@ class Importer {
   std::optional<Mapped> map_softmax(KnownNode& node);
   std::optional<Mapped> map_reshape(KnownNode& node);
   std::optional<Mapped> map_squeeze(KnownNode& node);
+  std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);

@@ -208,3 +208,29 @@ def test_one_custom_operator_keeps_its_readers_typed(tmp_path):
                           text=True).stdout
     assert "ops: MatMul 1, Relu 1, Sigmoid 1, Transpose 1, Opaque 1" in info, info
     assert "kept as opaque: acme::Mystery x1: an operator of domain 'acme'" in info, info
+
+
+@needs_cli
+def test_einsums_that_are_batched_products_import_as_matmuls(tmp_path):
+    """Attention written with Einsum, as MaxViT spells it (spaces, capitals):
+    the scores contract the last axes of both, the context a plain product."""
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    nodes = [
+        helper.make_node("Einsum", ["q", "k"], ["s"], equation="B H I D, B H J D -> B H I J"),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("Einsum", ["p", "v"], ["out"], equation="bhij,bhjd->bhid"),
+    ]
+    shape = [2, 3, 5, 4]
+    graph = helper.make_graph(
+        nodes, "einsum",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in ("q", "k", "v")],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              str(model))
+    r = optimize(model, out, report)
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in ("q", "k", "v")}
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
