@@ -60,8 +60,10 @@ using ShapeValues = std::map<std::string, Tensor>;
 // evaluate_shape_node computes (as initializers of a copy without the large
 // ones) and runs it again, until no more values are known; the types found
 // replace the model's value_info. `values`, when given, receives the values
-// of the nodes' outputs computed. An error is ONNX's inference failing.
-absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* values = nullptr);
+// of the nodes' outputs computed. `data_prop` turns on ONNX's own data
+// propagation. An error is ONNX's inference failing.
+absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* values = nullptr,
+                                     bool data_prop = true);
 
 // The static dimensions of `model`'s values (read with its symbols at their
 // base sizes) at the probe sizes of `symbols` (tensor/probe.h), by name;
