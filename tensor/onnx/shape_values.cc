@@ -37,63 +37,6 @@ void infer_shapes(onnx::ModelProto& model, bool data_prop) {
   onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
 }
 
-// libonnx 1.12's data propagation reads a Shape's value at a Gather's
-// index without adding the rank to a negative one: Gather(Shape(x), -1)
-// stops the process (SIGSEGV). Such indices are made non-negative first,
-// from the shape lengths a run without data propagation finds; where one
-// is not found, data propagation stays off. False when it must.
-bool make_shape_gathers_nonnegative(onnx::ModelProto& model) {
-  onnx::GraphProto& g = *model.mutable_graph();
-  std::map<std::string, Tensor> constants;
-  for (const onnx::TensorProto& t : g.initializer())
-    if (absl::StatusOr<Tensor> v = tensor_from_proto(t); v.ok()) constants[t.name()] = *v;
-  std::set<std::string> shapes;
-  for (const onnx::NodeProto& n : g.node()) {
-    if (!is_default_domain(n.domain()) || n.output_size() != 1) continue;
-    if (n.op_type() == "Shape") shapes.insert(n.output(0));
-    if (n.op_type() == "Constant")
-      if (std::optional<Tensor> v = constant_node_value(n)) constants[n.output(0)] = *v;
-  }
-  auto negative = [&](const std::string& name) -> const Tensor* {
-    auto it = constants.find(name);
-    if (it == constants.end() || it->second.dtype() != DType::kInt64) return nullptr;
-    return std::ranges::any_of(it->second.ints(), [](std::int64_t i) { return i < 0; })
-               ? &it->second
-               : nullptr;
-  };
-  std::vector<int> gathers;
-  for (int k = 0; k < g.node_size(); ++k) {
-    const onnx::NodeProto& n = g.node(k);
-    if (is_default_domain(n.domain()) && n.op_type() == "Gather" && n.input_size() == 2 &&
-        shapes.contains(n.input(0)) && negative(n.input(1)) != nullptr)
-      gathers.push_back(k);
-  }
-  if (gathers.empty()) return true;
-  onnx::ModelProto typed = model;
-  infer_shapes(typed, /*data_prop=*/false);
-  std::map<std::string, std::int64_t> lengths;
-  for (const onnx::ValueInfoProto& v : typed.graph().value_info())
-    if (std::optional<Dims> d = static_dims(v.type()); d && d->size() == 1) lengths[v.name()] = (*d)[0];
-  for (int k : gathers) {
-    onnx::NodeProto& n = *g.mutable_node(k);
-    auto length = lengths.find(n.input(0));
-    if (length == lengths.end()) return false;
-    std::vector<std::int64_t> indices(negative(n.input(1))->ints().begin(),
-                                      negative(n.input(1))->ints().end());
-    for (std::int64_t& i : indices)
-      if (i < 0) i += length->second;
-    const std::string name = n.output(0) + "/nonnegative_indices";
-    tensor_to_proto(Tensor(TensorType{DType::kInt64, constants.at(n.input(1)).dims()},
-                           std::move(indices)),
-                    name, g.add_initializer());
-    n.set_input(1, name);
-  }
-  return true;
-}
-
-void run_onnx_inference(onnx::ModelProto& model, bool data_prop) {
-  infer_shapes(model, data_prop && make_shape_gathers_nonnegative(model));
-}
 
 // What one round knows: the values computed or given, and static types.
 struct Known {
@@ -225,7 +168,7 @@ onnx::ModelProto inference_copy(const onnx::ModelProto& model) {
 absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* values,
                                      bool data_prop) {
   try {
-    run_onnx_inference(model, data_prop);
+    infer_shapes(model, data_prop);
     Known known;
     for (const onnx::TensorProto& t : model.graph().initializer()) {
       if (elements(t) > kMaxShapeValueElements) continue;
@@ -239,7 +182,7 @@ absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* value
       if (evaluate_all(model.graph(), known) == before && round > 0) break;
       before = known.values.size();
       onnx::ModelProto scratch = scratch_model(model, known);
-      run_onnx_inference(scratch, data_prop);
+      infer_shapes(scratch, data_prop);
       copy_types(scratch, known, model);
     }
     if (values) {
