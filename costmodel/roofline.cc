@@ -66,7 +66,10 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
                const ValueType& output) {
   OpWork w;
   if (is_free_operator(op)) return w;
-  for (const ValueType& in : inputs) w.bytes += bytes_of(in);
+  // Shape reads its input's type, not its elements.
+  if (op != Op::kShape) {
+    for (const ValueType& in : inputs) w.bytes += bytes_of(in);
+  }
   w.bytes += bytes_of(output);
   const double out = elements(output);
   switch (op) {

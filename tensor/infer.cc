@@ -44,6 +44,7 @@ absl::StatusOr<ValueType> Inference::run() {
 
 absl::StatusOr<ValueType> Inference::infer() {
   if (is_unary_elementwise(op_)) return unary();
+  if (is_value_op(op_)) return value_op();
   switch (op_) {
     case Op::kInput:
     case Op::kWeight:
@@ -176,6 +177,60 @@ absl::StatusOr<ValueType> Inference::unary() {
   if (op_ == Op::kClip && *a_.get_float("min") > *a_.get_float("max"))
     return fail(op_, "min exceeds max");
   return in_[0];
+}
+
+absl::StatusOr<ValueType> Inference::value_op() {
+  for (std::size_t i = 0; i < in_.size(); ++i) {
+    if (!is_plain_number(t(i).dtype))
+      return fail(op_, "input {} must hold numbers or bools, is {}", i, to_string(t(i)));
+  }
+  auto need_bool = [&](std::size_t i) {
+    return t(i).dtype == DType::kBool
+               ? absl::OkStatus()
+               : fail(op_, "input {} must be bool, is {}", i, to_string(t(i)));
+  };
+  // The broadcast of inputs [first, in_.size()), in element type `dtype`.
+  auto broadcast_from = [&](std::size_t first, DType dtype) -> absl::StatusOr<ValueType> {
+    Dims out = d(first);
+    for (std::size_t i = first + 1; i < in_.size(); ++i) {
+      if (t(i).dtype != t(first).dtype)
+        return fail(op_, "input {} must have input {}'s element type {}, is {}", i, first,
+                    dtype_name(t(first).dtype), to_string(t(i)));
+      std::optional<Dims> b = broadcast_dims(out, d(i));
+      if (!b) return fail(op_, "shapes {} and {} do not broadcast", to_string(out), to_string(d(i)));
+      out = *std::move(b);
+    }
+    return ValueType::of(TensorType{dtype, std::move(out)});
+  };
+  switch (op_) {
+    case Op::kShape: {
+      const auto rank = static_cast<std::int64_t>(t(0).rank());
+      auto clamp = [&](std::int64_t x) { return std::clamp(x < 0 ? x + rank : x, std::int64_t{0}, rank); };
+      const std::int64_t start = clamp(int_attr(a_, "start")), end = clamp(int_attr(a_, "end"));
+      return ValueType::of(TensorType{DType::kInt64, {std::max<std::int64_t>(end - start, 0)}});
+    }
+    case Op::kCast: {
+      std::optional<DType> to = parse_dtype(*a_.get_string("to"));
+      if (!to || !is_plain_number(*to)) return fail(op_, "cannot cast to '{}'", *a_.get_string("to"));
+      return ValueType::of(TensorType{*to, d(0)});
+    }
+    case Op::kWhere: {
+      if (auto s = need_bool(0); !s.ok()) return s;
+      absl::StatusOr<ValueType> values = broadcast_from(1, t(1).dtype);
+      if (!values.ok()) return values;
+      std::optional<Dims> out = broadcast_dims(d(0), values->tensor().dims);
+      if (!out) return fail(op_, "the condition {} does not broadcast to {}", to_string(d(0)),
+                            to_string(values->tensor().dims));
+      return like(1, *std::move(out));
+    }
+    case Op::kAnd:
+    case Op::kOr:
+    case Op::kNot:
+      if (auto s = need_bool(0); !s.ok()) return s;
+      return broadcast_from(0, DType::kBool);
+    default:  // the comparisons
+      return broadcast_from(0, DType::kBool);
+  }
 }
 
 absl::StatusOr<ValueType> Inference::tuple() {

@@ -70,6 +70,7 @@ class Inference {
   absl::StatusOr<ValueType> tuple();
   absl::StatusOr<ValueType> tuple_get();
   absl::StatusOr<ValueType> opaque();
+  absl::StatusOr<ValueType> value_op();
 
   // infer_compute.cc
   absl::StatusOr<ValueType> matmul();

@@ -4,6 +4,7 @@
 #include <array>
 #include <cassert>
 #include <cfloat>
+#include <limits>
 #include <vector>
 
 #include "fmt/format.h"
@@ -71,6 +72,11 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"alpha", Kind::kFloat, 0.2}, {"beta", Kind::kFloat, 0.5}};
     case Op::kSoftmax:
       return {{"axis", Kind::kInt, std::int64_t{-1}}};
+    case Op::kShape:  // ONNX's [start, end) of the dimensions, clamped to the rank
+      return {{"start", Kind::kInt, std::int64_t{0}},
+              {"end", Kind::kInt, std::numeric_limits<std::int64_t>::max()}};
+    case Op::kCast:  // the element type's name (types.h)
+      return {{"to", Kind::kString, {}}};
     case Op::kLayerNorm:
       return {{"axis", Kind::kInt, std::int64_t{-1}}, {"epsilon", Kind::kFloat, 1e-5}};
     case Op::kBatchNorm:
@@ -206,6 +212,16 @@ bool is_unary_elementwise(Op op) {
     default:
       return false;
   }
+}
+
+bool is_comparison(Op op) {
+  return op == Op::kEqual || op == Op::kLess || op == Op::kLessOrEqual || op == Op::kGreater ||
+         op == Op::kGreaterOrEqual;
+}
+
+bool is_value_op(Op op) {
+  return is_comparison(op) || op == Op::kShape || op == Op::kCast || op == Op::kWhere ||
+         op == Op::kAnd || op == Op::kOr || op == Op::kNot;
 }
 
 std::optional<std::string_view> runtime_domain(Op op) {

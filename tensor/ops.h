@@ -87,6 +87,17 @@ namespace saturn::tensor {
   X(kSkipLayerNorm, "SkipLayerNormalization", 4) \
   X(kRotaryEmbedding, "RotaryEmbedding", 3)     \
   X(kGroupQueryAttention, "GroupQueryAttention", 3) \
+  X(kShape, "Shape", 1)                         \
+  X(kCast, "Cast", 1)                           \
+  X(kWhere, "Where", 3)                         \
+  X(kEqual, "Equal", 2)                         \
+  X(kLess, "Less", 2)                           \
+  X(kLessOrEqual, "LessOrEqual", 2)             \
+  X(kGreater, "Greater", 2)                     \
+  X(kGreaterOrEqual, "GreaterOrEqual", 2)       \
+  X(kAnd, "And", 2)                             \
+  X(kOr, "Or", 2)                               \
+  X(kNot, "Not", 1)                             \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -106,6 +117,15 @@ std::span<const Op> all_ops();
 bool is_unary_elementwise(Op op);
 // Whether an operator is a broadcasting binary (Add, Sub, Mul, Div, Pow).
 bool is_binary_elementwise(Op op);
+
+// Whether an operator computes on values of any element type rather than on
+// floats: Shape, Cast, Where, the comparisons (Equal, Less, ...) and the
+// logic operators (And, Or, Not). The shape arithmetic and mask building
+// that exporters write, kept typed so that its readers are; no rule
+// rewrites them.
+bool is_value_op(Op op);
+// The comparisons: two inputs of one element type, a bool result.
+bool is_comparison(Op op);
 
 // The ONNX domain of an operator that is one of onnxruntime's fused kernels
 // rather than standard ONNX ("com.microsoft"); nullopt for the others.

@@ -56,6 +56,13 @@ inline bool is_computable(DType dtype) {
 // each operator (as a runtime without float16 kernels does).
 inline bool is_float(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat16; }
 
+// The element types the IR's value operators (Shape, Cast, Where, the
+// comparisons and logic) read and write: integers, bool and real floats.
+inline bool is_plain_number(DType dtype) {
+  return dtype != DType::kBFloat16 && dtype != DType::kComplex64 &&
+         dtype != DType::kComplex128 && dtype != DType::kString && dtype != DType::kOther;
+}
+
 using Dims = std::vector<std::int64_t>;
 
 // A dimension only an opaque operator's output may have: its size depends on

@@ -149,6 +149,11 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
 
 absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
                                                 std::span<const Tensor> in) {
+  if (is_value_op(op)) {  // any element type, float16 included
+    absl::StatusOr<Tensor> out = kernels::value_op(op, a, in);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*std::move(out)};
+  }
   // float16 is computed in float32 and each result rounded back.
   const auto narrow = std::ranges::find_if(
       in, [](const Tensor& t) { return t.dtype() == DType::kFloat16; });

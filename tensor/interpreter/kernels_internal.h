@@ -10,6 +10,8 @@
 //                           embedding
 //   kernels_shape.cc        data movement (Transpose to Pad) and the
 //                           rewrites of convolution kernels
+//   kernels_values.cc       Shape, Cast, Where, comparisons and logic on
+//                           any plain element type
 //
 // Each kernel takes normalized attributes and inputs that type-check.
 #pragma once
@@ -111,5 +113,8 @@ absl::StatusOr<Tensor> gather(const Attributes& attrs, const Tensor& data, const
 Tensor pad(const Attributes& attrs, const Tensor& x);
 Tensor enlarge(const Attributes& attrs, const Tensor& w);
 Tensor merge_groups(const Attributes& attrs, const Tensor& w);
+
+// The value operators, on any plain element type (kernels_values.cc).
+absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const Tensor> in);
 
 }  // namespace saturn::tensor::kernels

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -187,6 +188,16 @@ absl::Status Exporter::emit(int i) {
       return absl::OkStatus();
     case Op::kPad:
       return emit_pad(a, in, out);
+    case Op::kShape: {
+      auto* shape = node("Shape", in, {out});
+      if (*a.get_int("start") != 0) set_int(shape, "start", *a.get_int("start"));
+      if (*a.get_int("end") != std::numeric_limits<std::int64_t>::max())
+        set_int(shape, "end", *a.get_int("end"));
+      return absl::OkStatus();
+    }
+    case Op::kCast:
+      set_int(node("Cast", in, {out}), "to", dtype_to_onnx(*parse_dtype(*a.get_string("to"))));
+      return absl::OkStatus();
     case Op::kOpaque:
       return emit_opaque(i, in);
     default:

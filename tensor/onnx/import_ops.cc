@@ -100,6 +100,11 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
       {"Exp", Op::kExp},           {"Log", Op::kLog},
       {"Sin", Op::kSin},           {"Cos", Op::kCos},
       {"HardSwish", Op::kHardSwish},
+      {"Where", Op::kWhere},       {"Equal", Op::kEqual},
+      {"Less", Op::kLess},         {"LessOrEqual", Op::kLessOrEqual},
+      {"Greater", Op::kGreater},   {"GreaterOrEqual", Op::kGreaterOrEqual},
+      {"And", Op::kAnd},           {"Or", Op::kOr},
+      {"Not", Op::kNot},
   };
   if (node.proto.domain() == "com.microsoft") return map_runtime(node);
   const std::string& t = node.proto.op_type();
@@ -150,8 +155,16 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     // a normalization, as exporters write torch's .to()) is an identity.
     r.i("saturate");
     std::optional<std::int64_t> to = r.i("to");
-    if (!to || dtype_from_onnx(static_cast<int>(*to)) != node.dtype(0)) return std::nullopt;
-    return Mapped{Op::kIdentity, {}, node.first(1)};
+    std::optional<DType> dtype = to ? dtype_from_onnx(static_cast<int>(*to)) : std::nullopt;
+    if (!dtype || !is_plain_number(*dtype)) return std::nullopt;
+    if (*dtype == node.dtype(0)) return Mapped{Op::kIdentity, {}, node.first(1)};
+    return Mapped{Op::kCast, {{"to", std::string(dtype_name(*dtype))}}, node.first(1)};
+  }
+  if (t == "Shape") {
+    Mapped m{Op::kShape, {}, node.first(1)};
+    if (auto v = r.i("start")) m.attributes.set("start", *v);
+    if (auto v = r.i("end")) m.attributes.set("end", *v);
+    return m;
   }
   if (t == "Flatten") return Mapped{Op::kFlatten, {{"axis", r.i("axis").value_or(1)}}, node.in};
   if (t == "Concat") {

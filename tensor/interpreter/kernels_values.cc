@@ -1,0 +1,191 @@
+// Reference kernels: the value operators (Shape, Cast, Where, the
+// comparisons and the logic operators) on any plain element type.
+//
+// Elements are read as long double, whose 64-bit significand (x86-64's
+// extended format; binary128 elsewhere) holds every int64, uint64, float32
+// and float64 exactly, so one code path serves every type without loss.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
+
+namespace saturn::tensor::kernels {
+
+namespace {
+
+using Number = long double;
+
+template <typename T>
+void read_bytes(std::span<const std::byte> bytes, std::vector<Number>& out) {
+  for (std::size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
+    T x;
+    std::memcpy(&x, bytes.data() + i, sizeof(T));
+    out.push_back(static_cast<Number>(x));
+  }
+}
+
+std::vector<Number> numbers(const Tensor& t) {
+  std::vector<Number> out;
+  out.reserve(static_cast<std::size_t>(t.size()));
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      for (float x : t.floats()) out.push_back(x);
+      break;
+    case DType::kFloat16: {
+      const Tensor wide = widened(t);  // kept alive while its floats are read
+      for (float x : wide.floats()) out.push_back(x);
+      break;
+    }
+    case DType::kInt64:
+      for (std::int64_t x : t.ints()) out.push_back(static_cast<Number>(x));
+      break;
+    case DType::kFloat64: read_bytes<double>(t.bytes(), out); break;
+    case DType::kInt32: read_bytes<std::int32_t>(t.bytes(), out); break;
+    case DType::kUInt32: read_bytes<std::uint32_t>(t.bytes(), out); break;
+    case DType::kInt16: read_bytes<std::int16_t>(t.bytes(), out); break;
+    case DType::kUInt16: read_bytes<std::uint16_t>(t.bytes(), out); break;
+    case DType::kInt8: read_bytes<std::int8_t>(t.bytes(), out); break;
+    case DType::kUInt64: read_bytes<std::uint64_t>(t.bytes(), out); break;
+    case DType::kUInt8:
+    case DType::kBool:
+      read_bytes<std::uint8_t>(t.bytes(), out);
+      break;
+    default:  // not a plain number: inference refuses these
+      break;
+  }
+  return out;
+}
+
+// `x` as integer type T: truncated toward zero and saturated at T's range
+// (ONNX leaves out-of-range casts undefined; saturating keeps them defined).
+template <typename T>
+T to_integer(Number x) {
+  if (std::isnan(x)) return 0;
+  x = std::trunc(x);
+  if (x <= static_cast<Number>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (x >= static_cast<Number>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(x);
+}
+
+template <typename T>
+std::vector<std::byte> write_bytes(std::span<const Number> v, T (*convert)(Number)) {
+  std::vector<std::byte> bytes(v.size() * sizeof(T));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const T x = convert(v[i]);
+    std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
+  }
+  return bytes;
+}
+
+template <typename T>
+T to_float(Number x) {
+  return static_cast<T>(x);
+}
+
+std::uint8_t to_bool(Number x) { return x != 0 ? 1 : 0; }
+
+Tensor from_numbers(TensorType type, std::span<const Number> v) {
+  switch (type.dtype) {
+    case DType::kFloat32:
+      return Tensor(type, std::vector<float>(v.begin(), v.end()));
+    case DType::kFloat16: {
+      TensorType wide{DType::kFloat32, type.dims};
+      return narrowed(Tensor(wide, std::vector<float>(v.begin(), v.end())), DType::kFloat16);
+    }
+    case DType::kInt64: {
+      std::vector<std::int64_t> ints(v.size());
+      std::ranges::transform(v, ints.begin(), to_integer<std::int64_t>);
+      return Tensor(type, std::move(ints));
+    }
+    case DType::kFloat64: return Tensor(type, write_bytes<double>(v, to_float<double>));
+    case DType::kInt32: return Tensor(type, write_bytes<std::int32_t>(v, to_integer<std::int32_t>));
+    case DType::kUInt32: return Tensor(type, write_bytes<std::uint32_t>(v, to_integer<std::uint32_t>));
+    case DType::kInt16: return Tensor(type, write_bytes<std::int16_t>(v, to_integer<std::int16_t>));
+    case DType::kUInt16: return Tensor(type, write_bytes<std::uint16_t>(v, to_integer<std::uint16_t>));
+    case DType::kInt8: return Tensor(type, write_bytes<std::int8_t>(v, to_integer<std::int8_t>));
+    case DType::kUInt8: return Tensor(type, write_bytes<std::uint8_t>(v, to_integer<std::uint8_t>));
+    case DType::kUInt64: return Tensor(type, write_bytes<std::uint64_t>(v, to_integer<std::uint64_t>));
+    default:  // kBool
+      return Tensor(type, write_bytes<std::uint8_t>(v, to_bool));
+  }
+}
+
+// f(args) at every element of the broadcast of `in`, as a tensor of `type`
+// (whose dimensions are that broadcast).
+template <typename F>
+Tensor broadcast_map(std::span<const Tensor> in, const TensorType& type, F f) {
+  std::vector<std::vector<Number>> values;
+  std::vector<Ints> steps;
+  for (const Tensor& t : in) {
+    values.push_back(numbers(t));
+    steps.push_back(broadcast_strides(t.dims(), type.dims));
+  }
+  const std::int64_t total = type.num_elements();
+  std::vector<Number> out(static_cast<std::size_t>(total));
+  const std::size_t rank = type.dims.size();
+  Ints index(rank, 0);
+  std::vector<std::int64_t> offset(in.size(), 0);
+  std::vector<Number> args(in.size());
+  for (std::int64_t i = 0; i < total; ++i) {
+    for (std::size_t k = 0; k < in.size(); ++k) args[k] = values[k][offset[k]];
+    out[static_cast<std::size_t>(i)] = f(args);
+    for (std::size_t axis = rank; axis-- > 0;) {  // the next index, odometer-wise
+      const bool carry = ++index[axis] == type.dims[axis];
+      for (std::size_t k = 0; k < in.size(); ++k)
+        offset[k] += carry ? -steps[k][axis] * (type.dims[axis] - 1) : steps[k][axis];
+      if (!carry) break;
+      index[axis] = 0;
+    }
+  }
+  return from_numbers(type, out);
+}
+
+bool compare(Op op, Number x, Number y) {
+  switch (op) {
+    case Op::kEqual: return x == y;
+    case Op::kLess: return x < y;
+    case Op::kLessOrEqual: return x <= y;
+    case Op::kGreater: return x > y;
+    case Op::kGreaterOrEqual: return x >= y;
+    case Op::kAnd: return x != 0 && y != 0;
+    default: return x != 0 || y != 0;  // kOr
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tensor> in) {
+  std::vector<ValueType> types;
+  for (const Tensor& t : in) types.push_back(ValueType::of(t.type()));
+  absl::StatusOr<ValueType> type = infer_type(op, a, types);
+  if (!type.ok()) return type.status();
+  const TensorType& out = type->tensor();
+  switch (op) {
+    case Op::kShape: {
+      const auto rank = static_cast<std::int64_t>(in[0].dims().size());
+      const std::int64_t start = std::clamp(*a.get_int("start") < 0 ? *a.get_int("start") + rank
+                                                                     : *a.get_int("start"),
+                                            std::int64_t{0}, rank);
+      const auto first = in[0].dims().begin() + start;
+      return Tensor(out, std::vector<std::int64_t>(first, first + out.dims[0]));
+    }
+    case Op::kCast:
+      return from_numbers(out, numbers(in[0]));
+    case Op::kWhere:
+      return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] != 0 ? v[1] : v[2]; });
+    case Op::kNot:
+      return broadcast_map(in, out, [](std::span<const Number> v) { return Number(v[0] == 0); });
+    default:
+      return broadcast_map(
+          in, out, [op](std::span<const Number> v) { return Number(compare(op, v[0], v[1])); });
+  }
+}
+
+}  // namespace saturn::tensor::kernels
