@@ -79,19 +79,20 @@ class DynEncoder(torch.nn.Module):
 
 def halves_model():
     """input [batch, 4] -> output [half, 4]: the two halves of the batch
-    added, then transposed twice.  Its Split has no sizes, so it halves any
-    even batch; saturn's IR fixes the halves' sizes, so its optimized graph
-    (without the transposes) holds at the given batch only."""
+    added, then multiplied by one twice.  Its Split has no sizes, so it
+    halves any even batch; saturn's IR fixes the halves' sizes, so its
+    optimized graph (without the products) holds at the given batch only."""
     h = onnx.helper
     nodes = [h.make_node("Split", ["input"], ["a", "b"], axis=0),
              h.make_node("Add", ["a", "b"], ["sum"]),
-             h.make_node("Transpose", ["sum"], ["t"], perm=[1, 0]),
-             h.make_node("Transpose", ["t"], ["output"], perm=[1, 0])]
+             h.make_node("Mul", ["sum", "one"], ["scaled"]),
+             h.make_node("Mul", ["scaled", "one"], ["output"])]
     graph = h.make_graph(
         nodes, "dyn_halves",
         [h.make_tensor_value_info("input", onnx.TensorProto.FLOAT, ["batch", 4])],
-        [h.make_tensor_value_info("output", onnx.TensorProto.FLOAT, ["half", 4])])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)],
+        [h.make_tensor_value_info("output", onnx.TensorProto.FLOAT, ["half", 4])],
+        [numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8,
                         producer_name="make-fixtures")
 
 

@@ -2,6 +2,7 @@
 //
 // This file holds the entry points and the graph walk; importer.h says where
 // the rest of the importer is.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <exception>
@@ -222,6 +223,7 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   };
   absl::StatusOr<Attributes> a = normalize_attributes(m->op, m->attributes);
   if (!a.ok()) return refuse(std::string(message(a.status())));
+  compose_layout(*m, *a);
   std::vector<ValueType> in;
   for (int i : m->inputs) in.push_back(types_[i]);
   absl::StatusOr<ValueType> ir = infer_type(m->op, *a, in);
@@ -236,6 +238,19 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
     if (outputs[p] < n.output_size() && !agrees(ir->parts[p], n.output(outputs[p])))
       return refuse(fmt::format("output {}: the IR's type {} differs from ONNX's inference",
                                 outputs[p], to_string(ir->parts[p])));
+  }
+  // A Slice that keeps every element in order and a Pad by nothing are
+  // Identities (exporters write them for windows that happen to fit).
+  const Ints* steps = a->get_ints("steps");
+  if ((m->op == Op::kPad || m->op == Op::kSlice) && *ir == types_[m->inputs[0]] &&
+      (!steps || std::ranges::all_of(*steps, [](std::int64_t s) { return s == 1; }))) {
+    m->op = Op::kIdentity;
+    *a = Attributes{};
+    m->inputs.resize(1);
+  }
+  if (std::optional<Tensor> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0))) {
+    add_weight(n.output(0), *value);
+    return true;
   }
   std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);
   absl::StatusOr<int> id = append(m->op, std::move(*a), std::move(m->inputs), name);

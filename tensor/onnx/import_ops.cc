@@ -334,8 +334,12 @@ std::optional<Mapped> Importer::map_einsum(KnownNode& node) {
   std::swap(perm[batch], perm[batch + 1]);
   // The transpose is an IR value of its own; were the product refused after
   // all, nothing would read it and the walk's pruning drops it.
+  // It composes with a Transpose before it, as any imported Transpose does.
+  Mapped t{Op::kTranspose, {{"perm", perm}}, {node.in[1]}};
+  compose_layout(t, t.attributes);
+  if (t.op == Op::kIdentity) return Mapped{Op::kMatMul, {}, {node.in[0], t.inputs[0]}};
   absl::StatusOr<int> transposed =
-      append(Op::kTranspose, {{"perm", perm}}, {node.in[1]}, node.proto.output(0) + "/einsum_b");
+      append(t.op, std::move(t.attributes), t.inputs, node.proto.output(0) + "/einsum_b");
   if (!transposed.ok()) return std::nullopt;
   return Mapped{Op::kMatMul, {}, {node.in[0], *transposed}};
 }
@@ -347,6 +351,67 @@ std::optional<Mapped> Importer::map_squeeze(KnownNode& node) {
   absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
   if (!out.ok() || out->dtype == DType::kOther || !out->is_static()) return std::nullopt;
   return Mapped{Op::kReshape, {{"shape", out->dims}}, node.first(1)};
+}
+
+void Importer::compose_layout(Mapped& m, Attributes& a) const {
+  const auto input = [&](std::size_t k) -> const Node& { return graph_.nodes[m.inputs[k]]; };
+  // A Transpose's permutation, with the default (reversed axes) spelled out.
+  const auto perm_of = [&](const Attributes& attributes, std::size_t rank) {
+    Ints perm = *attributes.get_ints("perm");
+    if (perm.empty()) {
+      for (std::size_t k = rank; k-- > 0;) perm.push_back(static_cast<std::int64_t>(k));
+    }
+    return perm;
+  };
+  switch (m.op) {
+    case Op::kReshape:
+      while (input(0).op == Op::kReshape) m.inputs[0] = input(0).inputs[0];
+      if (*a.get_ints("shape") == types_[m.inputs[0]].parts[0].dims) {
+        m.op = Op::kIdentity;
+        a = Attributes{};
+      }
+      return;
+    case Op::kTranspose: {
+      Ints perm = perm_of(a, types_[m.inputs[0]].parts[0].rank());
+      while (input(0).op == Op::kTranspose) {
+        const Ints inner = perm_of(input(0).attributes, perm.size());
+        if (inner.size() != perm.size()) return;
+        for (std::int64_t& p : perm) {
+          if (p < 0 || p >= static_cast<std::int64_t>(inner.size())) return;
+          p = inner[static_cast<std::size_t>(p)];
+        }
+        m.inputs[0] = input(0).inputs[0];
+        a.set("perm", perm);
+      }
+      bool same_order = true;
+      for (std::size_t k = 0; k < perm.size(); ++k) same_order = same_order && perm[k] == static_cast<std::int64_t>(k);
+      if (same_order) {
+        m.op = Op::kIdentity;
+        a = Attributes{};
+      }
+      return;
+    }
+    case Op::kConcat: {
+      const std::size_t rank = types_[m.inputs[0]].parts[0].rank();
+      const auto axis = normalize_axis(*a.get_int("axis"), rank);
+      std::vector<int> flat;
+      for (std::size_t k = 0; k < m.inputs.size(); ++k) {
+        const Node& n = input(k);
+        if (n.op == Op::kConcat && axis && normalize_axis(*n.attributes.get_int("axis"), rank) == axis)
+          flat.insert(flat.end(), n.inputs.begin(), n.inputs.end());
+        else
+          flat.push_back(m.inputs[k]);
+      }
+      m.inputs = std::move(flat);
+      if (m.inputs.size() == 1) {
+        m.op = Op::kIdentity;
+        a = Attributes{};
+      }
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 std::optional<Mapped> Importer::map_split(KnownNode& node) {

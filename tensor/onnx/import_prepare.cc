@@ -1,8 +1,10 @@
 // ONNX -> IR, before the graph walk: the model's opset and external data
 // read, its symbolic input dimensions sized, the ONNX checker and shape
 // inference run, and the values computable before any input is known
-// folded to constants.
+// folded to constants; and, during the walk, the IR operators that read
+// weights only folded into weights.
 #include <exception>
+#include <optional>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "onnx/checker.h"
+#include "saturn/tensor/interpreter/kernels.h"
 #include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/proto.h"
 #include "saturn/tensor/onnx/shape_values.h"
@@ -145,9 +148,38 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
       return it == at_probe.end() || !same_values(kv.second, it->second);
     });
   }
-  for (const onnx::ValueInfoProto& v : model.graph().output()) values.erase(v.name());
+  for (const onnx::ValueInfoProto& v : model.graph().output()) {
+    values.erase(v.name());
+    output_names_.insert(v.name());
+  }
   folded_ = std::move(values);
   return absl::OkStatus();
+}
+
+std::optional<Tensor> Importer::fold_weights_only(Op op, const Attributes& attributes,
+                                                   const std::vector<int>& inputs,
+                                                   const ValueType& type,
+                                                   const std::string& output) const {
+  if (op == Op::kOpaque || type.is_tuple || output_names_.contains(output) ||
+      !is_plain_number(type.tensor().dtype))
+    return std::nullopt;
+  std::vector<Tensor> values;
+  std::int64_t input_bytes = 0;
+  for (int i : inputs) {
+    const Node& n = graph_.nodes[i];
+    auto it = constants_.find(n.name);
+    if ((n.op != Op::kWeight && n.op != Op::kConstant) || it == constants_.end()) return std::nullopt;
+    values.push_back(it->second);
+    input_bytes += it->second.type().num_bytes();
+  }
+  // A computation that grows its weights by more than a MiB (the broadcast
+  // of a mask, say) is left to the runtime rather than stored in the model;
+  // a gather of a position-bias table by its index is folded.
+  constexpr std::int64_t kMaxGrowth = std::int64_t{1} << 20;
+  if (type.tensor().num_bytes() > input_bytes + kMaxGrowth) return std::nullopt;
+  absl::StatusOr<std::vector<Tensor>> out = evaluate_op(op, attributes, values);
+  if (!out.ok() || out->size() != 1 || (*out)[0].type() != type.tensor()) return std::nullopt;
+  return std::move((*out)[0]);
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -237,6 +237,20 @@ class Importer {
   std::optional<Mapped> map_softmax(KnownNode& node);
   std::optional<Mapped> map_reshape(KnownNode& node);
   std::optional<Mapped> map_squeeze(KnownNode& node);
+  // One canonical form for chains of layout changes: a Reshape of a Reshape
+  // or a Transpose of a Transpose reads the first one's input (the
+  // inner one stays while something else reads it), a Reshape to the
+  // input's shape, a Transpose back to the input's order and a Concat of
+  // one input are Identities, and a
+  // Concat reads the inputs of a Concat it reads along the same axis.
+  void compose_layout(Mapped& m, Attributes& attributes) const;
+  // The value of an IR operator of type `type` whose inputs are all weights
+  // or constants, computed now (a Transpose or a Cast of a weight, a
+  // product of constants); nullopt when it is not folded: an opaque node, a
+  // graph output, an output larger than its inputs, or a kernel error.
+  std::optional<Tensor> fold_weights_only(Op op, const Attributes& attributes,
+                                          const std::vector<int>& inputs, const ValueType& type,
+                                          const std::string& output) const;
   std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
   std::optional<Mapped> map_slice(KnownNode& node);
@@ -258,6 +272,7 @@ class Importer {
   // and shapes (shape_values.h), the same at the given and the probe sizes
   // of the symbolic dimensions, and not graph outputs.
   ShapeValues folded_;
+  std::set<std::string> output_names_;  // the graph's outputs
   // The nodes the opset lowering expanded (Gelu), by their output's name.
   ExpandedNodes expanded_;
   // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).

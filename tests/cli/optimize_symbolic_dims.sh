@@ -44,7 +44,7 @@ for search in mcts greedy default taso; do
   done
 done
 
-# Removing dyn_halves' transposes leaves a Split whose sizes saturn fixed at
+# Removing dyn_halves' products by one leaves a Split whose sizes saturn fixed at
 # the given batch: the input is kept, as it came.
 run_ok out "$SATURN" optimize "$FIXTURES/dyn_halves.onnx" --dim batch=2 --cost opcount \
   -o "$OUT/halves.onnx"

@@ -235,3 +235,56 @@ def test_einsums_that_are_batched_products_import_as_matmuls(tmp_path):
     want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def layout_chain_model(path):
+    """x [2, 6, 4] through the spellings the importer brings to one form:
+    two Transposes (composed into one), a Reshape of a Reshape (one), a
+    Concat of one input, a Pad by nothing and a Slice of everything
+    (Identities), and a MatMul by a transposed, cast weight (folded into a
+    weight); and a Where over a comparison of x, typed IR operators."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t1"], perm=[1, 0, 2]),
+        helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 2, 1]),  # x as [6, 4, 2]
+        helper.make_node("Reshape", ["t2", "flat_shape"], ["r1"]),
+        helper.make_node("Reshape", ["r1", "back_shape"], ["r2"]),  # [24, 2]
+        helper.make_node("Concat", ["r2"], ["c"], axis=0),
+        helper.make_node("Pad", ["c", "no_pads"], ["p"]),
+        helper.make_node("Slice", ["p", "starts", "ends"], ["s"]),
+        helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        helper.make_node("Cast", ["wt"], ["wc"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["wc"], ["w16"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["w16"], ["w32"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["s", "w32"], ["m"]),
+        helper.make_node("Greater", ["m", "zero"], ["positive"]),
+        helper.make_node("Where", ["positive", "m", "zero"], ["out"]),
+    ]
+    inits = [ints("flat_shape", [48]), ints("back_shape", [24, 2]), ints("no_pads", [0, 0, 0, 0]),
+             ints("starts", [0]), ints("ends", [24]),
+             numpy_helper.from_array(rng.standard_normal((3, 2)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array(0, dtype=np.float32), "zero")]
+    graph = helper.make_graph(
+        nodes, "layout",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [24, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+@needs_cli
+def test_layout_chains_and_weight_computations_take_one_form_at_import(tmp_path):
+    model = tmp_path / "m.onnx"
+    layout_chain_model(str(model))
+    info = subprocess.run([CLI, "info", str(model)], check=True, capture_output=True,
+                          text=True).stdout
+    # One Transpose, one Reshape, the MatMul, the Greater and the Where: the
+    # rest was an identity or computed from the weight alone.
+    assert "m: 5 ops" in info, info
+    assert "ops: MatMul 1, Transpose 1, Reshape 1, Where 1, Greater 1" in info, info
+    assert "opaque" not in info, info
+    out, report = tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    optimize(model, out, report)
+    x = np.random.default_rng(6).standard_normal((2, 6, 4)).astype(np.float32)
+    np.testing.assert_allclose(run(out, x), run(model, x), rtol=1e-5, atol=1e-6)
