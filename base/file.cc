@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "fmt/format.h"
@@ -53,10 +56,63 @@ void remove_stale_temporaries(const std::string& path) {
 absl::StatusOr<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  // A file of known size is read in one piece into a buffer of that size:
+  // a model of gigabytes is copied once, not through a growing stream.
+  std::string text;
+  const std::streamoff size = in.seekg(0, std::ios::end) ? std::streamoff(in.tellg()) : -1;
+  if (size > 0) {
+    text.resize(static_cast<std::size_t>(size));
+    in.seekg(0);
+    in.read(text.data(), size);
+    if (in.gcount() != size) return absl::DataLossError(fmt::format("{}: read failed", path));
+    return text;
+  }
+  in.clear();  // a pipe, or a file that does not say its size
+  in.seekg(0);
+  in.clear();
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (in.bad()) return absl::DataLossError(fmt::format("{}: read failed", path));
-  return text.str();
+  return text;
+}
+
+absl::StatusOr<MappedFile> MappedFile::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(fmt::format("{}: not a regular file", path));
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return MappedFile(nullptr, 0);
+  }
+  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int mmap_errno = errno;
+  close(fd);  // the mapping outlives the descriptor
+  if (data == MAP_FAILED)
+    return absl::DataLossError(
+        fmt::format("{}: cannot map file: {}", path, std::strerror(mmap_errno)));
+  (void)madvise(data, size, MADV_SEQUENTIAL);
+  return MappedFile(static_cast<const char*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    this->~MappedFile();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
 }
 
 // The text goes to a temporary file beside `path`, is flushed to the disk

@@ -3,6 +3,7 @@
 //   absl::StatusOr<std::string> text = read_text_file("model.json");
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,28 @@
 namespace saturn {
 
 absl::StatusOr<std::string> read_text_file(const std::string& path);
+
+// A file's bytes mapped read-only into memory for as long as the object
+// lives: a model of gigabytes is parsed from the page cache without a copy.
+//
+//   absl::StatusOr<MappedFile> file = MappedFile::open("model.onnx");
+//   if (file.ok()) parse(file->bytes());
+class MappedFile {
+ public:
+  static absl::StatusOr<MappedFile> open(const std::string& path);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::string_view bytes() const { return {data_, size_}; }
+
+ private:
+  MappedFile(const char* data, std::size_t size) : data_(data), size_(size) {}
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 // Writes `text` to `path`, replacing the file atomically: under a temporary
 // name in the same folder, flushed, then renamed, so that the file is either
 // the old one or the whole new one, whatever happens meanwhile.

@@ -53,6 +53,29 @@ def time_summary(rows):
             f"max {max(timing):.1f} s.")
 
 
+def fold_summary(rows):
+    """Operators after saturn's import and folding against onnxsim's count."""
+    both = [r for r in rows if r.get("ops_after_fold") and (r.get("peer_ops") or {}).get("onnxsim")]
+    over = [f"{r['model']} {r['ops_after_fold']}/{r['peer_ops']['onnxsim']}" for r in both
+            if r["ops_after_fold"] > r["peer_ops"]["onnxsim"]]
+    return (f"Operators after import and folding at most onnxsim's on {len(both) - len(over)} of "
+            f"{len(both)} models" + (f" (not: {', '.join(over)})" if over else "") + ".")
+
+
+def self_check_summary(rows):
+    """What saturn's self-check (its interpreter, per searched region) covered."""
+    checked = [r for r in rows if r.get("self_check")]
+    if not checked:
+        return ["No self-check notes recorded."]
+    kept = [r for r in checked if r["self_check"].startswith("the input was kept")]
+    gaps = [r for r in checked if "not checked" in r["self_check"]]
+    lines = [f"Of {len(checked)} models, {len(kept)} kept their input (nothing to check); "
+             f"{len(checked) - len(kept) - len(gaps)} had every changed region matched in the "
+             f"interpreter; {len(gaps)} name a region the interpreter could not run:"]
+    lines += [f"- {r['model']}: {r['self_check']}" for r in gaps]
+    return lines
+
+
 def fmt(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
 
@@ -113,7 +136,8 @@ def write_markdown(path, doc):
             f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
             f"{r.get('optimize_seconds')} | {r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
-    lines += ["", "## Time", "", time_summary(rows), "", "## Notes", ""]
+    lines += ["", fold_summary(rows), "", "## Time", "", time_summary(rows), "",
+              "## Self-check", "", *self_check_summary(rows), "", "## Notes", ""]
     for r in rows:
         timed = r.get("saturn_timed") or {}
         if timed.get("timed"):

@@ -372,6 +372,7 @@ def measure_model(entry, args):
         # What the search's best graph was predicted to gain, taken or not.
         "speedup_predicted": rep.get("predicted_speedup"),
         "kept_input": rep.get("kept_input"),
+        "self_check": rep.get("self_check"),
         "not_searched": rep.get("not_searched"),
         "cost_model": rep.get("cost_model"),
         "saturn_command": info["command"],

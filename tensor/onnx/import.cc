@@ -412,9 +412,9 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) return too_large(path, size);
-  absl::StatusOr<std::string> bytes = read_text_file(path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<Graph> graph = parse_onnx_model(*bytes, path, options);
+  absl::StatusOr<MappedFile> file = MappedFile::open(path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<Graph> graph = parse_onnx_model(file->bytes(), path, options);
   if (graph.ok()) graph->source = path;
   return graph;
 }

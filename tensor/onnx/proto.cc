@@ -139,6 +139,17 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} bytes, expects {}",
                                                     p.name(), p.raw_data().size(),
                                                     type.num_bytes()));
+    // float32 and int64 are copied once, straight into their typed buffer.
+    if (*dtype == DType::kFloat32) {
+      std::vector<float> v(static_cast<std::size_t>(count));
+      if (count > 0) std::memcpy(v.data(), p.raw_data().data(), p.raw_data().size());
+      return Tensor(type, std::move(v));
+    }
+    if (*dtype == DType::kInt64) {
+      std::vector<std::int64_t> v(static_cast<std::size_t>(count));
+      if (count > 0) std::memcpy(v.data(), p.raw_data().data(), p.raw_data().size());
+      return Tensor(type, std::move(v));
+    }
     const auto* b = reinterpret_cast<const std::byte*>(p.raw_data().data());
     bytes.assign(b, b + p.raw_data().size());
   } else if (*dtype == DType::kFloat32) {
