@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <utility>
 
@@ -118,7 +119,13 @@ MappedFile::~MappedFile() {
 // The text goes to a temporary file beside `path`, is flushed to the disk
 // and renamed over `path`: a reader, a crash or a kill never sees half a
 // file where a finished one is expected (POSIX rename is atomic).
-absl::Status write_text_file(const std::string& path, std::string_view text) {
+namespace {
+
+// Replaces `path` atomically with what `fill` writes to a descriptor: under
+// a temporary name in the same folder, flushed, then renamed. `fill`
+// returns the failed step's name ("write", "read", ...), or null.
+absl::Status replace_file(const std::string& path,
+                          const std::function<const char*(int fd)>& fill) {
   const std::string temporary = fmt::format("{}.{}.tmp", path, static_cast<long>(getpid()));
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -131,12 +138,7 @@ absl::Status write_text_file(const std::string& path, std::string_view text) {
     unlink(temporary.c_str());
     return absl::DataLossError(fmt::format("{}: {} failed: {}", path, what, why));
   };
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write");
-    done += static_cast<std::size_t>(n);
-  }
+  if (const char* failed = fill(fd)) return fail(failed);
   if (fsync(fd) != 0) return fail("flush");
   if (close(fd) != 0) {
     const std::string why = std::strerror(errno);
@@ -150,6 +152,37 @@ absl::Status write_text_file(const std::string& path, std::string_view text) {
   }
   remove_stale_temporaries(path);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status write_text_file(const std::string& path, std::string_view text) {
+  return replace_file(path, [&](int fd) -> const char* {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return "write";
+      done += static_cast<std::size_t>(n);
+    }
+    return nullptr;
+  });
+}
+
+absl::Status copy_file(const std::string& from, const std::string& to) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return absl::NotFoundError(fmt::format("{}: cannot open file: {}", from, std::strerror(errno)));
+  // The kernel copies (copy_file_range): no pass through this process's memory.
+  absl::Status s = replace_file(to, [&](int fd) -> const char* {
+    for (;;) {
+      const ssize_t n = copy_file_range(in, nullptr, fd, nullptr, std::size_t{1} << 30, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return "copy";
+      if (n == 0) return nullptr;
+    }
+  });
+  close(in);
+  return s;
 }
 
 std::string user_cache_dir() {

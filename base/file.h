@@ -38,6 +38,8 @@ class MappedFile {
 // name in the same folder, flushed, then renamed, so that the file is either
 // the old one or the whole new one, whatever happens meanwhile.
 absl::Status write_text_file(const std::string& path, std::string_view text);
+// Copies `from` to `to`, replaced atomically as write_text_file does.
+absl::Status copy_file(const std::string& from, const std::string& to);
 
 // saturn's per-user cache folder (rule verdicts, the cost table calibrated on
 // this machine): $SATURN_CACHE_DIR, else $XDG_CACHE_HOME/saturn, else

@@ -92,7 +92,7 @@ def write_markdown(path, doc):
         "`—` where a candidate does not apply, failed, or computes something else (the reason is "
         "under Notes). saturn runs with its defaults (onnxruntime's measured cost, the shipped "
         "table; MCTS after greedy "
-        "saturation, 5 ms per operator up to 60 s; its result timed against the input in "
+        "saturation, 2.5 ms per operator up to 60 s; its result timed against the input in "
         "onnxruntime and written only where measurably faster), the symbolic dimensions sized as "
         "the manifest says. Saturn predicted is the gain its best graph was predicted, taken or "
         "not. Optimize seconds are its wall time less its own timing in onnxruntime, which timing "

@@ -420,11 +420,14 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
 }
 
 absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
-  absl::StatusOr<std::string> bytes = read_text_file(from);
-  if (!bytes.ok()) return bytes.status();
   onnx::ModelProto model;
-  if (!model.ParseFromString(*bytes))
-    return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", from));
+  {
+    absl::StatusOr<MappedFile> file = MappedFile::open(from);
+    if (!file.ok()) return file.status();
+    if (file->bytes().size() > static_cast<std::size_t>(INT_MAX) ||
+        !model.ParseFromArray(file->bytes().data(), static_cast<int>(file->bytes().size())))
+      return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", from));
+  }
   absl::StatusOr<std::vector<std::filesystem::path>> files = onnx_io::external_data_files(model);
   if (!files.ok()) return with_context(files.status(), from);
   const std::filesystem::path from_dir = std::filesystem::path(from).parent_path();
@@ -434,12 +437,10 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
     const std::filesystem::path source = from_dir / rel, target = to_dir / rel;
     if (std::filesystem::exists(target, ec) && std::filesystem::equivalent(source, target, ec))
       continue;  // the same folder: the file is already there
-    absl::StatusOr<std::string> data = read_text_file(source.string());
-    if (!data.ok()) return data.status();
     std::filesystem::create_directories(target.parent_path(), ec);
-    if (absl::Status s = write_text_file(target.string(), *data); !s.ok()) return s;
+    if (absl::Status s = copy_file(source.string(), target.string()); !s.ok()) return s;
   }
-  return write_text_file(to, *bytes);
+  return copy_file(from, to);
 }
 
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
