@@ -30,6 +30,35 @@ bool is_image(const tensor::TensorType& t) {
 }
 bool is_image(const tensor::ValueType& t) { return !t.is_tuple && is_image(t.tensor()); }
 
+namespace {
+
+// A Softmax of scores plus a causal mask, as attention computes it: the
+// kernel the runtime runs on masked scores (kMaskedScores).
+std::optional<Graph> masked_scores_model(Op op, const Attributes& attributes,
+                                         std::span<const tensor::ValueType> in, Graph g) {
+  if (op != Op::kSoftmax || in[0].is_tuple || in[0].tensor().dtype != tensor::DType::kFloat32 ||
+      in[0].tensor().rank() < 2 || !in[0].tensor().is_static())
+    return std::nullopt;
+  const tensor::Dims& d = in[0].tensor().dims;
+  const std::int64_t rows = d[d.size() - 2], cols = d.back();
+  tensor::Tensor mask(tensor::TensorType{tensor::DType::kFloat32, {rows, cols}});
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) mask.mutable_floats()[i * cols + j] = j > i ? -1e4f : 0.0f;
+  }
+  g.nodes.push_back(Node{Op::kInput,
+                         tensor::leaf_attributes("in0", d, tensor::DType::kFloat32), {}, "in0"});
+  g.nodes.push_back(Node{Op::kWeight,
+                         tensor::leaf_attributes("mask", {rows, cols}, tensor::DType::kFloat32),
+                         {}, "mask"});
+  g.weights["mask"] = tensor::WeightInit{std::make_shared<const tensor::Tensor>(std::move(mask))};
+  g.nodes.push_back(Node{Op::kAdd, {}, {g.size() - 2, g.size() - 1}, "scores"});
+  g.nodes.push_back(Node{op, attributes, {g.size() - 1}, "y"});
+  g.outputs.push_back({g.size() - 1, "y"});
+  return g;
+}
+
+}  // namespace
+
 std::optional<Graph> timing_model(Op op, const Attributes& attributes,
                                   std::span<const tensor::ValueType> in,
                                   const std::vector<bool>& in_weight, const tensor::ValueType& out,
@@ -60,24 +89,7 @@ std::optional<Graph> timing_model(Op op, const Attributes& attributes,
     if (activations++ == 0 && placement == Placement::kMixed) plain = k;
   }
   if (placement == Placement::kMixed && activations < 2) return std::nullopt;
-  if (placement == Placement::kMaskedScores) {
-    if (op != Op::kSoftmax || in[0].is_tuple || in[0].tensor().dtype != tensor::DType::kFloat32 ||
-        in[0].tensor().rank() < 2 || !in[0].tensor().is_static())
-      return std::nullopt;
-    const tensor::Dims& d = in[0].tensor().dims;
-    const std::int64_t rows = d[d.size() - 2], cols = d.back();
-    tensor::Tensor mask(tensor::TensorType{tensor::DType::kFloat32, {rows, cols}});
-    for (std::int64_t i = 0; i < rows; ++i) {
-      for (std::int64_t j = 0; j < cols; ++j) mask.mutable_floats()[i * cols + j] = j > i ? -1e4f : 0.0f;
-    }
-    const int x = leaf(Op::kInput, "in0", d, tensor::DType::kFloat32);
-    const int m = leaf(Op::kWeight, "mask", {rows, cols}, tensor::DType::kFloat32);
-    g.weights["mask"] = tensor::WeightInit{std::make_shared<const tensor::Tensor>(std::move(mask))};
-    g.nodes.push_back(Node{Op::kAdd, {}, {x, m}, "scores"});
-    g.nodes.push_back(Node{op, attributes, {g.size() - 1}, "y"});
-    g.outputs.push_back({g.size() - 1, "y"});
-    return g;
-  }
+  if (placement == Placement::kMaskedScores) return masked_scores_model(op, attributes, in, std::move(g));
   Node copy{op, attributes, {}, "y"};
   for (std::size_t k = 0; k < in.size(); ++k) {
     const tensor::ValueType& t = in[k];

@@ -188,16 +188,9 @@ absl::Status Exporter::emit(int i) {
       return absl::OkStatus();
     case Op::kPad:
       return emit_pad(a, in, out);
-    case Op::kShape: {
-      auto* shape = node("Shape", in, {out});
-      if (*a.get_int("start") != 0) set_int(shape, "start", *a.get_int("start"));
-      if (*a.get_int("end") != std::numeric_limits<std::int64_t>::max())
-        set_int(shape, "end", *a.get_int("end"));
-      return absl::OkStatus();
-    }
+    case Op::kShape:
     case Op::kCast:
-      set_int(node("Cast", in, {out}), "to", dtype_to_onnx(*parse_dtype(*a.get_string("to"))));
-      return absl::OkStatus();
+      return emit_shape_or_cast(n.op, a, in, out);
     case Op::kOpaque:
       return emit_opaque(i, in);
     default:
@@ -205,6 +198,20 @@ absl::Status Exporter::emit(int i) {
       node(op_name(n.op), in, {out});
       return absl::OkStatus();
   }
+}
+
+absl::Status Exporter::emit_shape_or_cast(Op op, const Attributes& a,
+                                          const std::vector<std::string>& in,
+                                          const std::string& out) {
+  if (op == Op::kCast) {
+    set_int(node("Cast", in, {out}), "to", dtype_to_onnx(*parse_dtype(*a.get_string("to"))));
+    return absl::OkStatus();
+  }
+  auto* shape = node("Shape", in, {out});
+  if (*a.get_int("start") != 0) set_int(shape, "start", *a.get_int("start"));
+  if (*a.get_int("end") != std::numeric_limits<std::int64_t>::max())
+    set_int(shape, "end", *a.get_int("end"));
+  return absl::OkStatus();
 }
 
 // Matrix products, convolution and pooling.

@@ -125,6 +125,8 @@ class Exporter {
                          const std::string& out);
   // Elementwise operators.
   absl::Status emit_gelu(const std::vector<std::string>& in, const std::string& out);
+  absl::Status emit_shape_or_cast(Op op, const Attributes& a, const std::vector<std::string>& in,
+                                  const std::string& out);
   absl::Status emit_clip(const Attributes& a, const std::vector<std::string>& in,
                          const std::string& out);
   // Normalizations and reductions.
