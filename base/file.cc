@@ -68,7 +68,9 @@ absl::StatusOr<std::string> read_text_file(const std::string& path) {
     if (in.gcount() != size) return absl::DataLossError(fmt::format("{}: read failed", path));
     return text;
   }
-  in.clear();  // a pipe, or a file that does not say its size
+  // A pipe (which cannot seek), or a file that does not say its size
+  // (/proc): read to its end from the start.
+  in.clear();
   in.seekg(0);
   in.clear();
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -104,11 +106,8 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    this->~MappedFile();
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
+  std::swap(data_, other.data_);  // `other` unmaps what this held
+  std::swap(size_, other.size_);
   return *this;
 }
 

@@ -204,10 +204,8 @@ absl::StatusOr<ValueType> Inference::value_op() {
   };
   switch (op_) {
     case Op::kShape: {
-      const auto rank = static_cast<std::int64_t>(t(0).rank());
-      auto clamp = [&](std::int64_t x) { return std::clamp(x < 0 ? x + rank : x, std::int64_t{0}, rank); };
-      const std::int64_t start = clamp(int_attr(a_, "start")), end = clamp(int_attr(a_, "end"));
-      return ValueType::of(TensorType{DType::kInt64, {std::max<std::int64_t>(end - start, 0)}});
+      const auto [start, end] = shape_range(a_, t(0).rank());
+      return ValueType::of(TensorType{DType::kInt64, {end - start}});
     }
     case Op::kCast: {
       std::optional<DType> to = parse_dtype(*a_.get_string("to"));
@@ -274,6 +272,13 @@ std::optional<std::int64_t> normalize_axis(std::int64_t axis, std::size_t rank) 
   std::int64_t r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r) return std::nullopt;
   return axis < 0 ? axis + r : axis;
+}
+
+std::pair<std::int64_t, std::int64_t> shape_range(const Attributes& shape, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  auto clamp = [&](std::int64_t x) { return std::clamp(x < 0 ? x + r : x, std::int64_t{0}, r); };
+  const std::int64_t start = clamp(shape.get_int("start").value_or(0));
+  return {start, std::max(start, clamp(shape.get_int("end").value_or(r)))};
 }
 
 SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) {

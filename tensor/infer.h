@@ -35,6 +35,10 @@ struct SliceRange {
 // `dim` is known (>= 0) and `step` is not 0.
 SliceRange slice_range(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step);
 
+// The dimensions [start, end) a Shape node reads of a tensor of `rank`
+// (its attributes clamped as ONNX clamps them; start <= end).
+std::pair<std::int64_t, std::int64_t> shape_range(const Attributes& shape, std::size_t rank);
+
 // Output spatial extent of a convolution or pooling window.
 std::int64_t window_output(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                            std::int64_t pad_begin, std::int64_t pad_end, std::int64_t dilation);

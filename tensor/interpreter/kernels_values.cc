@@ -147,7 +147,8 @@ Tensor broadcast_map(std::span<const Tensor> in, const TensorType& type, F f) {
   return from_numbers(type, out);
 }
 
-bool compare(Op op, Number x, Number y) {
+// A comparison or a logic operator of two elements.
+bool binary_value(Op op, Number x, Number y) {
   switch (op) {
     case Op::kEqual: return x == y;
     case Op::kLess: return x < y;
@@ -169,12 +170,9 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
   const TensorType& out = type->tensor();
   switch (op) {
     case Op::kShape: {
-      const auto rank = static_cast<std::int64_t>(in[0].dims().size());
-      const std::int64_t start = std::clamp(*a.get_int("start") < 0 ? *a.get_int("start") + rank
-                                                                     : *a.get_int("start"),
-                                            std::int64_t{0}, rank);
-      const auto first = in[0].dims().begin() + start;
-      return Tensor(out, std::vector<std::int64_t>(first, first + out.dims[0]));
+      const auto [start, end] = shape_range(a, in[0].dims().size());
+      return Tensor(out, std::vector<std::int64_t>(in[0].dims().begin() + start,
+                                                   in[0].dims().begin() + end));
     }
     case Op::kCast:
       return from_numbers(out, numbers(in[0]));
@@ -184,7 +182,7 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
       return broadcast_map(in, out, [](std::span<const Number> v) { return Number(v[0] == 0); });
     default:
       return broadcast_map(
-          in, out, [op](std::span<const Number> v) { return Number(compare(op, v[0], v[1])); });
+          in, out, [op](std::span<const Number> v) { return Number(binary_value(op, v[0], v[1])); });
   }
 }
 

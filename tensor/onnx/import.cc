@@ -239,15 +239,16 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
       return refuse(fmt::format("output {}: the IR's type {} differs from ONNX's inference",
                                 outputs[p], to_string(ir->parts[p])));
   }
-  // A Slice that keeps every element in order and a Pad by nothing are
-  // Identities (exporters write them for windows that happen to fit).
+  // A Reshape spelled with its input's shape, a Slice that keeps every
+  // element in order and a Pad by nothing are Identities (exporters write
+  // them for windows that happen to fit).
   const Ints* steps = a->get_ints("steps");
-  if ((m->op == Op::kPad || m->op == Op::kSlice) && *ir == types_[m->inputs[0]] &&
-      (!steps || std::ranges::all_of(*steps, [](std::int64_t s) { return s == 1; }))) {
-    m->op = Op::kIdentity;
-    *a = Attributes{};
-    m->inputs.resize(1);
-  }
+  const bool same_shape = m->op == Op::kReshape
+                              ? *a->get_ints("shape") == types_[m->inputs[0]].parts[0].dims
+                              : *ir == types_[m->inputs[0]];
+  if ((m->op == Op::kReshape || m->op == Op::kPad || m->op == Op::kSlice) && same_shape &&
+      (!steps || std::ranges::all_of(*steps, [](std::int64_t s) { return s == 1; })))
+    make_identity(*m, *a);
   if (std::optional<Tensor> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0))) {
     add_weight(n.output(0), *value);
     return true;

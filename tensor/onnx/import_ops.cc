@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -353,6 +354,12 @@ std::optional<Mapped> Importer::map_squeeze(KnownNode& node) {
   return Mapped{Op::kReshape, {{"shape", out->dims}}, node.first(1)};
 }
 
+void make_identity(Mapped& m, Attributes& a) {
+  m.op = Op::kIdentity;
+  a = Attributes{};
+  m.inputs.resize(1);
+}
+
 void Importer::compose_layout(Mapped& m, Attributes& a) const {
   const auto input = [&](std::size_t k) -> const Node& { return graph_.nodes[m.inputs[k]]; };
   // A Transpose's permutation, with the default (reversed axes) spelled out.
@@ -366,10 +373,6 @@ void Importer::compose_layout(Mapped& m, Attributes& a) const {
   switch (m.op) {
     case Op::kReshape:
       while (input(0).op == Op::kReshape) m.inputs[0] = input(0).inputs[0];
-      if (*a.get_ints("shape") == types_[m.inputs[0]].parts[0].dims) {
-        m.op = Op::kIdentity;
-        a = Attributes{};
-      }
       return;
     case Op::kTranspose: {
       Ints perm = perm_of(a, types_[m.inputs[0]].parts[0].rank());
@@ -383,12 +386,8 @@ void Importer::compose_layout(Mapped& m, Attributes& a) const {
         m.inputs[0] = input(0).inputs[0];
         a.set("perm", perm);
       }
-      bool same_order = true;
-      for (std::size_t k = 0; k < perm.size(); ++k) same_order = same_order && perm[k] == static_cast<std::int64_t>(k);
-      if (same_order) {
-        m.op = Op::kIdentity;
-        a = Attributes{};
-      }
+      if (std::ranges::equal(perm, std::views::iota(std::int64_t{0}, std::ssize(perm))))
+        make_identity(m, a);
       return;
     }
     case Op::kConcat: {
@@ -403,10 +402,7 @@ void Importer::compose_layout(Mapped& m, Attributes& a) const {
           flat.push_back(m.inputs[k]);
       }
       m.inputs = std::move(flat);
-      if (m.inputs.size() == 1) {
-        m.op = Op::kIdentity;
-        a = Attributes{};
-      }
+      if (m.inputs.size() == 1) make_identity(m, a);
       return;
     }
     default:

@@ -133,6 +133,9 @@ struct Mapped {
   std::vector<int> outputs;
 };
 
+// Makes `m` an Identity of its first input.
+void make_identity(Mapped& m, Attributes& attributes);
+
 // A default-domain node being mapped: the node, a reader of its attributes
 // and its inputs as IR values (-1 where an optional input is omitted).
 struct KnownNode {
@@ -239,9 +242,8 @@ class Importer {
   std::optional<Mapped> map_squeeze(KnownNode& node);
   // One canonical form for chains of layout changes: a Reshape of a Reshape
   // or a Transpose of a Transpose reads the first one's input (the
-  // inner one stays while something else reads it), a Reshape to the
-  // input's shape, a Transpose back to the input's order and a Concat of
-  // one input are Identities, and a
+  // inner one stays while something else reads it), a Transpose back to
+  // the input's order and a Concat of one input are Identities, and a
   // Concat reads the inputs of a Concat it reads along the same axis.
   void compose_layout(Mapped& m, Attributes& attributes) const;
   // The value of an IR operator of type `type` whose inputs are all weights
