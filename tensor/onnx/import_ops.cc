@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
-#include <ranges>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -386,8 +385,9 @@ void Importer::compose_layout(Mapped& m, Attributes& a) const {
         m.inputs[0] = input(0).inputs[0];
         a.set("perm", perm);
       }
-      if (std::ranges::equal(perm, std::views::iota(std::int64_t{0}, std::ssize(perm))))
-        make_identity(m, a);
+      std::size_t k = 0;
+      while (k < perm.size() && perm[k] == static_cast<std::int64_t>(k)) ++k;
+      if (k == perm.size()) make_identity(m, a);  // back to the input's order
       return;
     }
     case Op::kConcat: {
