@@ -2,6 +2,7 @@
 //
 // This file holds the entry points, the graph's liveness, folded weights,
 // value names and interface; export_ops.cc writes the operators.
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +51,9 @@ absl::StatusOr<onnx::ModelProto> Exporter::run() {
   types_ = std::move(*types);
   std::vector<std::pair<std::string, std::int64_t>> opsets = g_.opsets;
   if (opsets.empty()) opsets.emplace_back("", kDefaultOpset);
-  for (const auto& [domain, version] : opsets) {
-    if (domain.empty() || domain == "ai.onnx") opset_ = version;
+  for (auto [domain, version] : opsets) {
+    // Written in the spelling libonnx checks; raise_to_opset respells it.
+    if (is_default_domain(domain)) opset_ = version = std::min(version, max_onnx_opset());
     auto* op = model_.add_opset_import();
     op->set_domain(domain);
     op->set_version(version);
@@ -337,6 +339,17 @@ void move_to_external_data(onnx::ModelProto& model, const std::string& location,
 
 std::string external_data_file(const std::string& path) { return path + ".data"; }
 
+namespace {
+
+// The default-domain opset `graph` was read at; 0 when it names none.
+std::int64_t source_opset(const Graph& graph) {
+  for (const auto& [domain, version] : graph.opsets)
+    if (onnx_io::is_default_domain(domain)) return version;
+  return 0;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
   absl::StatusOr<onnx::ModelProto> model = onnx_io::Exporter(graph).run();
   if (!model.ok()) return model.status();
@@ -345,6 +358,7 @@ absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
         "the ONNX model is larger than protobuf's 2 GB limit (saved to a file, its weights go to "
         "an external data file)");
   if (absl::Status s = onnx_io::check_exported(*model, ""); !s.ok()) return s;
+  onnx_io::raise_to_opset(*model, source_opset(graph));
   std::string bytes;
   model->SerializeToString(&bytes);
   return bytes;
@@ -363,6 +377,7 @@ absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
   }
   if (absl::Status s = onnx_io::check_exported(*model, dir); !s.ok())
     return with_context(s, path);
+  onnx_io::raise_to_opset(*model, source_opset(graph));
   std::string bytes;
   model->SerializeToString(&bytes);
   return write_text_file(path, bytes);

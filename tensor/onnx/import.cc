@@ -51,7 +51,10 @@ absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
   const onnx::GraphProto& g = model.graph();
   // Exporters name graphs generically ("torch_jit", "main_graph"): the file names the model.
   graph_.name = std::filesystem::path(file_).stem().string();
-  for (const auto& op : model.opset_import()) graph_.opsets.emplace_back(op.domain(), op.version());
+  for (const auto& op : model.opset_import()) {
+    // The opset the model was written at, which the export writes back.
+    graph_.opsets.emplace_back(op.domain(), is_default_domain(op.domain()) ? source_opset_ : op.version());
+  }
 
   for (const auto& v : g.input()) types_by_name_[v.name()] = v.type();
   for (const auto& v : g.value_info()) types_by_name_[v.name()] = v.type();
@@ -243,10 +246,7 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   // element in order and a Pad by nothing are Identities (exporters write
   // them for windows that happen to fit).
   const Ints* steps = a->get_ints("steps");
-  const bool same_shape = m->op == Op::kReshape
-                              ? *a->get_ints("shape") == types_[m->inputs[0]].parts[0].dims
-                              : *ir == types_[m->inputs[0]];
-  if ((m->op == Op::kReshape || m->op == Op::kPad || m->op == Op::kSlice) && same_shape &&
+  if ((m->op == Op::kReshape || m->op == Op::kPad || m->op == Op::kSlice) && *ir == types_[m->inputs[0]] &&
       (!steps || std::ranges::all_of(*steps, [](std::int64_t s) { return s == 1; })))
     make_identity(*m, *a);
   if (std::optional<Tensor> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0))) {

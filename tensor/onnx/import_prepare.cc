@@ -113,6 +113,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   }
   // A newer opset than libonnx knows: read through the newest it knows
   // (its checker and shape inference run on that spelling).
+  source_opset_ = opset_;
   if (opset_ > max_onnx_opset()) {
     if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset(), &expanded_); !s.ok())
       return error("{}", message(s));

@@ -263,7 +263,8 @@ class Importer {
 
   std::string file_;
   const OnnxImportOptions& options_;
-  std::int64_t opset_ = 0;
+  std::int64_t opset_ = 0;         // the default-domain opset read (after lowering)
+  std::int64_t source_opset_ = 0;  // the one the model was written at
   Graph graph_;
   std::vector<ValueType> types_;
   absl::flat_hash_map<std::string, int> values_;

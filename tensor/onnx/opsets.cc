@@ -1,5 +1,7 @@
 // Models written for a newer default-domain opset than this build's libonnx
-// knows, read through the newest opset it knows. See importer.h.
+// knows: read through the newest opset it knows (lower_to_opset, see
+// importer.h) and written back at their own (raise_to_opset, exporter.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -10,6 +12,7 @@
 #include "fmt/format.h"
 #include "onnx/defs/schema.h"
 #include "saturn/base/status.h"
+#include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/proto.h"
 
@@ -286,6 +289,110 @@ class Lowering {
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
                             ExpandedNodes* expanded) {
   return Lowering(model, from, to, expanded).run();
+}
+
+namespace {
+
+// The IR version that introduced each default-domain opset past 17 (ONNX's
+// release table, onnx.helper.VERSION_TABLE: 1.13 IR 8 / opset 18, 1.14 IR 9
+// / 19, 1.15 IR 9 / 20, 1.16 IR 10 / 21, 1.17 IR 10 / 22, 1.18 IR 11 / 23).
+std::int64_t ir_version_for_opset(std::int64_t opset) {
+  if (opset <= 18) return 8;
+  if (opset <= 20) return 9;
+  if (opset <= 22) return 10;
+  return 11;
+}
+
+// The inverse of Lowering for what the exporter writes: opset 17's spelling
+// of a node that a later opset spells otherwise.
+class Raising {
+ public:
+  Raising(onnx::ModelProto& model, std::int64_t to) : model_(model), to_(to) {}
+
+  void run() {
+    collect_names(model_.graph());
+    raise_graph(*model_.mutable_graph());
+    for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
+      if (is_default_domain(op.domain())) op.set_version(to_);
+    model_.set_ir_version(std::max(model_.ir_version(), ir_version_for_opset(to_)));
+  }
+
+ private:
+  void collect_names(const onnx::GraphProto& g) {
+    for (const onnx::TensorProto& t : g.initializer()) names_.insert(t.name());
+    for (const onnx::ValueInfoProto& v : g.input()) names_.insert(v.name());
+    for (const onnx::NodeProto& n : g.node()) {
+      for (const std::string& o : n.output()) names_.insert(o);
+      for (const onnx::AttributeProto& a : n.attribute()) {
+        if (a.has_g()) collect_names(a.g());
+        for (const onnx::GraphProto& sub : a.graphs()) collect_names(sub);
+      }
+    }
+  }
+
+  // A new int64 initializer of the main graph (visible in every subgraph).
+  std::string add_ints(const std::string& base, const google::protobuf::RepeatedField<std::int64_t>& values) {
+    std::string name = base;
+    for (int k = 1; names_.contains(name); ++k) name = fmt::format("{}_{}", base, k);
+    names_.insert(name);
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(values.size());
+    for (std::int64_t v : values) t->add_int64_data(v);
+    return name;
+  }
+
+  // A reduction's axes attribute as its second input (opset 18).
+  void raise_reduction(onnx::NodeProto& n) {
+    auto* attrs = n.mutable_attribute();
+    for (int i = 0; i < attrs->size(); ++i) {
+      if (attrs->Get(i).name() != "axes") continue;
+      const std::string axes = add_ints(n.output(0) + "/axes", attrs->Get(i).ints());
+      attrs->DeleteSubrange(i, 1);
+      if (n.input_size() < 2) n.add_input(axes);
+      return;
+    }
+  }
+
+  void raise_node(onnx::NodeProto& n) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) raise_graph(*a.mutable_g());
+      for (onnx::GraphProto& g : *a.mutable_graphs()) raise_graph(g);
+    }
+    if (!is_default_domain(n.domain())) return;
+    const std::string& op = n.op_type();
+    if (to_ >= 18 && reductions_with_axes_input().contains(op)) raise_reduction(n);
+    // Opset 18's Split takes either split sizes or num_outputs.
+    if (to_ >= 18 && op == "Split" && (n.input_size() < 2 || n.input(1).empty())) {
+      onnx::AttributeProto* a = n.add_attribute();
+      a->set_name("num_outputs");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(n.output_size());
+    }
+    if (to_ >= 20 && op == "GridSample") {
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {  // renamed in opset 20
+        if (a.name() == "mode" && a.s() == "bilinear") a.set_s("linear");
+        if (a.name() == "mode" && a.s() == "bicubic") a.set_s("cubic");
+      }
+    }
+  }
+
+  void raise_graph(onnx::GraphProto& g) {
+    for (onnx::NodeProto& n : *g.mutable_node()) raise_node(n);
+  }
+
+  onnx::ModelProto& model_;
+  std::int64_t to_;
+  absl::flat_hash_set<std::string> names_;
+};
+
+}  // namespace
+
+void raise_to_opset(onnx::ModelProto& model, std::int64_t to) {
+  for (const onnx::OperatorSetIdProto& op : model.opset_import())
+    if (is_default_domain(op.domain()) && op.version() >= to) return;
+  Raising(model, to).run();
 }
 
 }  // namespace saturn::tensor::onnx_io
