@@ -175,6 +175,10 @@ struct OptimizeResult {
   // holds only at the given sizes of the input's symbolic dimensions (the
   // ONNX it exports to is written for any size); empty otherwise.
   std::string holds_only_at_given_sizes;
+  // The regions whose search result holds only at the given sizes of the
+  // symbolic dimensions, kept as they came while the other regions' results
+  // were taken ("region N: why"); empty when every result holds.
+  std::vector<std::string> regions_kept_for_sizes;
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
   // The best extracted graph's cost, spill included: cost_after when it was

@@ -2,8 +2,11 @@
 // into regions (each region searched whole).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,14 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
 // input's symbolic dimensions (fails_at_other_sizes), and says why in
 // result.holds_only_at_given_sizes.
 void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result);
+
+// Which of several search results to take when all of them together do
+// not hold at other sizes of the symbolic dimensions: those with a gain,
+// largest first, each kept only where holds(taken with it, its index)
+// accepts the results taken so far with it (see optimize_regions).
+std::vector<char> take_while_holding(
+    std::span<const double> gains,
+    const std::function<bool(const std::vector<char>&, std::size_t)>& holds);
 
 // Makes the input the result (kept_input): its graph, cost and weights.
 void take_input(const tensor::Graph& input, OptimizeResult& result);

@@ -17,6 +17,7 @@
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
 #include "saturn/optimize/optimize_internal.h"
+#include "saturn/optimize/self_check.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 #include "tbb/partitioner.h"
@@ -110,6 +111,70 @@ std::string self_check_summary(const OptimizeOptions& options, const OptimizeRes
       "{} of {} searched regions matched their region in the interpreter, {} "
       "unchanged{}",
       matched, found.size(), unchanged, unchecked);
+}
+
+}  // namespace
+
+std::vector<char> take_while_holding(
+    std::span<const double> gains,
+    const std::function<bool(const std::vector<char>&, std::size_t)>& holds) {
+  std::vector<std::size_t> order;
+  for (std::size_t s = 0; s < gains.size(); ++s)
+    if (gains[s] > 0) order.push_back(s);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return gains[a] > gains[b]; });
+  std::vector<char> taken(gains.size(), 0);
+  for (std::size_t s : order) {
+    taken[s] = 1;
+    if (!holds(taken, s)) taken[s] = 0;
+  }
+  return taken;
+}
+
+namespace {
+
+// The graph with each region replaced by its structure's search result.
+// Where that graph holds only at the given sizes of the input's symbolic
+// dimensions, the structures' results are taken one at a time, largest
+// predicted gain first, each only where the graph with it still holds at
+// other sizes; the regions of the others stay as they came, and
+// result.regions_kept_for_sizes says why.
+absl::StatusOr<tensor::Graph> stitch_generic(
+    const tensor::Graph& graph, const std::vector<tensor::Region>& regions,
+    const std::vector<int>& structure_of,
+    const std::vector<absl::StatusOr<OptimizeResult>>& found, const std::vector<int>& first,
+    OptimizeResult& result) {
+  std::vector<char> taken(found.size(), 1);
+  auto stitch = [&] {
+    std::vector<const tensor::Graph*> results(regions.size());
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      const int s = structure_of[i];
+      results[i] = taken[s] ? &found[s]->graph : &regions[i].graph;
+    }
+    return tensor::stitch_regions(graph, regions, results);
+  };
+  absl::StatusOr<tensor::Graph> all = stitch();
+  if (!all.ok() || graph.symbols.empty()) return all;
+  OtherSizesCheck check(graph);
+  if (check.fails(*all, result.rules_applied).empty()) return all;
+  std::vector<double> gains(found.size());
+  for (std::size_t s = 0; s < found.size(); ++s)
+    gains[s] = found[s]->kept_input ? 0 : found[s]->cost_before - found[s]->cost_after;
+  absl::Status error = absl::OkStatus();
+  taken = take_while_holding(gains, [&](const std::vector<char>& with, std::size_t s) {
+    taken = with;
+    absl::StatusOr<tensor::Graph> g = stitch();
+    if (!g.ok()) {
+      error.Update(g.status());
+      return false;
+    }
+    std::string why = check.fails(*g, result.rules_applied);
+    if (!why.empty())
+      result.regions_kept_for_sizes.push_back(fmt::format("region {}: {}", first[s], why));
+    return why.empty();
+  });
+  if (!error.ok()) return error;
+  return stitch();
 }
 
 }  // namespace
@@ -249,9 +314,8 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   sort_by_count(result.rules_conflicting);
 
   const Stopwatch stitching;
-  std::vector<const tensor::Graph*> results(regions.size());
-  for (std::size_t i = 0; i < regions.size(); ++i) results[i] = &found[structure_of[i]]->graph;
-  absl::StatusOr<tensor::Graph> stitched = tensor::stitch_regions(graph, regions, results);
+  absl::StatusOr<tensor::Graph> stitched =
+      stitch_generic(graph, regions, structure_of, found, first, result);
   if (!stitched.ok()) return stitched.status();
 
   // The whole graph priced before and after: the regions' own prices do not

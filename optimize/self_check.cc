@@ -80,27 +80,36 @@ absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::G
                                      got->size() == 1 ? "" : "s", input.name)};
 }
 
-std::string fails_at_other_sizes(const tensor::Graph& input, const tensor::Graph& output,
-                                 std::span<const RuleApplication> rules_applied) {
-  tensor::OnnxImportOptions other;
-  for (const auto& [symbol, size] : output.symbols.sizes) other.dims[symbol] = size + 2;
+OtherSizesCheck::OtherSizesCheck(const tensor::Graph& input) : input_(input) {
+  for (const auto& [symbol, size] : input.symbols.sizes) other_.dims[symbol] = size + 2;
+}
+
+std::string OtherSizesCheck::fails(const tensor::Graph& output,
+                                   std::span<const RuleApplication> rules_applied) {
   absl::StatusOr<std::string> bytes = tensor::to_onnx_model(output);
   if (!bytes.ok()) return std::string(message(bytes.status()));
   absl::StatusOr<tensor::Graph> resized_output =
-      tensor::parse_onnx_model(*bytes, "the optimized model", other);
+      tensor::parse_onnx_model(*bytes, "the optimized model", other_);
   if (!resized_output.ok()) return std::string(message(resized_output.status()));
-  absl::StatusOr<tensor::Graph> resized_input;
-  if (!input.source.empty()) {
-    resized_input = tensor::load_onnx_model(input.source, other);
-  } else {
-    absl::StatusOr<std::string> input_bytes = tensor::to_onnx_model(input);
-    if (!input_bytes.ok()) return std::string(message(input_bytes.status()));
-    resized_input = tensor::parse_onnx_model(*input_bytes, "the input model", other);
+  if (!resized_input_) {
+    if (!input_.source.empty()) {
+      resized_input_ = tensor::load_onnx_model(input_.source, other_);
+    } else {
+      absl::StatusOr<std::string> input_bytes = tensor::to_onnx_model(input_);
+      resized_input_ = input_bytes.ok()
+                           ? tensor::parse_onnx_model(*input_bytes, "the input model", other_)
+                           : absl::StatusOr<tensor::Graph>(input_bytes.status());
+    }
   }
-  if (!resized_input.ok()) return std::string(message(resized_input.status()));
-  absl::StatusOr<SelfCheck> check = self_check(*resized_input, *resized_output, rules_applied);
+  if (!resized_input_->ok()) return std::string(message(resized_input_->status()));
+  absl::StatusOr<SelfCheck> check = self_check(**resized_input_, *resized_output, rules_applied);
   if (!check.ok()) return std::string(message(check.status()));
   return "";
+}
+
+std::string fails_at_other_sizes(const tensor::Graph& input, const tensor::Graph& output,
+                                 std::span<const RuleApplication> rules_applied) {
+  return OtherSizesCheck(input).fails(output, rules_applied);
 }
 
 }  // namespace saturn

@@ -9,12 +9,14 @@
 //   else if (!c->ran) ...   // not checked: c->note says why
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/tensor/graph.h"
+#include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn {
 
@@ -41,5 +43,18 @@ absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::G
 // file, or from its own export when it has none.
 std::string fails_at_other_sizes(const tensor::Graph& input, const tensor::Graph& output,
                                  std::span<const RuleApplication> rules_applied);
+
+// fails_at_other_sizes for several outputs of one input, which is read at
+// the other sizes once.
+class OtherSizesCheck {
+ public:
+  explicit OtherSizesCheck(const tensor::Graph& input);
+  std::string fails(const tensor::Graph& output, std::span<const RuleApplication> rules_applied);
+
+ private:
+  const tensor::Graph& input_;
+  tensor::OnnxImportOptions other_;
+  std::optional<absl::StatusOr<tensor::Graph>> resized_input_;  // read on first use
+};
 
 }  // namespace saturn

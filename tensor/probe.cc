@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <iterator>
+#include <numeric>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
@@ -144,10 +145,51 @@ std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
   return probe;
 }
 
+namespace {
+
+// A reshape whose one following input axis `axis` merged a symbol with
+// fixed axes (a batch flattened with the tokens, [B*N, C], or sequence-first
+// [N*B, C]) and whose output splits them apart again: the output axis that
+// takes the rest is the one whose axes before and after it hold the merged
+// axis's fixed parts before and after the symbol. The fixed part is the
+// greatest common divisor of the axis at both sizes (the probe sizes keep
+// the symbol's own parts coprime).
+std::optional<GenericReshape> split_merged_axis(const Dims& in_base, const Dims& in_probe,
+                                                const Dims& out_base, std::size_t axis) {
+  const std::int64_t fixed = std::gcd(in_base[axis], in_probe[axis]);
+  const std::int64_t before = product(in_base, 0, axis);
+  const std::int64_t after = product(in_base, axis + 1, in_base.size());
+  if (fixed <= 0 || before <= 0) return std::nullopt;
+  for (std::size_t j = 0; j < out_base.size(); ++j) {
+    const std::int64_t out_before = product(out_base, 0, j);
+    if (out_base[j] * fixed != in_base[axis] || out_before % before != 0) continue;
+    const std::int64_t outer = out_before / before;  // the fixed part before the symbol
+    if (outer == 0 || fixed % outer != 0 ||
+        product(out_base, j + 1, out_base.size()) != fixed / outer * after)
+      continue;
+    std::optional<Dims> probe = fill_rest(out_base, j, product(in_probe, 0, in_probe.size()));
+    if (!probe) continue;
+    GenericReshape r{out_base, std::move(*probe)};
+    r.shape[j] = -1;
+    return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
                                               const Dims& out_base) {
   if (in_base == in_probe) return GenericReshape{out_base, out_base};
   const std::int64_t total = product(in_probe, 0, in_probe.size());
+  std::size_t first = in_base.size(), last = 0;  // the following input axes
+  for (std::size_t k = 0; k < in_base.size(); ++k) {
+    if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
+  }
+  if (first == last) {
+    if (std::optional<GenericReshape> r = split_merged_axis(in_base, in_probe, out_base, first))
+      return r;
+  }
   // Axes that keep the input's following axis copy it.
   GenericReshape r{out_base, out_base};
   for (std::size_t k = 0; k < std::min(in_base.size(), out_base.size()); ++k) {
@@ -157,10 +199,6 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
   if (product(r.probe, 0, r.probe.size()) == total) return r;
   // One axis takes the rest: the one that holds the following input axes in
   // row-major order (what comes before it and after it is fixed).
-  std::size_t first = in_base.size(), last = 0;
-  for (std::size_t k = 0; k < in_base.size(); ++k) {
-    if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
-  }
   const std::int64_t before = product(in_base, 0, first);
   const std::int64_t after = product(in_base, last + 1, in_base.size());
   for (std::size_t j = 0; j < out_base.size(); ++j) {

@@ -85,6 +85,21 @@ TEST(OnnxSymbolic, ReshapesAreWrittenWithCopiedAndInferredAxes) {
   r = generic_reshape({1, 128, 768}, {8, 128, 768}, {128, 768});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->shape, (Ints{-1, 768}));
+  // [B*N,64] -> [B,N,4,16] at a batch of 1: the batch's part of the merged
+  // axis goes first (row-major), not into the tokens' axis.
+  r = generic_reshape({196, 64}, {1568, 64}, {1, 196, 4, 16});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{-1, 196, 4, 16}));
+  EXPECT_EQ(r->probe, (Dims{8, 196, 4, 16}));
+  r = generic_reshape({392, 64}, {1764, 64}, {2, 196, 64});  // a batch of 2, probed at 9
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{-1, 196, 64}));
+  // [N*B,768] -> [N,B,768] (sequence-first, as torch's MultiheadAttention
+  // computes): the batch is the inner part of the merged axis.
+  r = generic_reshape({197, 768}, {1576, 768}, {197, 1, 768});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{197, -1, 768}));
+  EXPECT_EQ(r->probe, (Dims{197, 8, 768}));
   // Fixed axes only: written as they are.
   r = generic_reshape({2, 6}, {2, 6}, {3, 4});
   ASSERT_TRUE(r);

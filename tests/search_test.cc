@@ -5,13 +5,16 @@
 // little. The environment itself: environment_test.cc.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "saturn/optimize/optimize.h"
+#include "saturn/optimize/optimize_internal.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/interpreter/interpreter.h"
@@ -439,6 +442,23 @@ TEST(Search, SelfCheckRefusesAResultThatComputesSomethingElse) {
   r = optimize(g, o);
   ASSERT_TRUE(r.ok()) << message(r.status());
   EXPECT_EQ(r->self_check, "1 output of 'squeezenet' matched in the interpreter");
+}
+
+// Regions whose results do not hold together at other sizes: each result
+// with a gain is tried largest gain first, and kept only where the graph
+// with it and those kept before still holds; a result without a gain is
+// never tried.
+TEST(RegionResults, ThoseThatHoldAtOtherSizesAreTakenLargestGainFirst) {
+  const std::vector<double> gains = {1.0, 0.0, 5.0, 3.0};
+  std::vector<std::size_t> tried;
+  // Result 2 holds only at the given size; 0 and 3 hold, but not together.
+  std::vector<char> taken = take_while_holding(gains, [&](const std::vector<char>& with,
+                                                          std::size_t s) {
+    tried.push_back(s);
+    return !with[2] && !(with[0] && with[3]);
+  });
+  EXPECT_EQ(tried, (std::vector<std::size_t>{2, 3, 0}));
+  EXPECT_EQ(taken, (std::vector<char>{0, 0, 0, 1}));
 }
 
 }  // namespace

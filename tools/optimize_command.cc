@@ -125,6 +125,13 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
                                    r.measured->rounds, r.measured->runtime,
                                    100 * r.measured->noise)
                      : "");
+  if (!r.regions_kept_for_sizes.empty())
+    fmt::print("  kept {} region{} as {} came: {} only at the given sizes of the symbolic "
+               "dimensions (first: {})\n",
+               r.regions_kept_for_sizes.size(), r.regions_kept_for_sizes.size() == 1 ? "" : "s",
+               r.regions_kept_for_sizes.size() == 1 ? "it" : "they",
+               r.regions_kept_for_sizes.size() == 1 ? "its search result holds" : "their search results hold",
+               r.regions_kept_for_sizes.front());
   if (!r.holds_only_at_given_sizes.empty())
     fmt::print(
         "  kept the input: the best graph found costs {:.2f}, but it holds only at the given "
