@@ -294,10 +294,12 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();
   result.weight_bytes_before = input_weights->bytes;
-  // The exact extraction gets the search's time at most: where the greedy
-  // DAG extraction is already optimal, CBC spends its time proving so.
+  // The exact extraction gets the search's time at most, shared between the
+  // states it extracts from (MCTS's and greedy saturation's): where the
+  // greedy DAG extraction is already optimal, CBC spends its time proving so.
+  const double states = outcome->saturated ? 2 : 1;
   const IlpExtractor ilp(IlpOptions{
-      .time_limit_seconds = std::min(options.ilp_seconds, budget.time_limit_seconds)});
+      .time_limit_seconds = std::min(options.ilp_seconds, budget.time_limit_seconds / states)});
   const DagGreedyExtractor greedy;
   const Extractor& extractor =
       options.ilp_seconds > 0 ? static_cast<const Extractor&>(ilp) : greedy;

@@ -133,37 +133,41 @@ std::vector<char> take_while_holding(
 
 namespace {
 
-// The graph with each region replaced by its structure's search result.
-// Where that graph holds only at the given sizes of the input's symbolic
-// dimensions, the structures' results are taken one at a time, largest
-// predicted gain first, each only where the graph with it still holds at
-// other sizes; the regions of the others stay as they came, and
-// result.regions_kept_for_sizes says why.
-absl::StatusOr<tensor::Graph> stitch_generic(
-    const tensor::Graph& graph, const std::vector<tensor::Region>& regions,
-    const std::vector<int>& structure_of,
+// The graph with each region replaced by its structure's search result
+// where `taken` says so, and as it came elsewhere.
+absl::StatusOr<tensor::Graph> stitch_taken(const tensor::Graph& graph,
+                                           const std::vector<tensor::Region>& regions,
+                                           const std::vector<int>& structure_of,
+                                           const std::vector<absl::StatusOr<OptimizeResult>>& found,
+                                           const std::vector<char>& taken) {
+  std::vector<const tensor::Graph*> results(regions.size());
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const int s = structure_of[i];
+    results[i] = taken[s] ? &found[s]->graph : &regions[i].graph;
+  }
+  return tensor::stitch_regions(graph, regions, results);
+}
+
+// Which structures' results to take where the graph with all of them holds
+// only at the given sizes of the input's symbolic dimensions: those that
+// hold with the others taken before them, largest predicted gain first
+// (take_while_holding); result.regions_kept_for_sizes says why each other
+// was left out. All of them where the graph holds at other sizes.
+absl::StatusOr<std::vector<char>> take_generic(
+    const tensor::Graph& graph, const tensor::Graph& stitched,
+    const std::vector<tensor::Region>& regions, const std::vector<int>& structure_of,
     const std::vector<absl::StatusOr<OptimizeResult>>& found, const std::vector<int>& first,
     OptimizeResult& result) {
   std::vector<char> taken(found.size(), 1);
-  auto stitch = [&] {
-    std::vector<const tensor::Graph*> results(regions.size());
-    for (std::size_t i = 0; i < regions.size(); ++i) {
-      const int s = structure_of[i];
-      results[i] = taken[s] ? &found[s]->graph : &regions[i].graph;
-    }
-    return tensor::stitch_regions(graph, regions, results);
-  };
-  absl::StatusOr<tensor::Graph> all = stitch();
-  if (!all.ok() || graph.symbols.empty()) return all;
+  if (graph.symbols.empty()) return taken;
   OtherSizesCheck check(graph);
-  if (check.fails(*all, result.rules_applied).empty()) return all;
+  if (check.fails(stitched, result.rules_applied).empty()) return taken;
   std::vector<double> gains(found.size());
   for (std::size_t s = 0; s < found.size(); ++s)
     gains[s] = found[s]->kept_input ? 0 : found[s]->cost_before - found[s]->cost_after;
   absl::Status error = absl::OkStatus();
   taken = take_while_holding(gains, [&](const std::vector<char>& with, std::size_t s) {
-    taken = with;
-    absl::StatusOr<tensor::Graph> g = stitch();
+    absl::StatusOr<tensor::Graph> g = stitch_taken(graph, regions, structure_of, found, with);
     if (!g.ok()) {
       error.Update(g.status());
       return false;
@@ -174,7 +178,33 @@ absl::StatusOr<tensor::Graph> stitch_generic(
     return why.empty();
   });
   if (!error.ok()) return error;
-  return stitch();
+  return taken;
+}
+
+// The self-check of each structure whose result the graph took: its search
+// result against its first region, in the interpreter (run once the whole
+// result is taken, not for results the minimum gain leaves out).
+absl::Status check_taken(const OptimizeOptions& options, const std::vector<tensor::Region>& regions,
+                         const std::vector<int>& first, const std::vector<char>& taken,
+                         std::vector<absl::StatusOr<OptimizeResult>>& found, int threads) {
+  std::vector<absl::Status> status(found.size());
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, found.size(), [&](std::size_t s) {
+      OptimizeResult& f = *found[s];
+      if (!taken[s]) f.kept_input = true;  // left as it came
+      OptimizeOptions o = options;
+      o.self_check = true;
+      status[s] = check_result(regions[first[s]].graph, o, f);
+    });
+  });
+  for (std::size_t s = 0; s < found.size(); ++s) {
+    if (!status[s].ok())
+      return absl::Status(status[s].code(),
+                          fmt::format("region {} ({} operators): {}", first[s],
+                                      regions[first[s]].ops, message(status[s])));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -206,6 +236,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   per_region.search.threads = threads;
   per_region.search.trees = kRegionTrees;
   per_region.min_gain = 0;  // min_gain judges the whole graph's gain
+  per_region.self_check = false;  // checked once the whole result is taken (check_taken)
   per_region.search.processes = nullptr;  // the processes take whole structures
   if (shared && options.budget.max_bytes != Budget::kUnlimited)
     per_region.budget.max_bytes = options.budget.max_bytes /
@@ -314,26 +345,46 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   sort_by_count(result.rules_conflicting);
 
   const Stopwatch stitching;
-  absl::StatusOr<tensor::Graph> stitched =
-      stitch_generic(graph, regions, structure_of, found, first, result);
-  if (!stitched.ok()) return stitched.status();
-
   // The whole graph priced before and after: the regions' own prices do not
   // see their neighbours (a layout a convolution across the cut imposes).
   absl::StatusOr<double> before = input_price(graph, *cost_model, options.cost_options);
   if (!before.ok()) return before.status();
   absl::StatusOr<HeldWeights> input_weights = held_weights(*cost_model, graph, 0);
   if (!input_weights.ok()) return input_weights.status();
-  absl::StatusOr<double> after = graph_cost(*cost_model, *stitched, options.cost_options);
-  if (!after.ok()) return after.status();
-  absl::StatusOr<HeldWeights> held =
-      held_weights(*cost_model, *stitched, static_cast<double>(input_weights->bytes));
-  if (!held.ok()) return held.status();
   result.cost_before = *before;
   result.weight_bytes_before = input_weights->bytes;
-  result.cost_found = *after + held->spill;
-  keep_better(graph, std::move(*stitched), result.cost_found, held->spill, held->bytes,
-              min_gain_of(options), result);
+  auto take_if_better = [&](tensor::Graph stitched) -> absl::Status {
+    absl::StatusOr<double> after = graph_cost(*cost_model, stitched, options.cost_options);
+    if (!after.ok()) return after.status();
+    absl::StatusOr<HeldWeights> held =
+        held_weights(*cost_model, stitched, static_cast<double>(input_weights->bytes));
+    if (!held.ok()) return held.status();
+    result.cost_found = *after + held->spill;
+    keep_better(graph, std::move(stitched), result.cost_found, held->spill, held->bytes,
+                min_gain_of(options), result);
+    return absl::OkStatus();
+  };
+  std::vector<char> taken(first.size(), 1);
+  absl::StatusOr<tensor::Graph> stitched = stitch_taken(graph, regions, structure_of, found, taken);
+  if (!stitched.ok()) return stitched.status();
+  if (absl::Status s = take_if_better(*std::move(stitched)); !s.ok()) return s;
+  // What the minimum gain leaves out needs no check at other sizes nor in
+  // the interpreter.
+  if (!result.kept_input) {
+    absl::StatusOr<std::vector<char>> generic =
+        take_generic(graph, result.graph, regions, structure_of, found, first, result);
+    if (!generic.ok()) return generic.status();
+    if (*generic != taken) {
+      taken = *std::move(generic);
+      stitched = stitch_taken(graph, regions, structure_of, found, taken);
+      if (!stitched.ok()) return stitched.status();
+      if (absl::Status s = take_if_better(*std::move(stitched)); !s.ok()) return s;
+    }
+  }
+  if (!result.kept_input && options.self_check) {
+    if (absl::Status s = check_taken(options, regions, first, taken, found, threads); !s.ok())
+      return s;
+  }
   result.self_check = self_check_summary(options, result, found, first);
   result.times.extract += stitching.seconds();
   result.times.total = total.seconds();

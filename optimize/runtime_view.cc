@@ -137,8 +137,10 @@ absl::StatusOr<tensor::Graph> fuse_skip_normalizations(const tensor::Graph& grap
 absl::StatusOr<tensor::Graph> as_onnxruntime_loads(const tensor::Graph& graph,
                                                    bool skip_normalizations) {
   absl::StatusOr<tensor::Graph> fused = fuse_patterns(graph);
-  if (!fused.ok() || !skip_normalizations) return fused;
+  if (!fused.ok() || !skip_normalizations || !skip_normalizations_fuse(graph)) return fused;
   return fuse_skip_normalizations(*fused);
 }
+
+bool skip_normalizations_fuse(const tensor::Graph& graph) { return graph.typed_at_load; }
 
 }  // namespace saturn

@@ -138,6 +138,7 @@ namespace {
 // input defaults and symbolic dimensions carry over.
 void keep_interface(const Graph& source, Graph& out) {
   out.opsets = source.opsets;
+  out.typed_at_load = source.typed_at_load;
   out.symbols = source.symbols;
   out.input_defaults = source.input_defaults;
   std::vector<Node> nodes;

@@ -47,6 +47,14 @@ struct WeightInit {
 // ONNX operator-set imports: (domain, version) pairs.
 using Opsets = std::vector<std::pair<std::string, std::int64_t>>;
 
+// The version of the default ONNX domain ("" or "ai.onnx") in `opsets`; 0
+// when they name none (a model built in saturn).
+inline std::int64_t default_domain_opset(const Opsets& opsets) {
+  for (const auto& [domain, version] : opsets)
+    if (domain.empty() || domain == "ai.onnx") return version;
+  return 0;
+}
+
 // The symbolic dimensions (ONNX dim_param) of a model's interface. Shapes in
 // the IR are concrete: each symbol stands at the size it was given for shape
 // inference and costing. Exporters write the symbols back, and write
@@ -76,6 +84,16 @@ struct Graph {
   // in saturn. Exporters write the model back for the same opsets.
   Opsets opsets;
   Symbols symbols;
+  // Whether onnxruntime can type the graph's values when it loads the
+  // source model, which its fusions of a sum with the normalization after
+  // it need: the model has no symbolic dimensions, or declares its
+  // intermediate values' shapes (value_info, as the dynamo exporter writes
+  // and saturn's exports do). A model with symbolic sizes computed by shape
+  // arithmetic and no value_info (torch.onnx's TorchScript exports) loads
+  // untyped there. Seen on the corpus: BERT-base loads with LayerNorm and
+  // Add apart; the same model with its dimensions fixed, and ALBERT-base
+  // with value_info, load with SkipLayerNormalization.
+  bool typed_at_load = true;
   // The ONNX file the graph was read from (load_onnx_model), "" otherwise:
   // a graph with symbolic dimensions is read from it again at other sizes
   // to check that a rewrite holds at any size, and a graph kept as it came

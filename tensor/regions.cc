@@ -149,6 +149,7 @@ class RegionBuilder {
     Graph& g = region_.graph;
     g.name = fmt::format("{}.region{}", graph_.name, index);
     g.opsets = graph_.opsets;
+    g.typed_at_load = graph_.typed_at_load;
     g.symbols.sizes = graph_.symbols.sizes;
     for (int p = begin; p < end; ++p) {
       const Node& n = graph_.nodes[places_.work[p]];
@@ -269,6 +270,7 @@ class Stitcher {
     out_.weights = graph.weights;
     out_.input_defaults = graph.input_defaults;
     out_.opsets = graph.opsets;
+    out_.typed_at_load = graph.typed_at_load;
     out_.symbols = graph.symbols;
     for (int i = 0; i < graph.size(); ++i) {
       if (graph.nodes[i].op == Op::kInput) value_[i] = push(graph.nodes[i]);

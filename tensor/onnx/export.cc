@@ -339,17 +339,6 @@ void move_to_external_data(onnx::ModelProto& model, const std::string& location,
 
 std::string external_data_file(const std::string& path) { return path + ".data"; }
 
-namespace {
-
-// The default-domain opset `graph` was read at; 0 when it names none.
-std::int64_t source_opset(const Graph& graph) {
-  for (const auto& [domain, version] : graph.opsets)
-    if (onnx_io::is_default_domain(domain)) return version;
-  return 0;
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
   absl::StatusOr<onnx::ModelProto> model = onnx_io::Exporter(graph).run();
   if (!model.ok()) return model.status();
@@ -358,7 +347,7 @@ absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
         "the ONNX model is larger than protobuf's 2 GB limit (saved to a file, its weights go to "
         "an external data file)");
   if (absl::Status s = onnx_io::check_exported(*model, ""); !s.ok()) return s;
-  onnx_io::raise_to_opset(*model, source_opset(graph));
+  onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
   std::string bytes;
   model->SerializeToString(&bytes);
   return bytes;
@@ -377,7 +366,7 @@ absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
   }
   if (absl::Status s = onnx_io::check_exported(*model, dir); !s.ok())
     return with_context(s, path);
-  onnx_io::raise_to_opset(*model, source_opset(graph));
+  onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
   std::string bytes;
   model->SerializeToString(&bytes);
   return write_text_file(path, bytes);
