@@ -28,9 +28,17 @@ import svg  # noqa: E402
 SATURN_SEARCHES = ["mcts", "greedy", "default", "taso"]
 
 
+# Each of saturn's searches runs to its own end (a fixpoint, the budget) or
+# this many seconds, whatever the graph's size: the time per operator that
+# `saturn optimize` allows by default would end MCTS early on the larger
+# graphs (bench/compare_search does the same).
+SEARCH_SECONDS = 30
+
+
 def saturn_search(model, search, cost, budget_nodes, seed):
     r = saturn.optimize(model, search=search, cost=cost, budget_nodes=budget_nodes, seed=seed,
-                        threads=1, region_ops=0, ilp_seconds=0, min_gain=0)
+                        threads=1, region_ops=0, ilp_seconds=0, min_gain=0, time_per_op=0,
+                        time_limit=SEARCH_SECONDS)
     return r.cost_before, r.cost_after
 
 
