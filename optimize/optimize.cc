@@ -142,7 +142,9 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
       regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, **prepared)
                           : optimize_whole(graph, options, **prepared);
   if (result.ok() && !result->worker) {
+    const Stopwatch checking;
     keep_input_unless_generic(graph, *result);
+    result->times.check += checking.seconds();
     measure_result(graph, options, *result);
     result->cost_source = cost_model_source(*(*prepared)->cost_model);
     result->rule_check = (*prepared)->rule_check;
@@ -344,7 +346,9 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   result.rules_applied = named(result.stats.rule_applications);
   result.rules_conflicting = named(result.stats.rule_conflicts);
   result.stop_counts = {{result.stats.stop_reason, 1}};
+  const Stopwatch checking;
   if (absl::Status s = check_result(graph, options, result); !s.ok()) return s;
+  result.times.check = checking.seconds();
   result.times.total = total.seconds();
   return result;
 }

@@ -139,6 +139,9 @@ struct PhaseTimes {
   double rules = 0;    // loading the rules
   double search = 0;   // growing the e-graph
   double extract = 0;  // final extraction and graph rebuilding
+  // The result checked: the self-check in the interpreter and, for a graph
+  // with symbolic dimensions, the check at other sizes.
+  double check = 0;
   double measure = 0;  // timing the candidate in onnxruntime (in total too)
   double total = 0;
 };

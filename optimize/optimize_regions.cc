@@ -88,6 +88,7 @@ void add_search(const OptimizeResult& found, int copies, OptimizeResult& result,
   result.times.rules += found.times.rules;
   result.times.search += found.times.search;
   result.times.extract += found.times.extract;
+  result.times.check += found.times.check;
 }
 
 // What the self-checks of the structures' searches (optimize_whole) found.
@@ -368,8 +369,10 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   absl::StatusOr<tensor::Graph> stitched = stitch_taken(graph, regions, structure_of, found, taken);
   if (!stitched.ok()) return stitched.status();
   if (absl::Status s = take_if_better(*std::move(stitched)); !s.ok()) return s;
+  result.times.extract += stitching.seconds();
   // What the minimum gain leaves out needs no check at other sizes nor in
   // the interpreter.
+  const Stopwatch checking;
   if (!result.kept_input) {
     absl::StatusOr<std::vector<char>> generic =
         take_generic(graph, result.graph, regions, structure_of, found, first, result);
@@ -386,7 +389,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
       return s;
   }
   result.self_check = self_check_summary(options, result, found, first);
-  result.times.extract += stitching.seconds();
+  result.times.check += checking.seconds();
   result.times.total = total.seconds();
   return result;
 }

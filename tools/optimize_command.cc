@@ -114,9 +114,10 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  weights held {:.1f} MB -> {:.1f} MB (charged beyond the cache: {:.2f})\n",
              r.weight_bytes_before / 1e6, r.weight_bytes_after / 1e6, r.weight_spill);
   fmt::print(
-      "  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, timing in onnxruntime {:.2f} "
-      "s, total {:.2f} s\n",
-      r.times.rules, r.times.search, r.times.extract, r.times.measure, r.times.total);
+      "  time: rules {:.2f} s, search {:.2f} s, extraction {:.2f} s, checks {:.2f} s, timing in "
+      "onnxruntime {:.2f} s, total {:.2f} s\n",
+      r.times.rules, r.times.search, r.times.extract, r.times.check, r.times.measure,
+      r.times.total);
   fmt::print("  self-check: {}\n", r.self_check);
   const bool timed = r.measured && r.measured->timed;
   if (r.measured)

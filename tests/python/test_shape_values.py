@@ -74,6 +74,8 @@ def test_a_length_sliced_buffer_keeps_the_model_typed_and_it_runs_at_any_size(tm
     # the products after the Slice are typed IR operators.
     assert set(r["opaque_ops_before"]) <= {"Shape", "Unsqueeze", "Slice"}, r["opaque_ops_before"]
     assert not r["kept_input"], r["holds_only_at_given_sizes"]
+    # The checks (in the interpreter, and at other sizes) are timed apart.
+    assert r["seconds"]["check"] > 0 and r["seconds"]["check"] <= r["seconds"]["total"]
     assert r["ops_after"] <= r["ops_before"] - 2  # the two products are gone
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
     rng = np.random.default_rng(0)
