@@ -182,7 +182,7 @@ absl::StatusOr<PricedExtraction> extract_final(const Environment& env, const Ext
 }  // namespace
 
 void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result) {
-  if (result.kept_input || input.symbols.empty()) return;
+  if (result.kept_input || input.symbols.empty() || result.checked_at_other_sizes) return;
   std::string why = fails_at_other_sizes(input, result.graph, result.rules_applied);
   if (why.empty()) return;
   take_input(input, result);

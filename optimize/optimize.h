@@ -182,6 +182,10 @@ struct OptimizeResult {
   // symbolic dimensions, kept as they came while the other regions' results
   // were taken ("region N: why"); empty when every result holds.
   std::vector<std::string> regions_kept_for_sizes;
+  // Whether `graph` was already checked at other sizes of the symbolic
+  // dimensions (a graph cut into regions is, while its regions' results
+  // are chosen), so keep_input_unless_generic need not run it again.
+  bool checked_at_other_sizes = false;
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
   // The best extracted graph's cost, spill included: cost_after when it was

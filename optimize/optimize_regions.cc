@@ -194,9 +194,7 @@ absl::Status check_taken(const OptimizeOptions& options, const std::vector<tenso
     tbb::parallel_for(std::size_t{0}, found.size(), [&](std::size_t s) {
       OptimizeResult& f = *found[s];
       if (!taken[s]) f.kept_input = true;  // left as it came
-      OptimizeOptions o = options;
-      o.self_check = true;
-      status[s] = check_result(regions[first[s]].graph, o, f);
+      status[s] = check_result(regions[first[s]].graph, options, f);
     });
   });
   for (std::size_t s = 0; s < found.size(); ++s) {
@@ -384,6 +382,8 @@ absl::StatusOr<OptimizeResult> optimize_regions(
       if (absl::Status s = take_if_better(*std::move(stitched)); !s.ok()) return s;
     }
   }
+  // The graph taken has held at other sizes in take_generic.
+  result.checked_at_other_sizes = !result.kept_input && !graph.symbols.empty();
   if (!result.kept_input && options.self_check) {
     if (absl::Status s = check_taken(options, regions, first, taken, found, threads); !s.ok())
       return s;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -32,6 +34,23 @@ const absl::flat_hash_set<std::string>& reductions_with_axes_input() {
       "ReduceL1",   "ReduceL2",        "ReduceLogSum",     "ReduceLogSumExp",
       "ReduceSumSquare"};
   return *ops;
+}
+
+// GridSample's modes, renamed in opset 20: (before, from opset 20 on).
+constexpr std::pair<std::string_view, std::string_view> kGridSampleModes[] = {
+    {"bilinear", "linear"}, {"bicubic", "cubic"}};
+
+// Spells a GridSample's mode for opset 20 and later (`newer`) or before it.
+void respell_grid_sample_mode(onnx::NodeProto& n, bool newer) {
+  for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+    if (a.name() != "mode") continue;
+    for (const auto& [before, after] : kGridSampleModes) {
+      if (a.s() == (newer ? before : after)) {
+        a.set_s(std::string(newer ? after : before));
+        break;
+      }
+    }
+  }
 }
 
 class Lowering {
@@ -247,10 +266,7 @@ class Lowering {
       s = drop_default(n, "block_size", is_zero);
       if (s.ok()) s = drop_default(n, "output_dtype", is_zero);
     } else if (op == "GridSample") {
-      for (onnx::AttributeProto& a : *n.mutable_attribute()) {  // renamed in opset 20
-        if (a.name() == "mode" && a.s() == "linear") a.set_s("bilinear");
-        if (a.name() == "mode" && a.s() == "cubic") a.set_s("bicubic");
-      }
+      respell_grid_sample_mode(n, /*newer=*/false);
     } else if (op == "DFT") {
       s = fail(n, "its axis moved to an input in opset 20");
     } else if (onnx::OpSchemaRegistry::Schema(op, static_cast<int>(to_), "") == nullptr) {
@@ -370,12 +386,7 @@ class Raising {
       a->set_type(onnx::AttributeProto::INT);
       a->set_i(n.output_size());
     }
-    if (to_ >= 20 && op == "GridSample") {
-      for (onnx::AttributeProto& a : *n.mutable_attribute()) {  // renamed in opset 20
-        if (a.name() == "mode" && a.s() == "bilinear") a.set_s("linear");
-        if (a.name() == "mode" && a.s() == "bicubic") a.set_s("cubic");
-      }
-    }
+    if (to_ >= 20 && op == "GridSample") respell_grid_sample_mode(n, /*newer=*/true);
   }
 
   void raise_graph(onnx::GraphProto& g) {
