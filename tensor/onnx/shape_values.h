@@ -28,8 +28,10 @@
 
 namespace saturn::tensor::onnx_io {
 
-// Values with more elements are not computed (nor needed: shapes are short).
-inline constexpr std::int64_t kMaxShapeValueElements = 4096;
+// Values with more elements are not computed. Shapes are short; the masks
+// built from them (a shifted window's region ids by ScatterND, say) need a
+// few thousand elements.
+inline constexpr std::int64_t kMaxShapeValueElements = 16384;
 
 // The element count of `dims`, or INT64_MAX when a dimension is negative or
 // the product overflows (a malformed model's dimensions are anything).

@@ -91,6 +91,23 @@ CASES = {
          helper.make_node("Expand", ["rf", "tail"], ["grid"]),
          helper.make_node("Add", ["grid", "ones"], ["v"])],
         "add"),
+    # A region-id mask as a shifted window writes it: zeros of the map's
+    # size with one row set by ScatterND, then raised by a second one.
+    "ScatterND/Tile": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Slice", ["s", "one_1d", "three_1d"], ["tail"]),
+         helper.make_node("ConstantOfShape", ["tail"], ["zeros"],
+                          value=numpy_helper.from_array(np.array([0.0], dtype=np.float32))),
+         helper.make_node("Gather", ["s", "two"], ["four"], axis=0),
+         helper.make_node("Range", ["zero", "four", "one"], ["cols"]),
+         helper.make_node("Unsqueeze", ["cols", "axes1"], ["col"]),
+         helper.make_node("Shape", ["col"], ["col_shape"]),
+         helper.make_node("Expand", ["three_1d", "col_shape"], ["row"]),
+         helper.make_node("Concat", ["row", "col"], ["where"], axis=1),
+         helper.make_node("Tile", ["pair", "two_1d"], ["values"]),
+         helper.make_node("ScatterND", ["zeros", "where", "values"], ["set"]),
+         helper.make_node("ScatterND", ["set", "where", "values"], ["v"], reduction="add")],
+        "add"),
 }
 
 
@@ -99,7 +116,8 @@ def case_model(path, case, batch):
     inits = [ints("zero", 0), ints("one", 1), ints("two", 2), ints("two_s", 2), ints("five", 5),
              ints("twenty_four", 24), ints("six_s", 6), ints("axes0", [0]),
              ints("to_the_end", [np.iinfo(I64).max]), ints("one_1d", [1]),
-             ints("three_1d", [3]), ints("minus_one", [-1]),
+             ints("three_1d", [3]), ints("minus_one", [-1]), ints("axes1", [1]),
+             ints("two_1d", [2]), numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "pair"),
              numpy_helper.from_array(np.zeros((6, 4), dtype=np.float32), "x_row")]
     out_shape = [batch, 24] if use == "reshape" else [batch, 6, 4]
     tail = ([helper.make_node("Reshape", ["x", "v"], ["y"])] if use == "reshape"
