@@ -115,13 +115,16 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
 }
 
-// The text goes to a temporary file beside `path`, is flushed to the disk
-// and renamed over `path`: a reader, a crash or a kill never sees half a
-// file where a finished one is expected (POSIX rename is atomic).
+// The text goes to a temporary file beside `path`, closed and renamed over
+// `path`: a reader, or saturn crashing or killed, never sees half a file
+// where a finished one is expected (POSIX rename is atomic). It is not
+// forced to the disk: fsync took 2.6 s of a 1.6 GB model's 6.7 s on this
+// machine, and surviving a power cut is the file system's part (ext4 orders
+// a rename over a file after its data), as with compilers' outputs.
 namespace {
 
 // Replaces `path` atomically with what `fill` writes to a descriptor: under
-// a temporary name in the same folder, flushed, then renamed. `fill`
+// a temporary name in the same folder, then renamed. `fill`
 // returns the failed step's name ("write", "read", ...), or null.
 absl::Status replace_file(const std::string& path,
                           const std::function<const char*(int fd)>& fill) {
@@ -138,7 +141,6 @@ absl::Status replace_file(const std::string& path,
     return absl::DataLossError(fmt::format("{}: {} failed: {}", path, what, why));
   };
   if (const char* failed = fill(fd)) return fail(failed);
-  if (fsync(fd) != 0) return fail("flush");
   if (close(fd) != 0) {
     const std::string why = std::strerror(errno);
     unlink(temporary.c_str());

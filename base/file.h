@@ -35,8 +35,8 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 // Writes `text` to `path`, replacing the file atomically: under a temporary
-// name in the same folder, flushed, then renamed, so that the file is either
-// the old one or the whole new one, whatever happens meanwhile.
+// name in the same folder, then renamed, so that the file is either the old
+// one or the whole new one, whatever happens to saturn meanwhile.
 absl::Status write_text_file(const std::string& path, std::string_view text);
 // Copies `from` to `to`, replaced atomically as write_text_file does.
 absl::Status copy_file(const std::string& from, const std::string& to);

@@ -65,8 +65,42 @@ Tensor::Tensor(TensorType type, std::vector<std::string> strings)
   buffer_->s = std::move(strings);
 }
 
+Tensor Tensor::borrowing(TensorType type, std::span<const std::byte> bytes,
+                         std::shared_ptr<const void> owner) {
+  assert(type.dtype != DType::kString && static_cast<std::int64_t>(bytes.size()) == type.num_bytes());
+  const std::size_t align = type.dtype == DType::kInt64 ? alignof(std::int64_t)
+                            : type.dtype == DType::kFloat32 ? alignof(float)
+                                                            : 1;
+  Tensor t;
+  t.type_ = std::move(type);
+  t.buffer_ = std::make_shared<Buffer>();
+  t.buffer_->borrowed = bytes;
+  assert(owner);
+  t.buffer_->owner = std::move(owner);
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % align != 0) t.own();
+  return t;
+}
+
+void Tensor::own() {
+  Buffer& b = *buffer_;
+  if (!b.owner) return;
+  const std::size_t n = static_cast<std::size_t>(type_.num_elements());
+  if (type_.dtype == DType::kFloat32) {
+    b.f.resize(n);
+    if (n > 0) std::memcpy(b.f.data(), b.borrowed.data(), b.borrowed.size());
+  } else if (type_.dtype == DType::kInt64) {
+    b.i.resize(n);
+    if (n > 0) std::memcpy(b.i.data(), b.borrowed.data(), b.borrowed.size());
+  } else {
+    b.raw.assign(b.borrowed.begin(), b.borrowed.end());
+  }
+  b.borrowed = {};
+  b.owner.reset();
+}
+
 std::span<const std::byte> Tensor::bytes() const {
   assert(!is_computable(type_.dtype) && type_.dtype != DType::kString && buffer_);
+  if (buffer_->owner) return buffer_->borrowed;
   return buffer_->raw;
 }
 std::span<const std::string> Tensor::strings() const {
@@ -76,18 +110,25 @@ std::span<const std::string> Tensor::strings() const {
 
 std::span<const float> Tensor::floats() const {
   assert(type_.dtype == DType::kFloat32 && buffer_);
+  if (buffer_->owner)
+    return {reinterpret_cast<const float*>(buffer_->borrowed.data()), buffer_->borrowed.size() / sizeof(float)};
   return buffer_->f;
 }
 std::span<const std::int64_t> Tensor::ints() const {
   assert(type_.dtype == DType::kInt64 && buffer_);
+  if (buffer_->owner)
+    return {reinterpret_cast<const std::int64_t*>(buffer_->borrowed.data()),
+            buffer_->borrowed.size() / sizeof(std::int64_t)};
   return buffer_->i;
 }
 std::span<float> Tensor::mutable_floats() {
   assert(type_.dtype == DType::kFloat32 && buffer_.use_count() == 1);
+  own();
   return buffer_->f;
 }
 std::span<std::int64_t> Tensor::mutable_ints() {
   assert(type_.dtype == DType::kInt64 && buffer_.use_count() == 1);
+  own();
   return buffer_->i;
 }
 

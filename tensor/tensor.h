@@ -28,6 +28,12 @@ class Tensor {
   // Any other element type, as little-endian bytes (num_bytes() of them).
   Tensor(TensorType type, std::vector<std::byte> bytes);
   Tensor(TensorType type, std::vector<std::string> strings);
+  // A tensor that reads `bytes` (little-endian, num_bytes() of them) in
+  // place, kept alive by `owner` (the parsed model file that holds them):
+  // a model's weights are not copied at import. Bytes not aligned for the
+  // element type are copied.
+  static Tensor borrowing(TensorType type, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner);
   static Tensor scalar(float value) {
     return Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{value});
   }
@@ -41,7 +47,8 @@ class Tensor {
   std::span<const std::int64_t> ints() const;
   std::span<const std::byte> bytes() const;  // not float32, int64 or string
   std::span<const std::string> strings() const;
-  // Writable views; only for a tensor whose buffer is not shared yet.
+  // Writable views; only for a tensor whose buffer is not shared yet (a
+  // borrowing tensor copies its bytes first).
   std::span<float> mutable_floats();
   std::span<std::int64_t> mutable_ints();
 
@@ -54,7 +61,12 @@ class Tensor {
     std::vector<std::int64_t> i;
     std::vector<std::byte> raw;
     std::vector<std::string> s;
+    // Bytes read in place instead of f, i or raw, and what keeps them alive.
+    std::span<const std::byte> borrowed;
+    std::shared_ptr<const void> owner;
   };
+  // Copies borrowed bytes into the typed buffer (before a write).
+  void own();
   TensorType type_;
   std::shared_ptr<Buffer> buffer_;
 };

@@ -20,6 +20,7 @@
 #include "onnx/onnx_pb.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/json/json_model.h"
+#include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
@@ -371,6 +372,70 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
   EXPECT_NE(message(missing.status()).find("initializer 'b': cannot open external data file"),
             std::string_view::npos)
       << missing.status();
+  fs::remove_all(dir);
+}
+
+// y = (x + b) + c with b and c past the size that is read into the model
+// (kMaxShapeValueElements): their file is mapped and read in place, b at an
+// offset aligned for floats, c at one that is not (so c is copied).
+TEST(OnnxExternalData, LargeWeightsAreReadFromTheMappedFile) {
+  const fs::path dir = fs::temp_directory_path() / "saturn-onnx-test-external-large";
+  fs::create_directories(dir);
+  constexpr int kCols = 9000;
+  onnx::ModelProto m = relu_model();
+  auto* g = m.mutable_graph();
+  for (auto* v : {g->mutable_input(0), g->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(kCols);
+  g->mutable_node(0)->set_op_type("Add");
+  g->mutable_node(0)->add_input("b");
+  g->mutable_node(0)->set_output(0, "xb");
+  auto* second = g->add_node();
+  second->set_op_type("Add");
+  second->add_input("xb");
+  second->add_input("c");
+  second->add_output("y");
+  std::vector<float> b(2 * kCols), c(2 * kCols);
+  for (int i = 0; i < 2 * kCols; ++i) {
+    b[i] = 0.5f * static_cast<float>(i);
+    c[i] = -static_cast<float>(i);
+  }
+  const std::size_t bytes = b.size() * sizeof(float);
+  std::string data(4, '\0');  // b at offset 4, c at 4 + bytes + 2
+  data.append(reinterpret_cast<const char*>(b.data()), bytes);
+  data.append(2, '\0');
+  data.append(reinterpret_cast<const char*>(c.data()), bytes);
+  for (auto [name, offset] : {std::pair{"b", std::size_t{4}}, {"c", 4 + bytes + 2}}) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(2);
+    t->add_dims(kCols);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [key, value] : {std::pair{std::string("location"), std::string("w.bin")},
+                              {"offset", std::to_string(offset)},
+                              {"length", std::to_string(bytes)}}) {
+      auto* e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+  }
+  ASSERT_TRUE(write_text_file((dir / "w.bin").string(), data).ok());
+  const std::string path = (dir / "model.onnx").string();
+  ASSERT_TRUE(write_text_file(path, bytes_of(m)).ok());
+
+  absl::StatusOr<Graph> loaded = load_onnx_model(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  for (const auto& [name, want] : {std::pair{"b", &b}, {"c", &c}}) {
+    const auto f = loaded->weights.at(name).data->floats();
+    EXPECT_EQ(std::vector<float>(f.begin(), f.end()), *want) << name;
+  }
+  // The external files of a model, found without reading its weights.
+  absl::StatusOr<onnx::ModelProto> stubs = onnx_io::initializer_stubs(bytes_of(m));
+  ASSERT_TRUE(stubs.ok()) << stubs.status();
+  absl::StatusOr<std::vector<fs::path>> files = onnx_io::external_data_files(*stubs);
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(*files, std::vector<fs::path>{"w.bin"});
+  EXPECT_FALSE(onnx_io::initializer_stubs(bytes_of(m).substr(0, 40)).ok());
   fs::remove_all(dir);
 }
 

@@ -1,5 +1,8 @@
 // Graphs: the builder, whole-graph evaluation, the JSON model format (round
 // trip and errors that name the place) and the shape analysis in an e-graph.
+#include <cstring>
+#include <memory>
+#include <span>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -39,6 +42,32 @@ void expect_same_outputs(const std::vector<Tensor>& a, const std::vector<Tensor>
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
     EXPECT_LE(max_error_ratio(a[i], b[i], 1e-6, 1e-6), 1.0) << "output " << i;
+}
+
+// A borrowing tensor reads its owner's bytes in place, keeps them alive,
+// and copies them before a write; bytes not aligned for floats are copied.
+TEST(Tensor, BorrowsBytesAndCopiesBeforeAWrite) {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{0, 1, 2, 3, 4});
+  const auto all = std::as_bytes(std::span(*owner));
+  const TensorType type{DType::kFloat32, {2, 2}};
+  Tensor t = Tensor::borrowing(type, all.subspan(sizeof(float)), owner);
+  EXPECT_EQ(t.floats().data(), owner->data() + 1);
+  Tensor kept = t;
+  const std::weak_ptr<std::vector<float>> watch = owner;
+  owner.reset();
+  EXPECT_FALSE(watch.expired());  // the tensors keep it
+  kept = Tensor();
+  t.mutable_floats()[0] = 9;       // the only user: copied, then written
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(std::vector<float>(t.floats().begin(), t.floats().end()), (std::vector<float>{9, 2, 3, 4}));
+
+  std::vector<std::byte> unaligned(1 + 4 * sizeof(float));
+  const float values[] = {5, 6, 7, 8};
+  std::memcpy(unaligned.data() + 1, values, sizeof(values));
+  auto holder = std::make_shared<std::vector<std::byte>>(unaligned);
+  Tensor u = Tensor::borrowing(type, std::span(*holder).subspan(1), holder);
+  EXPECT_EQ(std::vector<float>(u.floats().begin(), u.floats().end()), (std::vector<float>{5, 6, 7, 8}));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(u.floats().data()) % alignof(float), 0u);
 }
 
 TEST(TensorGraph, BuilderReportsTheFirstError) {

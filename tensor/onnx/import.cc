@@ -46,7 +46,8 @@ bool is_random_op(const std::string& op_type) {
 
 }  // namespace
 
-absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
+absl::StatusOr<Graph> Importer::run(std::shared_ptr<onnx::ModelProto> owned) {
+  onnx::ModelProto& model = *owned;
   if (absl::Status s = prepare(model); !s.ok()) return s;
   const onnx::GraphProto& g = model.graph();
   // Exporters name graphs generically ("torch_jit", "main_graph"): the file names the model.
@@ -72,7 +73,9 @@ absl::StatusOr<Graph> Importer::run(onnx::ModelProto& model) {
     input_names.insert(v.name());
   }
   for (const auto& t : g.initializer()) {
-    absl::StatusOr<Tensor> value = tensor_from_proto(t);
+    auto mapped = external_.find(t.name());
+    absl::StatusOr<Tensor> value =
+        mapped != external_.end() ? mapped->second : tensor_from_proto(t, owned);
     if (!value.ok()) return error("initializer '{}': {}", t.name(), message(value.status()));
     if (input_names.contains(t.name())) {
       if (absl::Status s = add_input_default(t.name(), *value); !s.ok()) return s;
@@ -388,10 +391,10 @@ absl::Status too_large(const std::string& file, std::uintmax_t bytes) {
 
 absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
                                        const OnnxImportOptions& options) {
-  onnx::ModelProto model;
+  auto model = std::make_shared<onnx::ModelProto>();
   if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return too_large(file, bytes.size());
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(
         fmt::format("{}: not an ONNX model (the protobuf does not parse; truncated or another "
                     "format?)",
@@ -425,9 +428,12 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
   {
     absl::StatusOr<MappedFile> file = MappedFile::open(from);
     if (!file.ok()) return file.status();
-    if (file->bytes().size() > static_cast<std::size_t>(INT_MAX) ||
-        !model.ParseFromArray(file->bytes().data(), static_cast<int>(file->bytes().size())))
-      return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", from));
+    absl::StatusOr<onnx::ModelProto> stubs =
+        file->bytes().size() > static_cast<std::size_t>(INT_MAX)
+            ? absl::InvalidArgumentError("too large")
+            : onnx_io::initializer_stubs(file->bytes());
+    if (!stubs.ok()) return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", from));
+    model = *std::move(stubs);
   }
   absl::StatusOr<std::vector<std::filesystem::path>> files = onnx_io::external_data_files(model);
   if (!files.ok()) return with_context(files.status(), from);

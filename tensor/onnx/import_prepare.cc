@@ -98,6 +98,18 @@ absl::Status check_window_attributes(const onnx::GraphProto& graph) {
   return absl::OkStatus();
 }
 
+// A copy of `model` whose external data locations are absolute paths: the
+// checker looks for the files relative to the working folder otherwise.
+onnx::ModelProto with_absolute_locations(const onnx::ModelProto& model,
+                                         const std::filesystem::path& dir) {
+  onnx::ModelProto copy = model;
+  for (onnx::TensorProto& t : *copy.mutable_graph()->mutable_initializer()) {
+    for (auto& e : *t.mutable_external_data())
+      if (e.key() == "location") e.set_value(std::filesystem::absolute(dir / e.value()).string());
+  }
+  return copy;
+}
+
 }  // namespace
 
 absl::Status Importer::prepare(onnx::ModelProto& model) {
@@ -122,9 +134,11 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   if (model.functions_size() > 0)
     return error("model-local functions are not supported (function '{}')",
                  model.functions(0).name());
-  if (absl::Status st = inline_external_data(model, std::filesystem::path(file_).parent_path());
-      !st.ok())
-    return error("{}", message(st));
+  const std::filesystem::path dir = std::filesystem::path(file_).parent_path();
+  absl::StatusOr<std::map<std::string, Tensor>> mapped =
+      map_external_data(model, dir, kMaxShapeValueElements);
+  if (!mapped.ok()) return error("{}", message(mapped.status()));
+  external_ = std::move(*mapped);
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return error("{}", message(seeded.status()));
   seeded_ = std::move(*seeded);
@@ -133,7 +147,10 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   graph_.symbols = std::move(*symbols);
   graph_.typed_at_load = graph_.symbols.empty() || model.graph().value_info_size() > 0;
   try {
-    onnx::checker::check_model(model);
+    if (external_.empty())
+      onnx::checker::check_model(model);
+    else
+      onnx::checker::check_model(with_absolute_locations(model, dir));
   } catch (const std::exception& e) {
     return error("the ONNX checker rejects the model: {}", e.what());
   }

@@ -2,10 +2,11 @@
 // initializers (weights and graph inputs' defaults) and Constant nodes.
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,9 +16,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "saturn/base/file.h"
+#include "saturn/base/status.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/proto.h"
@@ -46,7 +51,15 @@ absl::StatusOr<std::filesystem::path> external_location(const onnx::TensorProto&
   return rel;
 }
 
-absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::path& dir) {
+// The external data files a model reads, mapped once each.
+using MappedFiles = std::map<std::filesystem::path, std::shared_ptr<const MappedFile>>;
+
+// The bytes external initializer `t` reads, inside its file's mapping (which
+// the second member keeps alive).
+using ExternalBytes = std::pair<std::string_view, std::shared_ptr<const MappedFile>>;
+
+absl::StatusOr<ExternalBytes> external_bytes(const onnx::TensorProto& t,
+                                             const std::filesystem::path& dir, MappedFiles& files) {
   std::int64_t offset = 0, length = -1;
   auto bad = [&](std::string_view what) { return bad_external_data(t, what); };
   absl::StatusOr<std::filesystem::path> rel = external_location(t);
@@ -63,22 +76,31 @@ absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::pat
     }
   }
   const std::filesystem::path file = dir / *rel;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    return absl::NotFoundError(fmt::format("initializer '{}': cannot open external data file {}",
-                                           t.name(), file.string()));
-  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
-  if (ec) return bad(fmt::format("file {}: {}", file.string(), ec.message()));
+  auto mapped = files.find(file);
+  if (mapped == files.end()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+      return absl::NotFoundError(fmt::format(
+          "initializer '{}': cannot open external data file {}", t.name(), file.string()));
+    absl::StatusOr<MappedFile> m = MappedFile::open(file.string());
+    if (!m.ok()) return bad(fmt::format("file {}: {}", file.string(), message(m.status())));
+    mapped = files.emplace(file, std::make_shared<const MappedFile>(*std::move(m))).first;
+  }
+  const std::string_view all = mapped->second->bytes();
+  const auto size = static_cast<std::int64_t>(all.size());
   if (length < 0) length = size - offset;
   if (offset > size || length < 0 || length > size - offset)
     return bad(fmt::format("{} has {} bytes; the model reads {} at offset {}", location, size,
                            length, offset));
-  std::ifstream in(file, std::ios::binary);
-  std::string bytes(static_cast<std::size_t>(length), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  if (!in) return bad(fmt::format("reading {} failed", file.string()));
-  t.set_raw_data(std::move(bytes));
+  return ExternalBytes{all.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(length)),
+                       mapped->second};
+}
+
+// Moves external initializer `t`'s bytes into the proto.
+absl::Status inline_one(onnx::TensorProto& t, const std::filesystem::path& dir, MappedFiles& files) {
+  absl::StatusOr<ExternalBytes> bytes = external_bytes(t, dir, files);
+  if (!bytes.ok()) return bytes.status();
+  t.set_raw_data(bytes->first.data(), bytes->first.size());
   t.clear_external_data();
   t.set_data_location(onnx::TensorProto::DEFAULT);
   return absl::OkStatus();
@@ -87,11 +109,111 @@ absl::Status load_external_data(onnx::TensorProto& t, const std::filesystem::pat
 }  // namespace
 
 absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir) {
+  MappedFiles files;
   for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
     if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
-    if (absl::Status s = load_external_data(t, dir); !s.ok()) return s;
+    if (absl::Status s = inline_one(t, dir, files); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> map_external_data(onnx::ModelProto& model,
+                                                                const std::filesystem::path& dir,
+                                                                std::int64_t inline_up_to) {
+  MappedFiles files;
+  std::map<std::string, Tensor> mapped;
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    absl::StatusOr<TensorType> type = tensor_proto_type(t);
+    if (!type.ok()) return type.status();
+    if (type->num_elements() <= inline_up_to || type->dtype == DType::kString) {
+      if (absl::Status s = inline_one(t, dir, files); !s.ok()) return s;
+      continue;
+    }
+    absl::StatusOr<ExternalBytes> bytes = external_bytes(t, dir, files);
+    if (!bytes.ok()) return bytes.status();
+    if (static_cast<std::int64_t>(bytes->first.size()) != type->num_bytes())
+      return bad_external_data(t, fmt::format("holds {} bytes; a {} needs {}", bytes->first.size(),
+                                              to_string(*type), type->num_bytes()));
+    mapped.emplace(t.name(), Tensor::borrowing(*type, std::as_bytes(std::span(bytes->first)),
+                                               bytes->second));
+  }
+  return mapped;
+}
+
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+// Reads one length-delimited field's body with `read`, inside its limit.
+template <typename Read>
+bool read_nested(google::protobuf::io::CodedInputStream& in, Read read) {
+  std::uint32_t length = 0;
+  if (!in.ReadVarint32(&length)) return false;
+  const auto limit = in.PushLimit(static_cast<int>(length));
+  const bool ok = read() && in.ConsumedEntireMessage();
+  in.PopLimit(limit);
+  return ok;
+}
+
+// A TensorProto's name, data location and external data; its other fields
+// (the data) are skipped, not copied.
+bool read_tensor_stub(google::protobuf::io::CodedInputStream& in, onnx::TensorProto& t) {
+  while (const std::uint32_t tag = in.ReadTag()) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const bool delimited =
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+    bool ok = true;
+    if (field == onnx::TensorProto::kNameFieldNumber && delimited) {
+      ok = WireFormatLite::ReadString(&in, t.mutable_name());
+    } else if (field == onnx::TensorProto::kExternalDataFieldNumber && delimited) {
+      ok = WireFormatLite::ReadMessage(&in, t.add_external_data());
+    } else if (field == onnx::TensorProto::kDataLocationFieldNumber &&
+               WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
+      std::uint32_t v = 0;
+      ok = in.ReadVarint32(&v);
+      t.set_data_location(static_cast<onnx::TensorProto::DataLocation>(v));
+    } else {
+      ok = WireFormatLite::SkipField(&in, tag);
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Calls `on_field` for each field of the message `in` reads (until its
+// limit); false when it is malformed or `on_field` fails.
+template <typename OnField>
+bool read_fields(google::protobuf::io::CodedInputStream& in, OnField on_field) {
+  while (const std::uint32_t tag = in.ReadTag())
+    if (!on_field(tag)) return false;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<onnx::ModelProto> initializer_stubs(std::string_view bytes) {
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT_MAX);
+  auto is = [](std::uint32_t tag, int field) {
+    return WireFormatLite::GetTagFieldNumber(tag) == field &&
+           WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  };
+  onnx::GraphProto& g = *model.mutable_graph();
+  const bool ok = read_fields(in, [&](std::uint32_t tag) {
+    if (!is(tag, onnx::ModelProto::kGraphFieldNumber)) return WireFormatLite::SkipField(&in, tag);
+    return read_nested(in, [&] {
+      return read_fields(in, [&](std::uint32_t t) {
+        if (!is(t, onnx::GraphProto::kInitializerFieldNumber)) return WireFormatLite::SkipField(&in, t);
+        return read_nested(in, [&] { return read_tensor_stub(in, *g.add_initializer()); });
+      });
+    });
+  });
+  if (!ok || !in.ConsumedEntireMessage())
+    return absl::InvalidArgumentError("not an ONNX model (the protobuf does not parse)");
+  return model;
 }
 
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(

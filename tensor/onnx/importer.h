@@ -42,6 +42,16 @@ using Ints = std::vector<std::int64_t>;
 
 // Reads every external initializer of `model` (relative to `dir`) into it.
 absl::Status inline_external_data(onnx::ModelProto& model, const std::filesystem::path& dir);
+// The external initializers of more than `inline_up_to` elements as tensors
+// that read their files in place (mapped, not copied), by name; they stay
+// external in `model`. The smaller ones are read into `model`.
+absl::StatusOr<std::map<std::string, Tensor>> map_external_data(onnx::ModelProto& model,
+                                                                const std::filesystem::path& dir,
+                                                                std::int64_t inline_up_to);
+// The initializers of a serialized ModelProto with their names, data
+// locations and external data only: read without copying their data (a
+// model's external data files, found without parsing its weights).
+absl::StatusOr<onnx::ModelProto> initializer_stubs(std::string_view bytes);
 // The external data files `model`'s initializers read, relative to the
 // model's folder, each once.
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
@@ -162,7 +172,9 @@ class Importer {
   Importer(std::string file, const OnnxImportOptions& options)
       : file_(std::move(file)), options_(options) {}
 
-  absl::StatusOr<Graph> run(onnx::ModelProto& model);
+  // Reads `model`; its initializers' raw data is kept in place (the graph's
+  // weights share `model`, which nothing may change afterwards).
+  absl::StatusOr<Graph> run(std::shared_ptr<onnx::ModelProto> model);
   // The symbolic dimensions that no OnnxImportOptions::dims sized (known
   // once run() has resolved the inputs).
   std::vector<std::string> unsized_symbols() const;
@@ -278,6 +290,8 @@ class Importer {
   std::set<std::string> output_names_;  // the graph's outputs
   // The nodes the opset lowering expanded (Gelu), by their output's name.
   ExpandedNodes expanded_;
+  // The large external initializers, reading their mapped files in place.
+  std::map<std::string, Tensor> external_;
   // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).
   std::string why_opaque_;
   SeededWeights seeded_;

@@ -110,7 +110,7 @@ int dtype_to_onnx(DType dtype) {
   return TensorProto::UNDEFINED;
 }
 
-absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
+absl::StatusOr<TensorType> tensor_proto_type(const TensorProto& p) {
   std::optional<DType> dtype = dtype_from_onnx(p.data_type());
   if (!dtype) {
     return absl::InvalidArgumentError(
@@ -126,6 +126,14 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
     return absl::InvalidArgumentError(fmt::format("tensor '{}' of type {} holds more than {} TiB",
                                                   p.name(), to_string(type),
                                                   kMaxTensorBytes >> 40));
+  return type;
+}
+
+absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p, std::shared_ptr<const void> owner) {
+  absl::StatusOr<TensorType> checked = tensor_proto_type(p);
+  if (!checked.ok()) return checked.status();
+  const TensorType& type = *checked;
+  const DType* dtype = &type.dtype;
   const std::int64_t count = type.num_elements();
   if (*dtype == DType::kString) {
     if (p.string_data_size() != count)
@@ -139,6 +147,9 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p) {
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} bytes, expects {}",
                                                     p.name(), p.raw_data().size(),
                                                     type.num_bytes()));
+    if (owner)
+      return Tensor::borrowing(
+          type, std::as_bytes(std::span(p.raw_data().data(), p.raw_data().size())), std::move(owner));
     // float32 and int64 are copied once, straight into their typed buffer.
     if (*dtype == DType::kFloat32) {
       std::vector<float> v(static_cast<std::size_t>(count));

@@ -3,6 +3,7 @@
 // that carry ONNX-only information through Opaque nodes.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,9 +40,15 @@ inline bool is_default_domain(const std::string& domain) {
 std::optional<DType> dtype_from_onnx(int elem_type);
 int dtype_to_onnx(DType dtype);
 
+// The type a TensorProto declares, checked (a known element type, no
+// negative dimension, within the size limit).
+absl::StatusOr<TensorType> tensor_proto_type(const onnx::TensorProto& proto);
 // The tensor a TensorProto holds (raw or typed fields). External data must
-// have been loaded into raw_data already.
-absl::StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& proto);
+// have been loaded into raw_data already. With an `owner` that keeps
+// `proto` alive and unchanged, raw data is read in place (Tensor::borrowing)
+// rather than copied.
+absl::StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& proto,
+                                         std::shared_ptr<const void> owner = nullptr);
 // A Constant node's value (its value, value_float(s), value_int(s) or
 // value_string(s)); nullopt for a sparse value or a malformed node.
 std::optional<Tensor> constant_node_value(const onnx::NodeProto& n);
