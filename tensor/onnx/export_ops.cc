@@ -79,7 +79,13 @@ onnx::NodeProto* Exporter::node(std::string_view op_type, std::vector<std::strin
 
 onnx::NodeProto* Exporter::runtime_node(Op op, std::vector<std::string> inputs,
                                         std::vector<std::string> outputs) {
-  const std::string domain(*runtime_domain(op));
+  return domain_node(std::string(*runtime_domain(op)), op_name(op), std::move(inputs),
+                     std::move(outputs));
+}
+
+onnx::NodeProto* Exporter::domain_node(const std::string& domain, std::string_view op_type,
+                                       std::vector<std::string> inputs,
+                                       std::vector<std::string> outputs) {
   bool imported = false;
   for (const auto& o : model_.opset_import()) imported = imported || o.domain() == domain;
   if (!imported) {
@@ -87,7 +93,7 @@ onnx::NodeProto* Exporter::runtime_node(Op op, std::vector<std::string> inputs,
     o->set_domain(domain);
     o->set_version(1);
   }
-  onnx::NodeProto* n = node(op_name(op), std::move(inputs), std::move(outputs));
+  onnx::NodeProto* n = node(op_type, std::move(inputs), std::move(outputs));
   n->set_domain(domain);
   return n;
 }
@@ -348,9 +354,19 @@ absl::Status Exporter::emit_layer_norm(int i, const std::vector<std::string>& in
 absl::Status Exporter::emit_simplified_layer_norm(const Attributes& a,
                                                   const std::vector<std::string>& in,
                                                   const std::string& out, std::size_t rank) {
-  // onnxruntime has no SimplifiedLayerNormalization in a domain the ONNX
-  // checker accepts, but fuses this spelling (PyTorch's RMSNorm export) into
-  // that kernel when it loads the model.
+  // From opset 23 on the operator is standard ONNX, RMSNormalization:
+  // written here as onnxruntime's SimplifiedLayerNormalization (the same
+  // inputs and attributes), which libonnx's checker passes and
+  // raise_to_opset renames.
+  if (default_domain_opset(g_.opsets) >= 23) {
+    auto* r = domain_node("com.microsoft", "SimplifiedLayerNormalization", in, {out});
+    set_int(r, "axis", *a.get_int("axis"));
+    set_float(r, "epsilon", *a.get_float("epsilon"));
+    return absl::OkStatus();
+  }
+  // Before it, onnxruntime has no SimplifiedLayerNormalization in a domain
+  // the ONNX checker accepts, but fuses this spelling (PyTorch's RMSNorm
+  // export) into that kernel when it loads the model.
   Ints axes;
   for (auto k = *normalize_axis(*a.get_int("axis"), rank); k < static_cast<std::int64_t>(rank); ++k)
     axes.push_back(k);

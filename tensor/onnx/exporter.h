@@ -116,6 +116,9 @@ class Exporter {
   // at version 1 when the model does not import it yet).
   onnx::NodeProto* runtime_node(Op op, std::vector<std::string> inputs,
                                 std::vector<std::string> outputs);
+  // A node of `domain`, whose opset the model then imports (version 1).
+  onnx::NodeProto* domain_node(const std::string& domain, std::string_view op_type,
+                               std::vector<std::string> inputs, std::vector<std::string> outputs);
   // `x` transformed by a chain of unary ONNX operators into `out`.
   std::string unary(std::string_view op_type, const std::string& x, std::string out = {});
   std::string binary(std::string_view op_type, const std::string& a, const std::string& b,

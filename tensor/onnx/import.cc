@@ -194,14 +194,8 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
       add_weight(n.output(0), it->second);
       return absl::OkStatus();
     }
-    // An exact Gelu the opset lowering spelled in older operators is the
-    // IR's Gelu (the operators of its spelling, read by it only, are dropped).
-    if (auto it = expanded_.find(n.output(0));
-        it != expanded_.end() && it->second.op_type() == "Gelu" &&
-        AttrReader(it->second).s("approximate").value_or("none") == "none") {
-      absl::StatusOr<int> gelu = append(Op::kGelu, {}, {values_.at(it->second.input(0))},
-                                        n.output(0));
-      if (gelu.ok()) return define(n.output(0), gelu);
+    if (auto it = expanded_.find(n.output(0)); it != expanded_.end()) {
+      if (std::optional<int> whole = add_expanded(it->second)) return define(n.output(0), *whole);
     }
   }
   if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
@@ -218,6 +212,21 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
   }
   absl::Status s = add_opaque(n, k);
   return s.ok() ? s : error("{}: {}", where(n, k), message(s));
+}
+
+std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
+  AttrReader attrs(original);
+  auto input = [&](int k) { return values_.at(original.input(k)); };
+  absl::StatusOr<int> id = absl::UnimplementedError("not an IR operator");
+  if (original.op_type() == "Gelu" && attrs.s("approximate").value_or("none") == "none") {
+    id = append(Op::kGelu, {}, {input(0)}, original.output(0));
+  } else if (original.op_type() == "RMSNormalization") {
+    id = append(Op::kSimplifiedLayerNorm,
+                {{"axis", attrs.i("axis").value_or(-1)}, {"epsilon", attrs.f("epsilon").value_or(1e-5)}},
+                {input(0), input(1)}, original.output(0));
+  }
+  if (!id.ok()) return std::nullopt;
+  return *id;
 }
 
 absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {

@@ -65,11 +65,13 @@ inline constexpr std::int64_t kNewestReadOpset = 23;
 // spelling of the older opset `to` (and the IR version libonnx knows): the
 // attributes that became inputs (the reductions' axes) are attributes
 // again, attributes at their defaults that `to` lacks are dropped, and Gelu
-// (opset 20) and Mish (18) are spelled in older operators. Operators and
+// (opset 20), Mish (18) and RMSNormalization (23) are spelled in older
+// operators. Operators and
 // attributes with no equivalent at `to` are errors naming the node. The
 // exported model is then written at opset `to`.
 // `expanded`, when given, receives each node spelled in older operators
-// (Gelu) by its output's name, so the importer can map it whole.
+// (Gelu, RMSNormalization) by its output's name, so the importer can map it
+// whole.
 using ExpandedNodes = std::map<std::string, onnx::NodeProto>;
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
                             ExpandedNodes* expanded = nullptr);
@@ -215,6 +217,10 @@ class Importer {
   absl::Status add_node(const onnx::NodeProto& n, int k);
   // Adds a known operator; false when it stays opaque (not mappable, or the
   // IR's type for it differs from ONNX's).
+  // A node the opset lowering spelled in older operators (expanded_), as
+  // the IR operator it is (an exact Gelu, RMSNormalization), when the IR
+  // types it; the operators of its spelling, read by it only, are dropped.
+  std::optional<int> add_expanded(const onnx::NodeProto& original);
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
   // Names ONNX output outputs[p] (output p when `outputs` is empty) part p
   // of `tuple`.

@@ -141,9 +141,9 @@ class Lowering {
     return absl::OkStatus();
   }
 
-  // A float32 scalar Constant named after `base`; returns its name.
-  std::string scalar(const std::string& base, const std::string& what, float value,
-                     std::vector<onnx::NodeProto>& out) {
+  // A Constant node holding `value`, named after `base`; returns its name.
+  static std::string constant(const std::string& base, const std::string& what,
+                              onnx::TensorProto value, std::vector<onnx::NodeProto>& out) {
     onnx::NodeProto c;
     const std::string name = fmt::format("{}/{}", base, what);
     c.set_op_type("Constant");
@@ -152,10 +152,37 @@ class Lowering {
     onnx::AttributeProto* a = c.add_attribute();
     a->set_name("value");
     a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    a->mutable_t()->add_float_data(value);
+    *a->mutable_t() = std::move(value);
     out.push_back(std::move(c));
     return name;
+  }
+
+  // A float32 scalar Constant.
+  static std::string scalar(const std::string& base, const std::string& what, float value,
+                            std::vector<onnx::NodeProto>& out) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data(value);
+    return constant(base, what, std::move(t), out);
+  }
+
+  // A 1-D int64 Constant.
+  static std::string ints_constant(const std::string& base, const std::string& what,
+                                   const std::vector<std::int64_t>& values,
+                                   std::vector<onnx::NodeProto>& out) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_dims(static_cast<std::int64_t>(values.size()));
+    for (std::int64_t v : values) t.add_int64_data(v);
+    return constant(base, what, std::move(t), out);
+  }
+
+  static onnx::AttributeProto int_attribute(const std::string& name, std::int64_t value) {
+    onnx::AttributeProto a;
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(value);
+    return a;
   }
 
   static onnx::NodeProto node(std::string op, std::vector<std::string> in, std::string out) {
@@ -200,6 +227,55 @@ class Lowering {
     return absl::OkStatus();
   }
 
+  // RMSNormalization (opset 23) in the operators before it:
+  // x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale.
+  absl::Status expand_rms_norm(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    std::int64_t axis = -1;
+    float epsilon = 1e-5f;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.name() == "axis") axis = a.i();
+      if (a.name() == "epsilon") epsilon = a.f();
+      if (a.name() == "stash_type" && a.i() != 1)
+        return fail(n, "stash_type other than float32 has no equivalent");
+    }
+    if (n.input_size() < 2 || n.output_size() != 1)
+      return fail(n, "RMSNormalization needs an input and a scale, and has one output here");
+    const std::string x = n.input(0), base = n.output(0) + "/rms";
+    // The axes from `axis` on: listed when counted from the end; otherwise
+    // merged into one by a Reshape to [d0 .. d(axis-1), -1] and back, which
+    // needs no rank.
+    std::string reduced = x;
+    if (axis >= 0) {
+      out.push_back(node("Shape", {x}, base + "/shape"));
+      out.push_back(node("Shape", {x}, base + "/lead"));
+      *out.back().add_attribute() = int_attribute("end", axis);
+      out.push_back(node("Concat", {base + "/lead", ints_constant(base, "rest", {-1}, out)},
+                         base + "/merged_shape"));
+      *out.back().add_attribute() = int_attribute("axis", 0);
+      out.push_back(node("Reshape", {x, base + "/merged_shape"}, base + "/merged"));
+      reduced = base + "/merged";
+    }
+    onnx::NodeProto mean = node("ReduceMean", {base + "/squares"}, base + "/mean");
+    onnx::AttributeProto* axes = mean.add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t k = axis >= 0 ? -1 : axis; k <= -1; ++k) axes->add_ints(k);
+    out.push_back(node("Mul", {reduced, reduced}, base + "/squares"));
+    out.push_back(std::move(mean));
+    out.push_back(node("Add", {base + "/mean", scalar(base, "epsilon", epsilon, out)}, base + "/plus"));
+    out.push_back(node("Sqrt", {base + "/plus"}, base + "/root"));
+    out.push_back(node("Div", {reduced, base + "/root"}, base + "/normalized"));
+    std::string normalized = base + "/normalized";
+    if (axis >= 0) {
+      out.push_back(node("Reshape", {normalized, base + "/shape"}, base + "/unmerged"));
+      normalized = base + "/unmerged";
+    }
+    onnx::NodeProto last_node = node("Mul", {normalized, n.input(1)}, n.output(0));
+    last_node.set_name(n.name());
+    out.push_back(std::move(last_node));
+    return absl::OkStatus();
+  }
+
   // Mish (opset 18): x tanh(softplus(x)).
   void expand_mish(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
     const std::string x = n.input(0), base = n.output(0) + "/mish";
@@ -235,6 +311,11 @@ class Lowering {
     }
     if (op == "Gelu") {
       if (absl::Status s = expand_gelu(n, out); !s.ok()) return s;
+      if (expanded_ != nullptr) (*expanded_)[n.output(0)] = n;
+      return true;
+    }
+    if (op == "RMSNormalization") {
+      if (absl::Status s = expand_rms_norm(n, out); !s.ok()) return s;
       if (expanded_ != nullptr) (*expanded_)[n.output(0)] = n;
       return true;
     }
@@ -328,6 +409,7 @@ class Raising {
   void run() {
     collect_names(model_.graph());
     raise_graph(*model_.mutable_graph());
+    drop_unused_domains();
     for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
       if (is_default_domain(op.domain())) op.set_version(to_);
     model_.set_ir_version(std::max(model_.ir_version(), ir_version_for_opset(to_)));
@@ -376,6 +458,12 @@ class Raising {
       if (a.has_g()) raise_graph(*a.mutable_g());
       for (onnx::GraphProto& g : *a.mutable_graphs()) raise_graph(g);
     }
+    if (to_ >= 23 && n.domain() == "com.microsoft" && n.op_type() == "SimplifiedLayerNormalization") {
+      // The exporter's spelling of opset 23's RMSNormalization.
+      n.set_domain("");
+      n.set_op_type("RMSNormalization");
+      return;
+    }
     if (!is_default_domain(n.domain())) return;
     const std::string& op = n.op_type();
     if (to_ >= 18 && reductions_with_axes_input().contains(op)) raise_reduction(n);
@@ -391,6 +479,26 @@ class Raising {
 
   void raise_graph(onnx::GraphProto& g) {
     for (onnx::NodeProto& n : *g.mutable_node()) raise_node(n);
+  }
+
+  // Drops the import of a domain no node uses any more.
+  void drop_unused_domains() {
+    absl::flat_hash_set<std::string> used;
+    const auto collect = [&](const onnx::GraphProto& g, const auto& self) -> void {
+      for (const onnx::NodeProto& n : g.node()) {
+        used.insert(n.domain());
+        for (const onnx::AttributeProto& a : n.attribute()) {
+          if (a.has_g()) self(a.g(), self);
+          for (const onnx::GraphProto& sub : a.graphs()) self(sub, self);
+        }
+      }
+    };
+    collect(model_.graph(), collect);
+    auto* imports = model_.mutable_opset_import();
+    for (int i = imports->size() - 1; i >= 0; --i) {
+      const std::string& d = imports->Get(i).domain();
+      if (!is_default_domain(d) && !used.contains(d)) imports->DeleteSubrange(i, 1);
+    }
   }
 
   onnx::ModelProto& model_;

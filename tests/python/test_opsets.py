@@ -65,3 +65,55 @@ def test_a_newer_opset_model_is_written_back_at_its_opset(tmp_path, opset):
     assert len(mean.input) == 2 and not any(a.name == "axes" for a in mean.attribute)
     x = np.random.default_rng(opset).standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(run(str(out), x), run(str(model), x), rtol=1e-6, atol=1e-6)
+
+
+def rms_norm_model(path, axis):
+    """x [2, 5, 64] -> a product by one (the rewrite the search makes) ->
+    RMSNormalization (opset 23) over the axes from `axis` on -> MatMul."""
+    rng = np.random.default_rng(3)
+    normalized = [5, 64][axis:] if axis >= 0 else [5, 64][axis:]
+    if axis >= 0:
+        normalized = [2, 5, 64][axis:]
+    inits = [
+        numpy_helper.from_array(np.array(1, dtype=np.float32), "unit"),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, normalized).astype(np.float32), "scale"),
+        numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "w"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "unit"], ["t1"]),
+        helper.make_node("Mul", ["t1", "unit"], ["t2"]),
+        helper.make_node("RMSNormalization", ["t2", "scale"], ["n"], axis=axis, epsilon=1e-6),
+        helper.make_node("MatMul", ["n", "w"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 64])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 5, 32])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+@needs_cli
+@pytest.mark.parametrize("target", ["onnx", "onnxruntime"])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_rms_normalization_of_opset_23_is_read_and_written_as_itself(tmp_path, target, axis):
+    """Opset 23's RMSNormalization imports as the IR's RMSNorm (counted as
+    one operator, whatever the axis) and is written back as the standard
+    operator, which PyPI's checker and onnxruntime take."""
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    rms_norm_model(str(model), axis)
+    done = subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--target", target,
+                           "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
+                           "--no-measure", "--quiet", "--report", str(report)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    r = json.loads(report.read_text())
+    assert r["ops_before"] == 4, r
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops.count("RMSNormalization") == 1 and "Mul" not in ops, ops
+    assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
+    x = np.random.default_rng(0).standard_normal((2, 5, 64)).astype(np.float32)
+    np.testing.assert_allclose(run(str(out), x), run(str(model), x), rtol=1e-4, atol=1e-4)
