@@ -16,6 +16,7 @@
 #include "saturn/base/status.h"
 #include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/importer.h"
+#include "saturn/tensor/onnx/opset_expansions.h"
 #include "saturn/tensor/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
@@ -61,7 +62,14 @@ class Lowering {
   absl::Status run() {
     if (model_.ir_version() > kKnownIrVersion) model_.set_ir_version(kKnownIrVersion);
     onnx::GraphProto& g = *model_.mutable_graph();
-    for (const onnx::TensorProto& t : g.initializer()) constants_[t.name()] = &t;
+    for (const onnx::TensorProto& t : g.initializer()) {
+      constants_[t.name()] = &t;
+      auto* tt = declared_[t.name()].mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (std::int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+      for (const onnx::ValueInfoProto& v : *list) declared_[v.name()] = v.type();
     for (const onnx::NodeProto& n : g.node()) {
       if (n.op_type() == "Constant" && is_default_domain(n.domain()) && n.output_size() == 1) {
         for (const onnx::AttributeProto& a : n.attribute())
@@ -141,151 +149,6 @@ class Lowering {
     return absl::OkStatus();
   }
 
-  // A Constant node holding `value`, named after `base`; returns its name.
-  static std::string constant(const std::string& base, const std::string& what,
-                              onnx::TensorProto value, std::vector<onnx::NodeProto>& out) {
-    onnx::NodeProto c;
-    const std::string name = fmt::format("{}/{}", base, what);
-    c.set_op_type("Constant");
-    c.set_name(name);
-    c.add_output(name);
-    onnx::AttributeProto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = std::move(value);
-    out.push_back(std::move(c));
-    return name;
-  }
-
-  // A float32 scalar Constant.
-  static std::string scalar(const std::string& base, const std::string& what, float value,
-                            std::vector<onnx::NodeProto>& out) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    t.add_float_data(value);
-    return constant(base, what, std::move(t), out);
-  }
-
-  // A 1-D int64 Constant.
-  static std::string ints_constant(const std::string& base, const std::string& what,
-                                   const std::vector<std::int64_t>& values,
-                                   std::vector<onnx::NodeProto>& out) {
-    onnx::TensorProto t;
-    t.set_data_type(onnx::TensorProto::INT64);
-    t.add_dims(static_cast<std::int64_t>(values.size()));
-    for (std::int64_t v : values) t.add_int64_data(v);
-    return constant(base, what, std::move(t), out);
-  }
-
-  static onnx::AttributeProto int_attribute(const std::string& name, std::int64_t value) {
-    onnx::AttributeProto a;
-    a.set_name(name);
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(value);
-    return a;
-  }
-
-  static onnx::NodeProto node(std::string op, std::vector<std::string> in, std::string out) {
-    onnx::NodeProto n;
-    n.set_op_type(std::move(op));
-    n.set_name(out);
-    for (std::string& i : in) n.add_input(std::move(i));
-    n.add_output(std::move(out));
-    return n;
-  }
-
-  // Gelu (opset 20) in the operators before it: 0.5 x (1 + erf(x / sqrt 2)),
-  // or with approximate="tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-  absl::Status expand_gelu(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
-    std::string approximate = "none";
-    for (const onnx::AttributeProto& a : n.attribute())
-      if (a.name() == "approximate") approximate = a.s();
-    if (approximate != "none" && approximate != "tanh")
-      return fail(n, fmt::format("approximate='{}' is not a Gelu variant", approximate));
-    const std::string x = n.input(0), base = n.output(0) + "/gelu";
-    std::string inner;
-    if (approximate == "none") {
-      out.push_back(node("Div", {x, scalar(base, "sqrt2", std::sqrt(2.0f), out)}, base + "/scaled"));
-      out.push_back(node("Erf", {base + "/scaled"}, base + "/erf"));
-      inner = base + "/erf";
-    } else {
-      out.push_back(node("Mul", {x, x}, base + "/x2"));
-      out.push_back(node("Mul", {base + "/x2", x}, base + "/x3"));
-      out.push_back(node("Mul", {base + "/x3", scalar(base, "c", 0.044715f, out)}, base + "/cx3"));
-      out.push_back(node("Add", {x, base + "/cx3"}, base + "/poly"));
-      const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-      out.push_back(node("Mul", {base + "/poly", scalar(base, "k", k, out)}, base + "/arg"));
-      out.push_back(node("Tanh", {base + "/arg"}, base + "/tanh"));
-      inner = base + "/tanh";
-    }
-    out.push_back(node("Add", {inner, scalar(base, "one", 1.0f, out)}, base + "/plus1"));
-    out.push_back(node("Mul", {x, base + "/plus1"}, base + "/xplus"));
-    onnx::NodeProto last = node("Mul", {base + "/xplus", scalar(base, "half", 0.5f, out)},
-                                n.output(0));
-    last.set_name(n.name());
-    out.push_back(std::move(last));
-    return absl::OkStatus();
-  }
-
-  // RMSNormalization (opset 23) in the operators before it:
-  // x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale.
-  absl::Status expand_rms_norm(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
-    std::int64_t axis = -1;
-    float epsilon = 1e-5f;
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      if (a.name() == "axis") axis = a.i();
-      if (a.name() == "epsilon") epsilon = a.f();
-      if (a.name() == "stash_type" && a.i() != 1)
-        return fail(n, "stash_type other than float32 has no equivalent");
-    }
-    if (n.input_size() < 2 || n.output_size() != 1)
-      return fail(n, "RMSNormalization needs an input and a scale, and has one output here");
-    const std::string x = n.input(0), base = n.output(0) + "/rms";
-    // The axes from `axis` on: listed when counted from the end; otherwise
-    // merged into one by a Reshape to [d0 .. d(axis-1), -1] and back, which
-    // needs no rank.
-    std::string reduced = x;
-    if (axis >= 0) {
-      out.push_back(node("Shape", {x}, base + "/shape"));
-      out.push_back(node("Shape", {x}, base + "/lead"));
-      *out.back().add_attribute() = int_attribute("end", axis);
-      out.push_back(node("Concat", {base + "/lead", ints_constant(base, "rest", {-1}, out)},
-                         base + "/merged_shape"));
-      *out.back().add_attribute() = int_attribute("axis", 0);
-      out.push_back(node("Reshape", {x, base + "/merged_shape"}, base + "/merged"));
-      reduced = base + "/merged";
-    }
-    onnx::NodeProto mean = node("ReduceMean", {base + "/squares"}, base + "/mean");
-    onnx::AttributeProto* axes = mean.add_attribute();
-    axes->set_name("axes");
-    axes->set_type(onnx::AttributeProto::INTS);
-    for (std::int64_t k = axis >= 0 ? -1 : axis; k <= -1; ++k) axes->add_ints(k);
-    out.push_back(node("Mul", {reduced, reduced}, base + "/squares"));
-    out.push_back(std::move(mean));
-    out.push_back(node("Add", {base + "/mean", scalar(base, "epsilon", epsilon, out)}, base + "/plus"));
-    out.push_back(node("Sqrt", {base + "/plus"}, base + "/root"));
-    out.push_back(node("Div", {reduced, base + "/root"}, base + "/normalized"));
-    std::string normalized = base + "/normalized";
-    if (axis >= 0) {
-      out.push_back(node("Reshape", {normalized, base + "/shape"}, base + "/unmerged"));
-      normalized = base + "/unmerged";
-    }
-    onnx::NodeProto last_node = node("Mul", {normalized, n.input(1)}, n.output(0));
-    last_node.set_name(n.name());
-    out.push_back(std::move(last_node));
-    return absl::OkStatus();
-  }
-
-  // Mish (opset 18): x tanh(softplus(x)).
-  void expand_mish(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
-    const std::string x = n.input(0), base = n.output(0) + "/mish";
-    out.push_back(node("Softplus", {x}, base + "/softplus"));
-    out.push_back(node("Tanh", {base + "/softplus"}, base + "/tanh"));
-    onnx::NodeProto last = node("Mul", {x, base + "/tanh"}, n.output(0));
-    last.set_name(n.name());
-    out.push_back(std::move(last));
-  }
-
   // One node, lowered in place (or expanded into `out`); true when it was
   // expanded.
   absl::StatusOr<bool> lower_node(onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
@@ -309,18 +172,15 @@ class Lowering {
       if (absl::Status s = lower_reduction(n); !s.ok()) return s;
       return false;
     }
-    if (op == "Gelu") {
-      if (absl::Status s = expand_gelu(n, out); !s.ok()) return s;
-      if (expanded_ != nullptr) (*expanded_)[n.output(0)] = n;
-      return true;
-    }
-    if (op == "RMSNormalization") {
-      if (absl::Status s = expand_rms_norm(n, out); !s.ok()) return s;
-      if (expanded_ != nullptr) (*expanded_)[n.output(0)] = n;
-      return true;
-    }
-    if (op == "Mish") {
-      expand_mish(n, out);
+    if (has_expansion(op)) {
+      const DeclaredType declared = [&](const std::string& name) -> const onnx::TypeProto* {
+        auto it = declared_.find(name);
+        return it == declared_.end() ? nullptr : &it->second;
+      };
+      if (absl::Status s = expand_node(n, declared, out); !s.ok()) return fail(n, message(s));
+      // An exact Gelu and an RMSNormalization are IR operators, read whole.
+      if (expanded_ != nullptr && (op == "Gelu" || op == "RMSNormalization"))
+        (*expanded_)[n.output(0)] = n;
       return true;
     }
     absl::Status s = absl::OkStatus();
@@ -379,6 +239,7 @@ class Lowering {
   std::int64_t from_, to_;
   ExpandedNodes* expanded_;  // may be null
   absl::flat_hash_map<std::string, const onnx::TensorProto*> constants_;
+  absl::flat_hash_map<std::string, onnx::TypeProto> declared_;  // expand_node reads it
 };
 
 }  // namespace

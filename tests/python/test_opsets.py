@@ -117,3 +117,73 @@ def test_rms_normalization_of_opset_23_is_read_and_written_as_itself(tmp_path, t
     assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
     x = np.random.default_rng(0).standard_normal((2, 5, 64)).astype(np.float32)
     np.testing.assert_allclose(run(str(out), x), run(str(model), x), rtol=1e-4, atol=1e-4)
+
+
+ATTENTION_CASES = {
+    # name: (attributes, q, k, v, past length, mask: None / "bool" / "float")
+    "causal-heads": (dict(is_causal=1), [2, 4, 6, 8], [2, 4, 6, 8], [2, 4, 6, 8], 0, None),
+    "grouped-past-bool-mask": (dict(), [2, 4, 6, 8], [2, 2, 6, 8], [2, 2, 6, 8], 3, "bool"),
+    "3d-scale-softcap-float-mask": (dict(q_num_heads=4, kv_num_heads=4, scale=0.3, softcap=5.0),
+                                    [2, 6, 32], [2, 6, 32], [2, 6, 32], 0, "float"),
+}
+
+
+def attention_model(path, case):
+    attributes, q, k, v, past, mask = ATTENTION_CASES[case]
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info(n, f, s) for n, s in (("q", q), ("k", k), ("v", v))]
+    names = ["q", "k", "v", ""]
+    kv_seq = k[-2] + past
+    if mask:
+        inputs.append(helper.make_tensor_value_info(
+            "mask", TensorProto.BOOL if mask == "bool" else f, [2, 1, q[-2], kv_seq] if len(q) == 4
+            else [q[-2], kv_seq]))
+        names[3] = "mask"
+    outputs = ["y"]
+    if past:
+        inputs += [helper.make_tensor_value_info(n, f, [k[0], k[1], past, k[3]])
+                   for n in ("past_k", "past_v")]
+        names += ["past_k", "past_v"]
+        outputs += ["present_k", "present_v"]
+    # q by one twice: the rewrite the search makes, so the model is written.
+    bait = [helper.make_node("Mul", ["q", "unit"], ["q1"]), helper.make_node("Mul", ["q1", "unit"], ["q2"])]
+    node = helper.make_node("Attention", ["q2"] + names[1:], outputs, **attributes)
+    graph = helper.make_graph(bait + [node], "attention", inputs,
+                              [helper.make_tensor_value_info(o, f, None) for o in outputs],
+                              [numpy_helper.from_array(np.array(1, dtype=np.float32), "unit")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    model = onnx.shape_inference.infer_shapes(model)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    rng = np.random.default_rng(5)
+    feeds = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim])
+             .astype(np.float32) for i in inputs}
+    if mask == "bool":
+        feeds["mask"] = rng.random(feeds["mask"].shape) < 0.8
+        feeds["mask"][..., 0] = True  # no row fully masked
+    return feeds
+
+
+@needs_cli
+@pytest.mark.parametrize("case", sorted(ATTENTION_CASES))
+def test_attention_of_opset_23_is_read_as_its_operators(tmp_path, case):
+    """Opset 23's Attention is read as the products, mask and softmax it
+    computes (every one an IR operator), and the written model gives the
+    original's outputs in onnxruntime."""
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    feeds = attention_model(str(model), case)
+    done = subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--search", "greedy",
+                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
+                           "--min-gain", "0", "--report", str(report)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    r = json.loads(report.read_text())
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert "Attention" not in [n.op_type for n in written.graph.node]
+    want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

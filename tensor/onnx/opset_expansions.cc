@@ -1,0 +1,335 @@
+// Operators of later opsets in opset 17's operators (opset_expansions.h).
+#include "saturn/tensor/onnx/opset_expansions.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+onnx::AttributeProto int_attribute(const std::string& name, std::int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
+onnx::AttributeProto ints_attribute(const std::string& name, const std::vector<std::int64_t>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t v : values) a.add_ints(v);
+  return a;
+}
+
+const onnx::AttributeProto* find_attribute(const onnx::NodeProto& n, std::string_view name) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::optional<std::int64_t> int_of(const onnx::NodeProto& n, std::string_view name) {
+  const onnx::AttributeProto* a = find_attribute(n, name);
+  return a ? std::optional(a->i()) : std::nullopt;
+}
+
+std::optional<float> float_of(const onnx::NodeProto& n, std::string_view name) {
+  const onnx::AttributeProto* a = find_attribute(n, name);
+  return a ? std::optional(a->f()) : std::nullopt;
+}
+
+// Writes the nodes that spell one node: each value is named after the
+// node's first output and `tag` ("<output>/<tag>/<what>").
+class Spelling {
+ public:
+  Spelling(const onnx::NodeProto& n, std::string_view tag, std::vector<onnx::NodeProto>& out)
+      : n_(n), base_(fmt::format("{}/{}", n.output(0), tag)), out_(out) {}
+
+  // A node `op_type` of `in`, with one output named after `what`.
+  std::string op(std::string_view op_type, std::vector<std::string> in, std::string_view what,
+                 std::vector<onnx::AttributeProto> attributes = {}) {
+    return add(op_type, std::move(in), fmt::format("{}/{}", base_, what), std::move(attributes));
+  }
+
+  // The last node, computing the spelled node's output `k` under its name.
+  void finish(std::string_view op_type, std::vector<std::string> in, int k = 0,
+              std::vector<onnx::AttributeProto> attributes = {}) {
+    add(op_type, std::move(in), n_.output(k), std::move(attributes));
+    if (k == 0) out_.back().set_name(n_.name());
+  }
+
+  std::string scalar(std::string_view what, float value) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data(value);
+    return constant(what, std::move(t));
+  }
+
+  // An int64 constant: a scalar, or 1-D when `vector`.
+  std::string ints(std::string_view what, const std::vector<std::int64_t>& values,
+                   bool vector = true) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    if (vector) t.add_dims(static_cast<std::int64_t>(values.size()));
+    for (std::int64_t v : values) t.add_int64_data(v);
+    return constant(what, std::move(t));
+  }
+
+  // Dimensions [start, end) of `x`'s shape, as a 1-D int64 value.
+  std::string dims(const std::string& x, std::string_view what, std::int64_t start,
+                   std::optional<std::int64_t> end = std::nullopt) {
+    std::vector<onnx::AttributeProto> a = {int_attribute("start", start)};
+    if (end) a.push_back(int_attribute("end", *end));
+    return op("Shape", {x}, what, std::move(a));
+  }
+
+ private:
+  std::string constant(std::string_view what, onnx::TensorProto value) {
+    onnx::AttributeProto a;
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    *a.mutable_t() = std::move(value);
+    return op("Constant", {}, what, {std::move(a)});
+  }
+
+  std::string add(std::string_view op_type, std::vector<std::string> in, std::string name,
+                  std::vector<onnx::AttributeProto> attributes) {
+    onnx::NodeProto node;
+    node.set_op_type(std::string(op_type));
+    node.set_name(name);
+    for (std::string& i : in) node.add_input(std::move(i));
+    node.add_output(name);
+    for (onnx::AttributeProto& a : attributes) *node.add_attribute() = std::move(a);
+    out_.push_back(std::move(node));
+    return name;
+  }
+
+  const onnx::NodeProto& n_;
+  std::string base_;
+  std::vector<onnx::NodeProto>& out_;
+};
+
+// Gelu (opset 20): 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh",
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+absl::Status expand_gelu(const onnx::NodeProto& n, Spelling& s) {
+  const onnx::AttributeProto* a = find_attribute(n, "approximate");
+  const std::string approximate = a ? a->s() : "none";
+  if (approximate != "none" && approximate != "tanh")
+    return absl::InvalidArgumentError(
+        fmt::format("approximate='{}' is not a Gelu variant", approximate));
+  const std::string& x = n.input(0);
+  std::string inner;
+  if (approximate == "none") {
+    inner = s.op("Erf", {s.op("Div", {x, s.scalar("sqrt2", std::sqrt(2.0f))}, "scaled")}, "erf");
+  } else {
+    const std::string x3 = s.op("Mul", {s.op("Mul", {x, x}, "x2"), x}, "x3");
+    const std::string poly =
+        s.op("Add", {x, s.op("Mul", {x3, s.scalar("c", 0.044715f)}, "cx3")}, "poly");
+    const auto k = static_cast<float>(std::sqrt(2.0 / M_PI));
+    inner = s.op("Tanh", {s.op("Mul", {poly, s.scalar("k", k)}, "arg")}, "tanh");
+  }
+  const std::string plus1 = s.op("Add", {inner, s.scalar("one", 1.0f)}, "plus1");
+  s.finish("Mul", {s.op("Mul", {x, plus1}, "xplus"), s.scalar("half", 0.5f)});
+  return absl::OkStatus();
+}
+
+// Mish (opset 18): x tanh(softplus(x)).
+absl::Status expand_mish(const onnx::NodeProto& n, Spelling& s) {
+  s.finish("Mul", {n.input(0), s.op("Tanh", {s.op("Softplus", {n.input(0)}, "softplus")}, "tanh")});
+  return absl::OkStatus();
+}
+
+// RMSNormalization (opset 23): x / sqrt(mean(x^2 over the axes from `axis`
+// on) + epsilon) * scale. Axes counted from the end are listed; a
+// non-negative axis merges the axes from it on into one by a Reshape to
+// [d0 .. d(axis-1), -1] and back, which needs no rank.
+absl::Status expand_rms_norm(const onnx::NodeProto& n, Spelling& s) {
+  const std::int64_t axis = int_of(n, "axis").value_or(-1);
+  if (int_of(n, "stash_type").value_or(1) != 1)
+    return absl::InvalidArgumentError("stash_type other than float32 has no equivalent");
+  if (n.input_size() < 2)
+    return absl::InvalidArgumentError("RMSNormalization needs an input and a scale");
+  std::string x = n.input(0);
+  if (axis >= 0) {
+    const std::string merged = s.op(
+        "Concat", {s.dims(x, "lead", 0, axis), s.ints("rest", {-1})}, "merged_shape",
+        {int_attribute("axis", 0)});
+    x = s.op("Reshape", {x, merged}, "merged");
+  }
+  std::vector<std::int64_t> axes;
+  for (std::int64_t k = axis >= 0 ? -1 : axis; k <= -1; ++k) axes.push_back(k);
+  const std::string mean = s.op("ReduceMean", {s.op("Mul", {x, x}, "squares")}, "mean",
+                                {ints_attribute("axes", axes)});
+  const std::string eps = s.scalar("epsilon", float_of(n, "epsilon").value_or(1e-5f));
+  std::string normalized =
+      s.op("Div", {x, s.op("Sqrt", {s.op("Add", {mean, eps}, "plus")}, "root")}, "normalized");
+  if (axis >= 0)
+    normalized = s.op("Reshape", {normalized, s.dims(n.input(0), "shape", 0)}, "unmerged");
+  s.finish("Mul", {normalized, n.input(1)});
+  return absl::OkStatus();
+}
+
+std::optional<std::int64_t> declared_dim(const DeclaredType& declared, const std::string& name,
+                                         int axis) {
+  const onnx::TypeProto* t = declared(name);
+  if (t == nullptr || !t->tensor_type().has_shape() ||
+      t->tensor_type().shape().dim_size() <= axis)
+    return std::nullopt;
+  const auto& d = t->tensor_type().shape().dim(axis);
+  return d.has_dim_value() ? std::optional(d.dim_value()) : std::nullopt;
+}
+
+std::string optional_input(const onnx::NodeProto& n, int k) {
+  return k < n.input_size() ? n.input(k) : std::string();
+}
+
+// Attention (opset 23): softmax(q k^T * scale + mask) v over [B, heads,
+// sequence, head size] (3-D inputs [B, sequence, heads * head size] are
+// split into heads by q_num_heads and kv_num_heads and merged back), with
+// past keys and values prepended, an optional causal mask (upper-left
+// aligned), a boolean or additive mask, and a soft cap. With fewer key
+// heads than query heads (grouped-query attention) the query heads are
+// grouped [B, kv heads, group, ...] against the key heads unsqueezed, so
+// no key is copied; the scores are masked in the [B, heads, ...] form.
+absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& declared,
+                              Spelling& s) {
+  if (n.input_size() < 3)
+    return absl::InvalidArgumentError("Attention needs queries, keys and values");
+  if (n.output_size() > 3 && !n.output(3).empty())
+    return absl::InvalidArgumentError("its qk_matmul_output has no spelling here");
+  if (!optional_input(n, 6).empty())
+    return absl::InvalidArgumentError("its nonpad_kv_seqlen input has no spelling here");
+  const std::optional<std::int64_t> q_heads_3d = int_of(n, "q_num_heads");
+  const std::optional<std::int64_t> kv_heads_3d = int_of(n, "kv_num_heads");
+  const bool three_d = q_heads_3d.has_value();
+  if (three_d != kv_heads_3d.has_value())
+    return absl::InvalidArgumentError("q_num_heads and kv_num_heads come together (3-D inputs)");
+  const std::vector<std::int64_t> swap_12 = {0, 2, 1, 3};
+  auto to_heads = [&](const std::string& x, std::int64_t heads, std::string_view what) {
+    if (!three_d) return x;
+    const std::string split =
+        s.op("Reshape", {x, s.ints(fmt::format("{}_split_shape", what), {0, 0, heads, -1})},
+             fmt::format("{}_split", what));
+    return s.op("Transpose", {split}, fmt::format("{}_heads", what), {ints_attribute("perm", swap_12)});
+  };
+  const std::string q = to_heads(n.input(0), q_heads_3d.value_or(0), "q");
+  std::string k = to_heads(n.input(1), kv_heads_3d.value_or(0), "k");
+  std::string v = to_heads(n.input(2), kv_heads_3d.value_or(0), "v");
+  const std::string past_k = optional_input(n, 4), past_v = optional_input(n, 5);
+  if (!past_k.empty()) k = s.op("Concat", {past_k, k}, "all_k", {int_attribute("axis", 2)});
+  if (!past_v.empty()) v = s.op("Concat", {past_v, v}, "all_v", {int_attribute("axis", 2)});
+  if (n.output_size() > 1 && !n.output(1).empty()) s.finish("Identity", {k}, 1);
+  if (n.output_size() > 2 && !n.output(2).empty()) s.finish("Identity", {v}, 2);
+
+  // Grouped unless both head counts are known and equal.
+  const std::optional<std::int64_t> q_heads = three_d ? q_heads_3d : declared_dim(declared, q, 1);
+  const std::optional<std::int64_t> kv_heads = three_d ? kv_heads_3d : declared_dim(declared, k, 1);
+  const bool grouped = !q_heads || !kv_heads || *q_heads != *kv_heads;
+  std::string query = q, key = k, value = v;
+  if (grouped) {
+    const std::string group_shape = s.op(
+        "Concat", {s.dims(k, "batch_kv", 0, 2), s.ints("group", {-1}), s.dims(q, "seq_size", 2)},
+        "group_shape", {int_attribute("axis", 0)});
+    query = s.op("Reshape", {q, group_shape}, "q_grouped");
+    const std::string at_2 = s.ints("axis2", {2});
+    key = s.op("Unsqueeze", {k, at_2}, "k_grouped");
+    value = s.op("Unsqueeze", {v, at_2}, "v_grouped");
+  }
+  const std::vector<std::int64_t> swap_last =
+      grouped ? std::vector<std::int64_t>{0, 1, 2, 4, 3} : std::vector<std::int64_t>{0, 1, 3, 2};
+  std::string scores = s.op("MatMul", {query, s.op("Transpose", {key}, "k_t", {ints_attribute("perm", swap_last)})},
+                            "qk");
+  const std::string grouped_scores = scores;
+  if (grouped) {
+    const std::string heads_shape = s.op(
+        "Concat", {s.dims(q, "batch_heads", 0, 2), s.dims(scores, "seq_kv", 3)}, "heads_shape",
+        {int_attribute("axis", 0)});
+    scores = s.op("Reshape", {scores, heads_shape}, "qk_heads");
+  }
+  std::string scale;
+  if (std::optional<float> given = float_of(n, "scale")) {
+    scale = s.scalar("scale", *given);
+  } else {  // 1 / sqrt(head size)
+    const std::string size = s.op("Cast", {s.dims(q, "head_size", 3)}, "head_size_f",
+                                  {int_attribute("to", onnx::TensorProto::FLOAT)});
+    scale = s.op("Reciprocal", {s.op("Sqrt", {size}, "root_size")}, "scale");
+  }
+  scores = s.op("Mul", {scores, scale}, "scaled");
+  if (const float cap = float_of(n, "softcap").value_or(0.0f); cap > 0) {
+    const std::string c = s.scalar("softcap", cap);
+    scores = s.op("Mul", {s.op("Tanh", {s.op("Div", {scores, c}, "capped")}, "capped_tanh"), c},
+                  "soft_capped");
+  }
+  const std::string minus_infinity = s.scalar("minus_inf", -std::numeric_limits<float>::infinity());
+  if (int_of(n, "is_causal").value_or(0) != 0) {
+    const std::string zero = s.ints("zero", {0}, false), one = s.ints("one", {1}, false);
+    const std::string two = s.ints("two", {2}, false);
+    auto length = [&](const std::string& x, std::string_view what) {
+      return s.op("Gather", {s.op("Shape", {x}, fmt::format("{}_shape", what)), two}, what,
+                  {int_attribute("axis", 0)});
+    };
+    const std::string rows = s.op(
+        "Unsqueeze", {s.op("Range", {zero, length(q, "q_length"), one}, "rows"), s.ints("axis1", {1})},
+        "row_column");
+    const std::string cols = s.op("Range", {zero, length(k, "kv_length"), one}, "columns");
+    const std::string allowed = s.op("LessOrEqual", {cols, rows}, "causal");
+    scores = s.op("Where", {allowed, scores, minus_infinity}, "causal_masked");
+  }
+  if (const std::string mask = optional_input(n, 3); !mask.empty()) {
+    const onnx::TypeProto* t = declared(mask);
+    if (t == nullptr || !t->has_tensor_type())
+      return absl::InvalidArgumentError("its attn_mask's element type is not declared");
+    scores = t->tensor_type().elem_type() == onnx::TensorProto::BOOL
+                 ? s.op("Where", {mask, scores, minus_infinity}, "masked")
+                 : s.op("Add", {scores, mask}, "masked");
+  }
+  std::string probabilities = s.op("Softmax", {scores}, "probabilities", {int_attribute("axis", -1)});
+  if (grouped)
+    probabilities = s.op("Reshape", {probabilities, s.op("Shape", {grouped_scores}, "grouped_shape")},
+                         "probabilities_grouped");
+  std::string y = s.op("MatMul", {probabilities, value}, "weighted");
+  if (grouped) {
+    const std::string out_shape = s.op(
+        "Concat", {s.dims(q, "batch_heads_out", 0, 2), s.dims(y, "seq_value", 3)}, "out_shape",
+        {int_attribute("axis", 0)});
+    y = s.op("Reshape", {y, out_shape}, "weighted_heads");
+  }
+  if (!three_d) {
+    s.finish("Identity", {y});
+    return absl::OkStatus();
+  }
+  const std::string merged = s.op("Transpose", {y}, "merged_t", {ints_attribute("perm", swap_12)});
+  s.finish("Reshape", {merged, s.ints("merged_shape", {0, 0, -1})});
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool has_expansion(std::string_view op_type) {
+  return op_type == "Gelu" || op_type == "Mish" || op_type == "RMSNormalization" ||
+         op_type == "Attention";
+}
+
+absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
+                         std::vector<onnx::NodeProto>& out) {
+  if (n.input_size() < 1 || n.output_size() < 1 || n.output(0).empty())
+    return absl::InvalidArgumentError("it has no input or no first output");
+  const std::string& op = n.op_type();
+  Spelling s(n, op == "Gelu" ? "gelu" : op == "Mish" ? "mish" : op == "Attention" ? "attention" : "rms",
+             out);
+  if (op == "Gelu") return expand_gelu(n, s);
+  if (op == "Mish") return expand_mish(n, s);
+  if (op == "RMSNormalization") return expand_rms_norm(n, s);
+  if (op == "Attention") return expand_attention(n, declared, s);
+  return absl::InvalidArgumentError("no spelling in older operators");
+}
+
+}  // namespace saturn::tensor::onnx_io

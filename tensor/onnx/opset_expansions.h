@@ -1,0 +1,30 @@
+// Internal to the opset lowering (opsets.cc): operators of later opsets
+// spelled in opset 17's operators, so that libonnx checks and infers them
+// and the importer reads their parts (or, for Gelu and RMSNormalization,
+// the whole, importer.h's ExpandedNodes).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "onnx/onnx_pb.h"
+
+namespace saturn::tensor::onnx_io {
+
+// The type a model declares for a value (graph inputs and outputs,
+// value_info, initializers), or null.
+using DeclaredType = std::function<const onnx::TypeProto*(const std::string&)>;
+
+// Whether `op_type` (default domain) has a spelling here.
+bool has_expansion(std::string_view op_type);
+
+// Appends the spelling of `n` to `out`: its last node computes `n`'s first
+// output under its name. An error says why `n` has no spelling (an
+// attribute or input combination that has none); the caller names the node.
+absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
+                         std::vector<onnx::NodeProto>& out);
+
+}  // namespace saturn::tensor::onnx_io
