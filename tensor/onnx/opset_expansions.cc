@@ -311,11 +311,92 @@ absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& decl
   return absl::OkStatus();
 }
 
+// RotaryEmbedding (opset 23): the first `rotary_embedding_dim` features of
+// each head (all when 0) rotated by position: halves x1, x2 (or the even
+// and odd features when interleaved) become x1 cos - x2 sin and
+// x2 cos + x1 sin, the rest passes. cos and sin are the caches gathered at
+// position_ids when given ([B, S, rotary / 2] otherwise), broadcast over the
+// heads: X is [B, heads, S, head size], or [B, S, heads * head size] with
+// num_heads.
+absl::Status expand_rotary_embedding(const onnx::NodeProto& n, const DeclaredType& declared,
+                                     Spelling& s) {
+  if (n.input_size() < 3)
+    return absl::InvalidArgumentError("RotaryEmbedding needs an input and the cos and sin caches");
+  const std::int64_t rotary = int_of(n, "rotary_embedding_dim").value_or(0);
+  const bool interleaved = int_of(n, "interleaved").value_or(0) != 0;
+  const std::optional<std::int64_t> heads = int_of(n, "num_heads");
+  std::optional<std::int64_t> rank = std::nullopt;
+  if (const onnx::TypeProto* t = declared(n.input(0)); t && t->tensor_type().has_shape())
+    rank = t->tensor_type().shape().dim_size();
+  if (!rank) rank = heads ? 3 : 4;
+  if (*rank == 3 && !heads)
+    return absl::InvalidArgumentError("a 3-D input needs num_heads");
+  // x as [B, S, heads, head size] (3-D) or [B, heads, S, head size].
+  std::string x = n.input(0);
+  if (*rank == 3) x = s.op("Reshape", {x, s.ints("heads_shape", {0, 0, *heads, -1})}, "heads");
+  std::string cos = n.input(1), sin = n.input(2);
+  if (const std::string positions = optional_input(n, 3); !positions.empty()) {
+    cos = s.op("Gather", {cos, positions}, "cos_at", {int_attribute("axis", 0)});
+    sin = s.op("Gather", {sin, positions}, "sin_at", {int_attribute("axis", 0)});
+  }
+  // [B, S, r/2] broadcast over the heads' axis.
+  const std::string heads_axis = s.ints("heads_axis", {*rank == 3 ? 2 : 1});
+  cos = s.op("Unsqueeze", {cos, heads_axis}, "cos_heads");
+  sin = s.op("Unsqueeze", {sin, heads_axis}, "sin_heads");
+  const std::string last = s.ints("last_axis", {-1});
+  auto slice = [&](const std::string& v, std::int64_t start, std::int64_t end, std::int64_t step,
+                   std::string_view what) {
+    return s.op("Slice", {v, s.ints(fmt::format("{}_start", what), {start}),
+                          s.ints(fmt::format("{}_end", what), {end}), last,
+                          s.ints(fmt::format("{}_step", what), {step})},
+                what);
+  };
+  constexpr std::int64_t kEnd = std::numeric_limits<std::int64_t>::max();
+  std::string rotated = x;
+  if (rotary > 0) rotated = slice(x, 0, rotary, 1, "rotated_part");
+  std::string x1, x2;
+  if (interleaved) {
+    x1 = slice(rotated, 0, kEnd, 2, "even");
+    x2 = slice(rotated, 1, kEnd, 2, "odd");
+  } else {
+    const std::string half = s.op(
+        "Div", {s.op("Gather", {s.op("Shape", {rotated}, "rotated_shape"), s.ints("minus_one", {-1}, false)},
+                     "rotated_size", {int_attribute("axis", 0)}),
+                s.ints("two", {2}, false)},
+        "half");
+    const std::string at = s.op("Unsqueeze", {half, s.ints("axis0", {0})}, "half_1d");
+    x1 = s.op("Slice", {rotated, s.ints("zero", {0}), at, last}, "first_half");
+    x2 = s.op("Slice", {rotated, at, s.ints("to_end", {kEnd}), last}, "second_half");
+  }
+  const std::string out1 = s.op("Sub", {s.op("Mul", {x1, cos}, "x1_cos"), s.op("Mul", {x2, sin}, "x2_sin")},
+                                "out1");
+  const std::string out2 = s.op("Add", {s.op("Mul", {x2, cos}, "x2_cos"), s.op("Mul", {x1, sin}, "x1_sin")},
+                                "out2");
+  std::string result;
+  if (interleaved) {
+    const std::string pairs = s.op(
+        "Concat", {s.op("Unsqueeze", {out1, last}, "out1_pair"), s.op("Unsqueeze", {out2, last}, "out2_pair")},
+        "pairs", {int_attribute("axis", -1)});
+    result = s.op("Reshape", {pairs, s.op("Shape", {rotated}, "rotated_dims")}, "interleaved");
+  } else {
+    result = s.op("Concat", {out1, out2}, "rotated", {int_attribute("axis", -1)});
+  }
+  if (rotary > 0)
+    result = s.op("Concat", {result, slice(x, rotary, kEnd, 1, "passed")}, "with_passed",
+                  {int_attribute("axis", -1)});
+  if (*rank == 3) {
+    s.finish("Reshape", {result, s.dims(n.input(0), "input_shape", 0)});
+  } else {
+    s.finish("Identity", {result});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool has_expansion(std::string_view op_type) {
   return op_type == "Gelu" || op_type == "Mish" || op_type == "RMSNormalization" ||
-         op_type == "Attention";
+         op_type == "Attention" || op_type == "RotaryEmbedding";
 }
 
 absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
@@ -323,12 +404,18 @@ absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
   if (n.input_size() < 1 || n.output_size() < 1 || n.output(0).empty())
     return absl::InvalidArgumentError("it has no input or no first output");
   const std::string& op = n.op_type();
-  Spelling s(n, op == "Gelu" ? "gelu" : op == "Mish" ? "mish" : op == "Attention" ? "attention" : "rms",
+  Spelling s(n,
+             op == "Gelu"        ? "gelu"
+             : op == "Mish"      ? "mish"
+             : op == "Attention" ? "attention"
+             : op == "RotaryEmbedding" ? "rotary"
+                                       : "rms",
              out);
   if (op == "Gelu") return expand_gelu(n, s);
   if (op == "Mish") return expand_mish(n, s);
   if (op == "RMSNormalization") return expand_rms_norm(n, s);
   if (op == "Attention") return expand_attention(n, declared, s);
+  if (op == "RotaryEmbedding") return expand_rotary_embedding(n, declared, s);
   return absl::InvalidArgumentError("no spelling in older operators");
 }
 

@@ -187,3 +187,55 @@ def test_attention_of_opset_23_is_read_as_its_operators(tmp_path, case):
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+ROTARY_CASES = {
+    # name: (attributes, x, cos/sin cache, position ids)
+    "heads-halves-positions": (dict(), [2, 3, 5, 16], [12, 8], [2, 5]),
+    "3d-interleaved-partial": (dict(num_heads=3, interleaved=1, rotary_embedding_dim=8),
+                               [2, 5, 48], [2, 5, 4], None),
+}
+
+
+@needs_cli
+@pytest.mark.parametrize("case", sorted(ROTARY_CASES))
+def test_rotary_embedding_of_opset_23_is_read_as_its_operators(tmp_path, case):
+    """Opset 23's RotaryEmbedding is read as the rotation it computes (every
+    part an IR operator or folded), and the written model gives the
+    original's outputs in onnxruntime."""
+    attributes, x_shape, cache, positions = ROTARY_CASES[case]
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info("x", f, x_shape),
+              helper.make_tensor_value_info("cos", f, cache),
+              helper.make_tensor_value_info("sin", f, cache)]
+    names = ["x1", "cos", "sin"]
+    if positions:
+        inputs.append(helper.make_tensor_value_info("positions", TensorProto.INT64, positions))
+        names.append("positions")
+    nodes = [helper.make_node("Mul", ["x", "unit"], ["x0"]), helper.make_node("Mul", ["x0", "unit"], ["x1"]),
+             helper.make_node("RotaryEmbedding", names, ["y"], **attributes)]
+    graph = helper.make_graph(nodes, "rotary", inputs, [helper.make_tensor_value_info("y", f, x_shape)],
+                              [numpy_helper.from_array(np.array(1, dtype=np.float32), "unit")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
+                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
+                           "--report", str(report)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    r = json.loads(report.read_text())
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert "RotaryEmbedding" not in [n.op_type for n in written.graph.node]
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32),
+             "cos": rng.standard_normal(cache).astype(np.float32),
+             "sin": rng.standard_normal(cache).astype(np.float32)}
+    if positions:
+        feeds["positions"] = rng.integers(0, cache[0], positions).astype(np.int64)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
