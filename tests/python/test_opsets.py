@@ -4,6 +4,7 @@ model's own opset, in that opset's spelling, which PyPI's ONNX checker
 accepts and onnxruntime runs with the original's outputs. Run by CTest
 (python_tests, the venv's python, SATURN_CLI set).
 """
+import json
 import os
 import subprocess
 
@@ -45,6 +46,15 @@ def newer_opset_model(path, opset):
 def run(path, x):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
+
+
+def optimize(path, out, report, *extra):
+    """saturn optimize with the greedy search and the operator count; the report."""
+    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
+                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
+                           "--report", str(report), *extra], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(report.read_text())
 
 
 @needs_cli
@@ -102,13 +112,7 @@ def test_rms_normalization_of_opset_23_is_read_and_written_as_itself(tmp_path, t
     operator, which PyPI's checker and onnxruntime take."""
     model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     rms_norm_model(str(model), axis)
-    done = subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--target", target,
-                           "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0",
-                           "--no-measure", "--quiet", "--report", str(report)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    import json
-    r = json.loads(report.read_text())
+    r = optimize(model, out, report, "--target", target)
     assert r["ops_before"] == 4, r
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
@@ -172,13 +176,7 @@ def test_attention_of_opset_23_is_read_as_its_operators(tmp_path, case):
     original's outputs in onnxruntime."""
     model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     feeds = attention_model(str(model), case)
-    done = subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--search", "greedy",
-                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
-                           "--min-gain", "0", "--report", str(report)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    import json
-    r = json.loads(report.read_text())
+    r = optimize(model, out, report)
     assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
@@ -220,12 +218,7 @@ def test_rotary_embedding_of_opset_23_is_read_as_its_operators(tmp_path, case):
     onnx.checker.check_model(model, full_check=True)
     path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     onnx.save(model, str(path))
-    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
-                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
-                           "--report", str(report)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    import json
-    r = json.loads(report.read_text())
+    r = optimize(path, out, report)
     assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
