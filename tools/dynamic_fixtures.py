@@ -79,19 +79,20 @@ class DynEncoder(torch.nn.Module):
 
 def halves_model():
     """input [batch, 4] -> output [half, 4]: the two halves of the batch
-    added, then multiplied by one twice.  Its Split has no sizes, so it
+    added, then multiplied by 2 and by 0.5.  Its Split has no sizes, so it
     halves any even batch; saturn's IR fixes the halves' sizes, so its
-    optimized graph (without the products) holds at the given batch only."""
+    optimized graph (the products merged) holds at the given batch only."""
     h = onnx.helper
     nodes = [h.make_node("Split", ["input"], ["a", "b"], axis=0),
              h.make_node("Add", ["a", "b"], ["sum"]),
-             h.make_node("Mul", ["sum", "one"], ["scaled"]),
-             h.make_node("Mul", ["scaled", "one"], ["output"])]
+             h.make_node("Mul", ["sum", "two"], ["scaled"]),
+             h.make_node("Mul", ["scaled", "half"], ["output"])]
     graph = h.make_graph(
         nodes, "dyn_halves",
         [h.make_tensor_value_info("input", onnx.TensorProto.FLOAT, ["batch", 4])],
         [h.make_tensor_value_info("output", onnx.TensorProto.FLOAT, ["half", 4])],
-        [numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")])
+        [numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two"),
+         numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half")])
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8,
                         producer_name="make-fixtures")
 

@@ -229,6 +229,27 @@ std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
   return *id;
 }
 
+std::optional<int> Importer::neutral_operand_other(Op op, const std::vector<int>& inputs,
+                                                   const ValueType& type) const {
+  if (inputs.size() != 2 || type.is_tuple) return std::nullopt;
+  const double neutral = op == Op::kAdd || op == Op::kSub ? 0.0 : 1.0;
+  if (op != Op::kAdd && op != Op::kSub && op != Op::kMul && op != Op::kDiv) return std::nullopt;
+  // Sub and Div have their neutral element on the right only.
+  const bool commutes = op == Op::kAdd || op == Op::kMul;
+  for (std::size_t k : {std::size_t{1}, std::size_t{0}}) {
+    if (k == 0 && !commutes) break;
+    const int other = inputs[1 - k];
+    auto it = constants_.find(graph_.nodes[inputs[k]].name);
+    const Node& operand = graph_.nodes[inputs[k]];
+    if ((operand.op != Op::kWeight && operand.op != Op::kConstant) || it == constants_.end() ||
+        it->second.dtype() != DType::kFloat32 || types_[other] != type)
+      continue;
+    const auto values = it->second.floats();
+    if (std::ranges::all_of(values, [&](float v) { return v == neutral; })) return other;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   std::optional<Mapped> m = map_known(n);
   if (!m) return false;
@@ -261,6 +282,10 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   if ((m->op == Op::kReshape || m->op == Op::kPad || m->op == Op::kSlice) && *ir == types_[m->inputs[0]] &&
       (!steps || std::ranges::all_of(*steps, [](std::int64_t s) { return s == 1; })))
     make_identity(*m, *a);
+  if (std::optional<int> kept = neutral_operand_other(m->op, m->inputs, *ir)) {
+    m->inputs = {*kept};
+    make_identity(*m, *a);
+  }
   if (std::optional<Tensor> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0))) {
     add_weight(n.output(0), *value);
     return true;

@@ -222,6 +222,11 @@ class Importer {
   // types it; the operators of its spelling, read by it only, are dropped.
   std::optional<int> add_expanded(const onnx::NodeProto& original);
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
+  // For x + 0, x - 0, x * 1 and x / 1 by a float constant of zeros or ones
+  // that does not broadcast x (randomly initialized exports carry zero
+  // biases): x's node, which the node is then an Identity of.
+  std::optional<int> neutral_operand_other(Op op, const std::vector<int>& inputs,
+                                           const ValueType& type) const;
   // Names ONNX output outputs[p] (output p when `outputs` is empty) part p
   // of `tuple`.
   absl::Status add_tuple_gets(const onnx::NodeProto& n, int tuple, const std::vector<int>& outputs);

@@ -306,3 +306,31 @@ def test_layout_chains_and_weight_computations_take_one_form_at_import(tmp_path)
     optimize(model, out, report)
     x = np.random.default_rng(6).standard_normal((2, 6, 4)).astype(np.float32)
     np.testing.assert_allclose(run(out, x), run(model, x), rtol=1e-5, atol=1e-6)
+
+
+@needs_cli
+def test_sums_and_products_by_neutral_constants_are_their_input(tmp_path):
+    """x + 0, 0 + x, x - 0, x * 1 and x / 1 by constants (randomly
+    initialized exports carry zero biases) are x at import; 0 - x and a sum
+    with zeros that broadcasts x stay."""
+    f = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.zeros((3, 4), np.float32), "zeros"),
+             numpy_helper.from_array(np.ones((4,), np.float32), "ones"),
+             numpy_helper.from_array(np.zeros((2, 3, 4), np.float32), "wide_zeros")]
+    nodes = [helper.make_node("Add", ["x", "zeros"], ["a"]),
+             helper.make_node("Add", ["zeros", "a"], ["b"]),
+             helper.make_node("Sub", ["b", "zeros"], ["c"]),
+             helper.make_node("Mul", ["c", "ones"], ["d"]),
+             helper.make_node("Div", ["d", "ones"], ["e"]),
+             helper.make_node("Relu", ["e"], ["r"]),
+             helper.make_node("Sub", ["zeros", "r"], ["negated"]),      # stays
+             helper.make_node("Add", ["negated", "wide_zeros"], ["out"])]  # broadcasts: stays
+    graph = helper.make_graph(nodes, "neutral", [helper.make_tensor_value_info("x", f, [3, 4])],
+                              [helper.make_tensor_value_info("out", f, [2, 3, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    r = optimize(path, out, report)
+    assert r["ops_before"] == 3, r
+    x = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(run(out, x), run(path, x), rtol=0, atol=0)

@@ -23,12 +23,13 @@ needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
 
 def post_norm_model(path, opset):
     """x, h [1, 16, 32]: their sum normalized over the last axis (the
-    operator from opset 17 on, PyTorch's spelling before), then two products
-    by one (the rewrite that makes saturn write the model)."""
+    operator from opset 17 on, PyTorch's spelling before), then a product
+    by 2 and one by 0.5 (the rewrite that makes saturn write the model)."""
     rng = np.random.default_rng(4)
     inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, 32).astype(np.float32), "g"),
              numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b"),
-             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
+        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half"),
              numpy_helper.from_array(np.array(2.0, np.float32), "two"),
              numpy_helper.from_array(np.array(1e-5, np.float32), "eps")]
     nodes = [helper.make_node("Add", ["x", "h"], ["sum"])]
@@ -45,8 +46,8 @@ def post_norm_model(path, opset):
                   helper.make_node("Div", ["c", "sd"], ["n"]),
                   helper.make_node("Mul", ["n", "g"], ["ng"]),
                   helper.make_node("Add", ["ng", "b"], ["normed"])]
-    nodes += [helper.make_node("Mul", ["normed", "one"], ["p1"]),
-              helper.make_node("Mul", ["p1", "one"], ["y"])]
+    nodes += [helper.make_node("Mul", ["normed", "by_two"], ["p1"]),
+              helper.make_node("Mul", ["p1", "by_half"], ["y"])]
     value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 16, 32])
     graph = helper.make_graph(nodes, "post_norm", [value("x"), value("h")], [value("y")], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
