@@ -221,6 +221,11 @@ absl::StatusOr<ValueType> Inference::value_op() {
                             to_string(values->tensor().dims));
       return like(1, *std::move(out));
     }
+    case Op::kExpand: {
+      std::optional<Dims> out = broadcast_dims(d(0), ints(a_, "shape"));
+      if (!out) return fail(op_, "{} does not broadcast to {}", to_string(t(0)), to_string(ints(a_, "shape")));
+      return like(0, *std::move(out));
+    }
     case Op::kAnd:
     case Op::kOr:
     case Op::kNot:

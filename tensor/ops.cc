@@ -115,6 +115,8 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"axis", Kind::kInt, std::int64_t{0}}};
     case Op::kPad:
       return {{"pads", Kind::kInts, {}}, {"value", Kind::kFloat, 0.0}};
+    case Op::kExpand:  // the input broadcast to `shape` (ONNX's Expand rule)
+      return {{"shape", Kind::kInts, {}}};
     case Op::kMaxPool:
       return {{"kernel_shape", Kind::kInts, {}},
               {"strides", Kind::kInts, one_one},
@@ -221,7 +223,7 @@ bool is_comparison(Op op) {
 
 bool is_value_op(Op op) {
   return is_comparison(op) || op == Op::kShape || op == Op::kCast || op == Op::kWhere ||
-         op == Op::kAnd || op == Op::kOr || op == Op::kNot;
+         op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kExpand;
 }
 
 std::optional<std::string_view> runtime_domain(Op op) {

@@ -98,6 +98,7 @@ namespace saturn::tensor {
   X(kAnd, "And", 2)                             \
   X(kOr, "Or", 2)                               \
   X(kNot, "Not", 1)                             \
+  X(kExpand, "Expand", 1)                       \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -119,8 +120,8 @@ bool is_unary_elementwise(Op op);
 bool is_binary_elementwise(Op op);
 
 // Whether an operator computes on values of any element type rather than on
-// floats: Shape, Cast, Where, the comparisons (Equal, Less, ...) and the
-// logic operators (And, Or, Not). The shape arithmetic and mask building
+// floats: Shape, Cast, Where, Expand, the comparisons (Equal, Less, ...) and
+// the logic operators (And, Or, Not). The shape arithmetic and mask building
 // that exporters write, kept typed so that its readers are; no rule
 // rewrites them.
 bool is_value_op(Op op);

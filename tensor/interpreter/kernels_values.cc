@@ -180,6 +180,8 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
       return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] != 0 ? v[1] : v[2]; });
     case Op::kNot:
       return broadcast_map(in, out, [](std::span<const Number> v) { return Number(v[0] == 0); });
+    case Op::kExpand:
+      return broadcast_map(in, out, [](std::span<const Number> v) { return v[0]; });
     default:
       return broadcast_map(
           in, out, [op](std::span<const Number> v) { return Number(binary_value(op, v[0], v[1])); });

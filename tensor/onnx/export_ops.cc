@@ -197,6 +197,9 @@ absl::Status Exporter::emit(int i) {
     case Op::kShape:
     case Op::kCast:
       return emit_shape_or_cast(n.op, a, in, out);
+    case Op::kExpand:
+      node("Expand", {in[0], ints_constant(*a.get_ints("shape"))}, {out});
+      return absl::OkStatus();
     case Op::kOpaque:
       return emit_opaque(i, in);
     default:

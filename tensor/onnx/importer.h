@@ -280,6 +280,7 @@ class Importer {
   std::optional<Mapped> map_split(KnownNode& node);
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);
+  std::optional<Mapped> map_expand(KnownNode& node);
   std::optional<Mapped> map_dropout(KnownNode& node);
   // onnxruntime's fused operators, in the forms saturn writes them.
   std::optional<Mapped> map_runtime(KnownNode& node);

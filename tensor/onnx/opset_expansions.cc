@@ -191,73 +191,17 @@ std::string optional_input(const onnx::NodeProto& n, int k) {
   return k < n.input_size() ? n.input(k) : std::string();
 }
 
-// Attention (opset 23): softmax(q k^T * scale + mask) v over [B, heads,
-// sequence, head size] (3-D inputs [B, sequence, heads * head size] are
-// split into heads by q_num_heads and kv_num_heads and merged back), with
-// past keys and values prepended, an optional causal mask (upper-left
-// aligned), a boolean or additive mask, and a soft cap. With fewer key
-// heads than query heads (grouped-query attention) the query heads are
-// grouped [B, kv heads, group, ...] against the key heads unsqueezed, so
-// no key is copied; the scores are masked in the [B, heads, ...] form.
-absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& declared,
-                              Spelling& s) {
-  if (n.input_size() < 3)
-    return absl::InvalidArgumentError("Attention needs queries, keys and values");
-  if (n.output_size() > 3 && !n.output(3).empty())
-    return absl::InvalidArgumentError("its qk_matmul_output has no spelling here");
-  if (!optional_input(n, 6).empty())
-    return absl::InvalidArgumentError("its nonpad_kv_seqlen input has no spelling here");
-  const std::optional<std::int64_t> q_heads_3d = int_of(n, "q_num_heads");
-  const std::optional<std::int64_t> kv_heads_3d = int_of(n, "kv_num_heads");
-  const bool three_d = q_heads_3d.has_value();
-  if (three_d != kv_heads_3d.has_value())
-    return absl::InvalidArgumentError("q_num_heads and kv_num_heads come together (3-D inputs)");
-  const std::vector<std::int64_t> swap_12 = {0, 2, 1, 3};
-  auto to_heads = [&](const std::string& x, std::int64_t heads, std::string_view what) {
-    if (!three_d) return x;
-    const std::string split =
-        s.op("Reshape", {x, s.ints(fmt::format("{}_split_shape", what), {0, 0, heads, -1})},
-             fmt::format("{}_split", what));
-    return s.op("Transpose", {split}, fmt::format("{}_heads", what), {ints_attribute("perm", swap_12)});
-  };
-  const std::string q = to_heads(n.input(0), q_heads_3d.value_or(0), "q");
-  std::string k = to_heads(n.input(1), kv_heads_3d.value_or(0), "k");
-  std::string v = to_heads(n.input(2), kv_heads_3d.value_or(0), "v");
-  const std::string past_k = optional_input(n, 4), past_v = optional_input(n, 5);
-  if (!past_k.empty()) k = s.op("Concat", {past_k, k}, "all_k", {int_attribute("axis", 2)});
-  if (!past_v.empty()) v = s.op("Concat", {past_v, v}, "all_v", {int_attribute("axis", 2)});
-  if (n.output_size() > 1 && !n.output(1).empty()) s.finish("Identity", {k}, 1);
-  if (n.output_size() > 2 && !n.output(2).empty()) s.finish("Identity", {v}, 2);
-
-  // Grouped unless both head counts are known and equal.
-  const std::optional<std::int64_t> q_heads = three_d ? q_heads_3d : declared_dim(declared, q, 1);
-  const std::optional<std::int64_t> kv_heads = three_d ? kv_heads_3d : declared_dim(declared, k, 1);
-  const bool grouped = !q_heads || !kv_heads || *q_heads != *kv_heads;
-  std::string query = q, key = k, value = v;
-  if (grouped) {
-    const std::string group_shape = s.op(
-        "Concat", {s.dims(k, "batch_kv", 0, 2), s.ints("group", {-1}), s.dims(q, "seq_size", 2)},
-        "group_shape", {int_attribute("axis", 0)});
-    query = s.op("Reshape", {q, group_shape}, "q_grouped");
-    const std::string at_2 = s.ints("axis2", {2});
-    key = s.op("Unsqueeze", {k, at_2}, "k_grouped");
-    value = s.op("Unsqueeze", {v, at_2}, "v_grouped");
-  }
-  const std::vector<std::int64_t> swap_last =
-      grouped ? std::vector<std::int64_t>{0, 1, 2, 4, 3} : std::vector<std::int64_t>{0, 1, 3, 2};
-  std::string scores = s.op("MatMul", {query, s.op("Transpose", {key}, "k_t", {ints_attribute("perm", swap_last)})},
-                            "qk");
-  const std::string grouped_scores = scores;
-  if (grouped) {
-    const std::string heads_shape = s.op(
-        "Concat", {s.dims(q, "batch_heads", 0, 2), s.dims(scores, "seq_kv", 3)}, "heads_shape",
-        {int_attribute("axis", 0)});
-    scores = s.op("Reshape", {scores, heads_shape}, "qk_heads");
-  }
+// The scores of Attention (opset 23) scaled (by `scale`, else
+// 1 / sqrt(head size)), soft-capped, and masked: causally (upper-left
+// aligned, from the lengths of `q` and `k`) and by attn_mask (boolean: where
+// to attend; else added). `q` and `k` are [B, heads, sequence, head size].
+absl::StatusOr<std::string> masked_scores(const onnx::NodeProto& n, const DeclaredType& declared,
+                                          Spelling& s, const std::string& q, const std::string& k,
+                                          std::string scores) {
   std::string scale;
   if (std::optional<float> given = float_of(n, "scale")) {
     scale = s.scalar("scale", *given);
-  } else {  // 1 / sqrt(head size)
+  } else {
     const std::string size = s.op("Cast", {s.dims(q, "head_size", 3)}, "head_size_f",
                                   {int_attribute("to", onnx::TensorProto::FLOAT)});
     scale = s.op("Reciprocal", {s.op("Sqrt", {size}, "root_size")}, "scale");
@@ -291,17 +235,82 @@ absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& decl
                  ? s.op("Where", {mask, scores, minus_infinity}, "masked")
                  : s.op("Add", {scores, mask}, "masked");
   }
-  std::string probabilities = s.op("Softmax", {scores}, "probabilities", {int_attribute("axis", -1)});
+  return scores;
+}
+
+// Attention (opset 23): softmax(q k^T * scale + mask) v over [B, heads,
+// sequence, head size] (3-D inputs [B, sequence, heads * head size] are
+// split into heads by q_num_heads and kv_num_heads and merged back), with
+// past keys and values prepended and returned as the present ones. With
+// fewer key heads than query heads (grouped-query attention) the query
+// heads are grouped [B, kv heads, group, ...] against the key heads
+// unsqueezed, so no key is copied; the scores are masked in the
+// [B, heads, ...] form.
+absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& declared,
+                              Spelling& s) {
+  if (n.input_size() < 3)
+    return absl::InvalidArgumentError("Attention needs queries, keys and values");
+  if (n.output_size() > 3 && !n.output(3).empty())
+    return absl::InvalidArgumentError("its qk_matmul_output has no spelling here");
+  if (!optional_input(n, 6).empty())
+    return absl::InvalidArgumentError("its nonpad_kv_seqlen input has no spelling here");
+  const std::optional<std::int64_t> q_heads_3d = int_of(n, "q_num_heads");
+  const std::optional<std::int64_t> kv_heads_3d = int_of(n, "kv_num_heads");
+  const bool three_d = q_heads_3d.has_value();
+  if (three_d != kv_heads_3d.has_value())
+    return absl::InvalidArgumentError("q_num_heads and kv_num_heads come together (3-D inputs)");
+  const std::vector<std::int64_t> swap_12 = {0, 2, 1, 3};
+  auto to_heads = [&](const std::string& x, std::int64_t heads, std::string_view what) {
+    if (!three_d) return x;
+    const std::string split =
+        s.op("Reshape", {x, s.ints(fmt::format("{}_split_shape", what), {0, 0, heads, -1})},
+             fmt::format("{}_split", what));
+    return s.op("Transpose", {split}, fmt::format("{}_heads", what), {ints_attribute("perm", swap_12)});
+  };
+  const std::string q = to_heads(n.input(0), q_heads_3d.value_or(0), "q");
+  std::string k = to_heads(n.input(1), kv_heads_3d.value_or(0), "k");
+  std::string v = to_heads(n.input(2), kv_heads_3d.value_or(0), "v");
+  if (const std::string past = optional_input(n, 4); !past.empty())
+    k = s.op("Concat", {past, k}, "all_k", {int_attribute("axis", 2)});
+  if (const std::string past = optional_input(n, 5); !past.empty())
+    v = s.op("Concat", {past, v}, "all_v", {int_attribute("axis", 2)});
+  if (n.output_size() > 1 && !n.output(1).empty()) s.finish("Identity", {k}, 1);
+  if (n.output_size() > 2 && !n.output(2).empty()) s.finish("Identity", {v}, 2);
+
+  // Grouped unless both head counts are known and equal.
+  const std::optional<std::int64_t> q_heads = three_d ? q_heads_3d : declared_dim(declared, q, 1);
+  const std::optional<std::int64_t> kv_heads = three_d ? kv_heads_3d : declared_dim(declared, k, 1);
+  const bool grouped = !q_heads || !kv_heads || *q_heads != *kv_heads;
+  // A [B, kv heads, group, ...] value back in [B, heads, ...] form.
+  auto ungroup = [&](const std::string& x, std::string_view what) {
+    const std::string shape = s.op(
+        "Concat", {s.dims(q, fmt::format("{}_lead", what), 0, 2), s.dims(x, fmt::format("{}_tail", what), 3)},
+        fmt::format("{}_shape", what), {int_attribute("axis", 0)});
+    return s.op("Reshape", {x, shape}, what);
+  };
+  std::string query = q, key = k, value = v;
+  if (grouped) {
+    const std::string group_shape = s.op(
+        "Concat", {s.dims(k, "batch_kv", 0, 2), s.ints("group", {-1}), s.dims(q, "seq_size", 2)},
+        "group_shape", {int_attribute("axis", 0)});
+    query = s.op("Reshape", {q, group_shape}, "q_grouped");
+    const std::string at_2 = s.ints("axis2", {2});
+    key = s.op("Unsqueeze", {k, at_2}, "k_grouped");
+    value = s.op("Unsqueeze", {v, at_2}, "v_grouped");
+  }
+  const std::vector<std::int64_t> swap_last =
+      grouped ? std::vector<std::int64_t>{0, 1, 2, 4, 3} : std::vector<std::int64_t>{0, 1, 3, 2};
+  const std::string product = s.op(
+      "MatMul", {query, s.op("Transpose", {key}, "k_t", {ints_attribute("perm", swap_last)})}, "qk");
+  absl::StatusOr<std::string> scores =
+      masked_scores(n, declared, s, q, k, grouped ? ungroup(product, "qk_heads") : product);
+  if (!scores.ok()) return scores.status();
+  std::string probabilities = s.op("Softmax", {*scores}, "probabilities", {int_attribute("axis", -1)});
   if (grouped)
-    probabilities = s.op("Reshape", {probabilities, s.op("Shape", {grouped_scores}, "grouped_shape")},
+    probabilities = s.op("Reshape", {probabilities, s.op("Shape", {product}, "grouped_shape")},
                          "probabilities_grouped");
   std::string y = s.op("MatMul", {probabilities, value}, "weighted");
-  if (grouped) {
-    const std::string out_shape = s.op(
-        "Concat", {s.dims(q, "batch_heads_out", 0, 2), s.dims(y, "seq_value", 3)}, "out_shape",
-        {int_attribute("axis", 0)});
-    y = s.op("Reshape", {y, out_shape}, "weighted_heads");
-  }
+  if (grouped) y = ungroup(y, "weighted_heads");
   if (!three_d) {
     s.finish("Identity", {y});
     return absl::OkStatus();

@@ -232,6 +232,7 @@ std::map<std::string, Dims> probe_dims(const onnx::ModelProto& model, const Symb
     }
     out[v.name()] = std::move(dims);
   };
+  for (const auto& v : probe.graph().input()) add(v);
   for (const auto& v : probe.graph().value_info()) add(v);
   for (const auto& v : probe.graph().output()) add(v);
   return out;

@@ -334,3 +334,55 @@ def test_sums_and_products_by_neutral_constants_are_their_input(tmp_path):
     assert r["ops_before"] == 3, r
     x = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
     np.testing.assert_allclose(run(out, x), run(path, x), rtol=0, atol=0)
+
+
+@needs_cli
+def test_an_expand_that_holds_at_every_size_is_an_ir_operator(tmp_path):
+    """Key heads repeated as exporters write it (Expand by a shape computed
+    from the input's, then Reshape) with a symbolic batch: the Expand
+    creates only a static axis, so it is an IR operator, written back with
+    1s where it keeps the input's axes, and runs at any batch. An Expand
+    that creates the symbolic axis stays opaque, typed."""
+    f = TensorProto.FLOAT
+    inits = [ints("lead", [0]), ints("two_axes", [2]), ints("three_axes", [3]),
+             ints("end", [5]), ints("group", [3]), ints("heads", [6]), ints("four", [4])]
+    nodes = [helper.make_node("Shape", ["k"], ["s"]),
+             helper.make_node("Slice", ["s", "lead", "two_axes"], ["batch_kv"]),
+             helper.make_node("Slice", ["s", "three_axes", "end"], ["seq_size"]),
+             helper.make_node("Concat", ["batch_kv", "group", "seq_size"], ["to"], axis=0),
+             # by 2 then by 0.5: the rewrite the search makes, so the model is written
+             helper.make_node("Mul", ["k", "by_two"], ["k2"]),
+             helper.make_node("Mul", ["k2", "by_half"], ["k1"]),
+             helper.make_node("Expand", ["k1", "to"], ["repeated"]),
+             helper.make_node("Slice", ["s", "lead", "one_1d"], ["batch"]),
+             helper.make_node("Concat", ["batch", "heads", "seq_size"], ["merged"], axis=0),
+             helper.make_node("Reshape", ["repeated", "merged"], ["r"]),
+             helper.make_node("Relu", ["r"], ["out"]),
+             helper.make_node("Concat", ["batch", "four"], ["rows"], axis=0),
+             helper.make_node("Expand", ["row", "rows"], ["per_batch"])]
+    inits += [ints("one_1d", [1]), numpy_helper.from_array(np.arange(4, dtype=np.float32)[None], "row"),
+              numpy_helper.from_array(np.array(2, np.float32), "by_two"),
+              numpy_helper.from_array(np.array(0.5, np.float32), "by_half")]
+    graph = helper.make_graph(
+        nodes, "repeat_kv", [helper.make_tensor_value_info("k", f, ["batch", 2, 1, 5, 8])],
+        [helper.make_tensor_value_info("out", f, ["batch", 6, 5, 8]),
+         helper.make_tensor_value_info("per_batch", f, ["batch", 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    r = optimize(path, out, report, "--dim", "batch=2")
+    assert r["opaque_ops_before"] == {"Expand": 1}, r["opaque_reasons_before"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    constants = {t.name: numpy_helper.to_array(t).tolist() for t in written.graph.initializer}
+    constants.update({n.output[0]: numpy_helper.to_array(n.attribute[0].t).tolist()
+                      for n in written.graph.node if n.op_type == "Constant"})
+    shapes = [constants.get(n.input[1]) for n in written.graph.node if n.op_type == "Expand"]
+    assert [1, 1, 3, 1, 1] in shapes, shapes  # the repeat, kept axes as 1
+    for batch in (1, 2, 5):
+        k = np.random.default_rng(batch).standard_normal((batch, 2, 1, 5, 8)).astype(np.float32)
+        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"k": k})
+        got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"k": k})
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
