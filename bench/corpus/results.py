@@ -44,13 +44,17 @@ def time_summary(rows):
     slow = [r["model"] for r in done if r["optimize_seconds"] > 60]
     seconds = sorted(r["optimize_seconds"] for r in done)
     timing = [r.get("timing_seconds") or 0 for r in done]
+    checks = sorted(r["check_seconds"] for r in done if r.get("check_seconds") is not None)
     return (f"Optimize seconds: median {seconds[len(seconds) // 2]}, max {seconds[-1]}; "
             f"{len(small) - len(slow_small)} of {len(small)} models under 300 operators in 2 s"
             f"{' (not: ' + ', '.join(slow_small) + ')' if slow_small else ''}; "
             f"{len(done) - len(slow)} of {len(done)} in 60 s"
             f"{' (not: ' + ', '.join(slow) + ')' if slow else ''}. "
             f"saturn's own timing in onnxruntime: {sum(1 for t in timing if t > 0)} models, "
-            f"max {max(timing):.1f} s.")
+            f"max {max(timing):.1f} s."
+            + (f" Checks (the self-check and the check at other sizes, within the optimize "
+               f"seconds): {sum(1 for c in checks if c > 0)} models, max {checks[-1]:.2f} s."
+               if checks else ""))
 
 
 def fold_summary(rows):
@@ -96,7 +100,8 @@ def write_markdown(path, doc):
         "onnxruntime and written only where measurably faster), the symbolic dimensions sized as "
         "the manifest says. Saturn predicted is the gain its best graph was predicted, taken or "
         "not. Optimize seconds are its wall time less its own timing in onnxruntime, which timing "
-        "s shows (each shard pinned to one core, where the command line names shards); peak RSS "
+        "s shows; check s is the part of them its checks took (the self-check in its interpreter "
+        "and the check at other sizes) (each shard pinned to one core, where the command line names shards); peak RSS "
         "is its resident "
         "high-water mark (VmHWM)"
         + (", read in a second run of the same command (`--remeasure-rss`)"
@@ -116,12 +121,12 @@ def write_markdown(path, doc):
     lines += ["", "## Models", "",
               "| model | family | exporter | opset | part | ops | opaque | ops after import | "
               "onnxsim ops | original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
-              "ort transformers | optimize s | timing s | peak RSS MB | outputs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ort transformers | optimize s | check s | timing s | peak RSS MB | outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
-                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | | |")
+                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | | | |")
             continue
         spread = r.get("speedup_p10_p90") or [None, None]
         measured = f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}]"
@@ -134,7 +139,8 @@ def write_markdown(path, doc):
             f"{r['original_ms']} | {fmt(r.get('speedup_predicted'))} | "
             f"{measured} | "
             f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
-            f"{r.get('optimize_seconds')} | {r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
+            f"{r.get('optimize_seconds')} | {r.get('check_seconds', '—')} | "
+            f"{r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
     lines += ["", fold_summary(rows), "", "## Time", "", time_summary(rows), "",
               "## Self-check", "", *self_check_summary(rows), "", "## Notes", ""]

@@ -363,6 +363,8 @@ def measure_model(entry, args):
     row.update({
         "optimize_seconds": round(info["optimize_seconds"] - timing, 2),
         "timing_seconds": round(timing, 2),
+        # The self-check and the check at other sizes, inside optimize_seconds.
+        "check_seconds": round((rep.get("seconds") or {}).get("check") or 0.0, 2),
         "saturn_timed": rep.get("measured"),
         "peak_rss_mb": round(info["peak_rss_mb"], 1),
         "ops_after_fold": rep.get("ops_before"),
