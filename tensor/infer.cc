@@ -273,6 +273,20 @@ std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b) {
   return out;
 }
 
+Dims strides_of(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+Dims broadcast_strides(const Dims& in, const Dims& out) {
+  Dims s(out.size(), 0);
+  const Dims own = strides_of(in);
+  const std::size_t shift = out.size() - in.size();
+  for (std::size_t i = 0; i < in.size(); ++i) s[shift + i] = in[i] == 1 ? 0 : own[i];
+  return s;
+}
+
 std::optional<std::int64_t> normalize_axis(std::int64_t axis, std::size_t rank) {
   std::int64_t r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r) return std::nullopt;

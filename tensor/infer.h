@@ -23,6 +23,11 @@ absl::StatusOr<ValueType> infer_type(Op op, const Attributes& attributes,
 
 // The shape two broadcast operands give (numpy rules), or nullopt.
 std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b);
+// Row-major strides of `dims`.
+Dims strides_of(const Dims& dims);
+// Strides of an operand of dimensions `in` read at the positions of its
+// broadcast to `out` (0 along the axes it is broadcast on).
+Dims broadcast_strides(const Dims& in, const Dims& out);
 
 // Normalizes `axis` for a tensor of `rank` (negative counts from the end);
 // nullopt when out of range.

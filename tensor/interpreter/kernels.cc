@@ -28,20 +28,6 @@ void parallel(std::int64_t n, std::int64_t grain,
                     [&](const tbb::blocked_range<std::int64_t>& r) { fn(r.begin(), r.end()); });
 }
 
-Ints strides_of(const Dims& dims) {
-  Ints s(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
-Ints broadcast_strides(const Dims& in, const Dims& out) {
-  Ints s(out.size(), 0);
-  Ints own = strides_of(in);
-  std::size_t shift = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i) s[shift + i] = in[i] == 1 ? 0 : own[i];
-  return s;
-}
-
 AxisView view_around(const Dims& dims, std::int64_t axis) {
   AxisView v;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(dims.size()); ++i) {

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "saturn/egraph/attributes.h"
+#include "saturn/tensor/infer.h"
 #include "saturn/tensor/ops.h"
 #include "saturn/tensor/tensor.h"
 #include "saturn/tensor/types.h"
@@ -36,11 +37,7 @@ using Ints = std::vector<std::int64_t>;
 void parallel(std::int64_t n, std::int64_t grain,
               const std::function<void(std::int64_t, std::int64_t)>& fn);
 
-// Row-major strides of `dims`.
-Ints strides_of(const Dims& dims);
-
-// Strides of an operand broadcast to `out` (0 along broadcast axes).
-Ints broadcast_strides(const Dims& in, const Dims& out);
+// strides_of and broadcast_strides: tensor/infer.h.
 
 // Calls fn(out_index, offset_a, offset_b) for every element of `out`, with
 // the offsets of two operands of the given strides.

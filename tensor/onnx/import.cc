@@ -462,10 +462,7 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
   {
     absl::StatusOr<MappedFile> file = MappedFile::open(from);
     if (!file.ok()) return file.status();
-    absl::StatusOr<onnx::ModelProto> stubs =
-        file->bytes().size() > static_cast<std::size_t>(INT_MAX)
-            ? absl::InvalidArgumentError("too large")
-            : onnx_io::initializer_stubs(file->bytes());
+    absl::StatusOr<onnx::ModelProto> stubs = onnx_io::initializer_stubs(file->bytes());
     if (!stubs.ok()) return absl::InvalidArgumentError(fmt::format("{}: not an ONNX model", from));
     model = *std::move(stubs);
   }

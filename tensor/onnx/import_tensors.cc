@@ -156,31 +156,6 @@ bool read_nested(google::protobuf::io::CodedInputStream& in, Read read) {
   return ok;
 }
 
-// A TensorProto's name, data location and external data; its other fields
-// (the data) are skipped, not copied.
-bool read_tensor_stub(google::protobuf::io::CodedInputStream& in, onnx::TensorProto& t) {
-  while (const std::uint32_t tag = in.ReadTag()) {
-    const int field = WireFormatLite::GetTagFieldNumber(tag);
-    const bool delimited =
-        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
-    bool ok = true;
-    if (field == onnx::TensorProto::kNameFieldNumber && delimited) {
-      ok = WireFormatLite::ReadString(&in, t.mutable_name());
-    } else if (field == onnx::TensorProto::kExternalDataFieldNumber && delimited) {
-      ok = WireFormatLite::ReadMessage(&in, t.add_external_data());
-    } else if (field == onnx::TensorProto::kDataLocationFieldNumber &&
-               WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
-      std::uint32_t v = 0;
-      ok = in.ReadVarint32(&v);
-      t.set_data_location(static_cast<onnx::TensorProto::DataLocation>(v));
-    } else {
-      ok = WireFormatLite::SkipField(&in, tag);
-    }
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // Calls `on_field` for each field of the message `in` reads (until its
 // limit); false when it is malformed or `on_field` fails.
 template <typename OnField>
@@ -190,9 +165,34 @@ bool read_fields(google::protobuf::io::CodedInputStream& in, OnField on_field) {
   return true;
 }
 
+// A TensorProto's name, data location and external data; its other fields
+// (the data) are skipped, not copied.
+bool read_tensor_stub(google::protobuf::io::CodedInputStream& in, onnx::TensorProto& t) {
+  return read_fields(in, [&](std::uint32_t tag) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const auto type = WireFormatLite::GetTagWireType(tag);
+    if (field == onnx::TensorProto::kNameFieldNumber &&
+        type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED)
+      return WireFormatLite::ReadString(&in, t.mutable_name());
+    if (field == onnx::TensorProto::kExternalDataFieldNumber &&
+        type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED)
+      return WireFormatLite::ReadMessage(&in, t.add_external_data());
+    if (field == onnx::TensorProto::kDataLocationFieldNumber &&
+        type == WireFormatLite::WIRETYPE_VARINT) {
+      std::uint32_t v = 0;
+      if (!in.ReadVarint32(&v)) return false;
+      t.set_data_location(static_cast<onnx::TensorProto::DataLocation>(v));
+      return true;
+    }
+    return WireFormatLite::SkipField(&in, tag);
+  });
+}
+
 }  // namespace
 
 absl::StatusOr<onnx::ModelProto> initializer_stubs(std::string_view bytes) {
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX))
+    return absl::InvalidArgumentError("past protobuf's 2 GiB limit for one message");
   onnx::ModelProto model;
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));

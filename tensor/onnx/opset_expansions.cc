@@ -401,31 +401,41 @@ absl::Status expand_rotary_embedding(const onnx::NodeProto& n, const DeclaredTyp
   return absl::OkStatus();
 }
 
+// The operators spelled here: their name, the tag their values are named
+// with, and the spelling.
+struct Expansion {
+  std::string_view op_type;
+  std::string_view tag;
+  absl::Status (*expand)(const onnx::NodeProto&, const DeclaredType&, Spelling&);
+};
+
+constexpr Expansion kExpansions[] = {
+    {"Gelu", "gelu", [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_gelu(n, s); }},
+    {"Mish", "mish", [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_mish(n, s); }},
+    {"RMSNormalization", "rms",
+     [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_rms_norm(n, s); }},
+    {"Attention", "attention", expand_attention},
+    {"RotaryEmbedding", "rotary", expand_rotary_embedding},
+};
+
+const Expansion* find_expansion(std::string_view op_type) {
+  for (const Expansion& e : kExpansions)
+    if (e.op_type == op_type) return &e;
+  return nullptr;
+}
+
 }  // namespace
 
-bool has_expansion(std::string_view op_type) {
-  return op_type == "Gelu" || op_type == "Mish" || op_type == "RMSNormalization" ||
-         op_type == "Attention" || op_type == "RotaryEmbedding";
-}
+bool has_expansion(std::string_view op_type) { return find_expansion(op_type) != nullptr; }
 
 absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
                          std::vector<onnx::NodeProto>& out) {
+  const Expansion* e = find_expansion(n.op_type());
+  if (e == nullptr) return absl::InvalidArgumentError("no spelling in older operators");
   if (n.input_size() < 1 || n.output_size() < 1 || n.output(0).empty())
     return absl::InvalidArgumentError("it has no input or no first output");
-  const std::string& op = n.op_type();
-  Spelling s(n,
-             op == "Gelu"        ? "gelu"
-             : op == "Mish"      ? "mish"
-             : op == "Attention" ? "attention"
-             : op == "RotaryEmbedding" ? "rotary"
-                                       : "rms",
-             out);
-  if (op == "Gelu") return expand_gelu(n, s);
-  if (op == "Mish") return expand_mish(n, s);
-  if (op == "RMSNormalization") return expand_rms_norm(n, s);
-  if (op == "Attention") return expand_attention(n, declared, s);
-  if (op == "RotaryEmbedding") return expand_rotary_embedding(n, declared, s);
-  return absl::InvalidArgumentError("no spelling in older operators");
+  Spelling s(n, e->tag, out);
+  return e->expand(n, declared, s);
 }
 
 }  // namespace saturn::tensor::onnx_io

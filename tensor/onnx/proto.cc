@@ -133,9 +133,9 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p, std::shared_ptr<c
   absl::StatusOr<TensorType> checked = tensor_proto_type(p);
   if (!checked.ok()) return checked.status();
   const TensorType& type = *checked;
-  const DType* dtype = &type.dtype;
+  const DType dtype = type.dtype;
   const std::int64_t count = type.num_elements();
-  if (*dtype == DType::kString) {
+  if (dtype == DType::kString) {
     if (p.string_data_size() != count)
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} strings, expects {}",
                                                     p.name(), p.string_data_size(), count));
@@ -151,39 +151,39 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p, std::shared_ptr<c
       return Tensor::borrowing(
           type, std::as_bytes(std::span(p.raw_data().data(), p.raw_data().size())), std::move(owner));
     // float32 and int64 are copied once, straight into their typed buffer.
-    if (*dtype == DType::kFloat32) {
+    if (dtype == DType::kFloat32) {
       std::vector<float> v(static_cast<std::size_t>(count));
       if (count > 0) std::memcpy(v.data(), p.raw_data().data(), p.raw_data().size());
       return Tensor(type, std::move(v));
     }
-    if (*dtype == DType::kInt64) {
+    if (dtype == DType::kInt64) {
       std::vector<std::int64_t> v(static_cast<std::size_t>(count));
       if (count > 0) std::memcpy(v.data(), p.raw_data().data(), p.raw_data().size());
       return Tensor(type, std::move(v));
     }
     const auto* b = reinterpret_cast<const std::byte*>(p.raw_data().data());
     bytes.assign(b, b + p.raw_data().size());
-  } else if (*dtype == DType::kFloat32) {
+  } else if (dtype == DType::kFloat32) {
     if (p.float_data_size() != count)
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} floats, expects {}",
                                                     p.name(), p.float_data_size(), count));
     return Tensor(type, std::vector<float>(p.float_data().begin(), p.float_data().end()));
-  } else if (*dtype == DType::kInt64) {
+  } else if (dtype == DType::kInt64) {
     if (p.int64_data_size() != count)
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} integers, expects {}",
                                                     p.name(), p.int64_data_size(), count));
     return Tensor(type, std::vector<std::int64_t>(p.int64_data().begin(), p.int64_data().end()));
   } else {
-    absl::StatusOr<std::vector<std::byte>> typed = typed_bytes(p, *dtype, count);
+    absl::StatusOr<std::vector<std::byte>> typed = typed_bytes(p, dtype, count);
     if (!typed.ok()) return typed.status();
     bytes = std::move(*typed);
   }
-  if (*dtype == DType::kFloat32) {
+  if (dtype == DType::kFloat32) {
     std::vector<float> v(static_cast<std::size_t>(count));
     if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
     return Tensor(type, std::move(v));
   }
-  if (*dtype == DType::kInt64) {
+  if (dtype == DType::kInt64) {
     std::vector<std::int64_t> v(static_cast<std::size_t>(count));
     if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
     return Tensor(type, std::move(v));

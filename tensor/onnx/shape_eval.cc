@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "fmt/format.h"
+#include "saturn/tensor/infer.h"
 #include "saturn/tensor/onnx/proto.h"
 #include "saturn/tensor/onnx/shape_eval_internal.h"
 
@@ -83,51 +84,20 @@ Tensor to_tensor(const Num& n) {
 
 std::int64_t count(const Dims& dims) { return shape_value_count(dims); }
 
-// Row-major strides of `dims`.
-Dims strides(const Dims& dims) {
-  Dims s(dims.size(), 1);
-  for (int a = static_cast<int>(dims.size()) - 2; a >= 0; --a) s[a] = s[a + 1] * dims[a + 1];
-  return s;
-}
-
-// The multidirectional (numpy) broadcast of two shapes.
-std::optional<Dims> broadcast(const Dims& a, const Dims& b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Dims out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    const std::int64_t x = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
-    const std::int64_t y = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
-    if (x != y && x != 1 && y != 1) return std::nullopt;
-    out[k] = x == 1 ? y : x;
-  }
-  return out;
-}
-
-// The strides with which `n` is read at the positions of its broadcast to
-// `out`: 0 along the axes it is broadcast on.
-Dims broadcast_strides(const Num& n, const Dims& out) {
-  const Dims own = strides(n.dims);
-  Dims s(out.size(), 0);
-  const std::size_t shift = out.size() - n.dims.size();
-  for (std::size_t k = shift; k < out.size(); ++k)
-    if (n.dims[k - shift] != 1) s[k] = own[k - shift];
-  return s;
-}
-
 // Applies `f` elementwise over the broadcast of `inputs`.
 template <typename F>
 std::optional<Num> elementwise(const std::vector<Num>& inputs, DType dtype, F f) {
   Dims out;
   for (const Num& n : inputs) {
-    std::optional<Dims> b = broadcast(out, n.dims);
+    std::optional<Dims> b = broadcast_dims(out, n.dims);
     if (!b) return std::nullopt;
     out = *b;
   }
   if (count(out) > kMaxShapeValueElements) return std::nullopt;
   Num r{dtype, out, std::vector<double>(static_cast<std::size_t>(count(out)))};
-  const Dims out_strides = strides(out);
+  const Dims out_strides = strides_of(out);
   std::vector<Dims> read;
-  for (const Num& n : inputs) read.push_back(broadcast_strides(n, out));
+  for (const Num& n : inputs) read.push_back(broadcast_strides(n.dims, out));
   std::vector<double> args(inputs.size());
   for (std::int64_t i = 0; i < count(out); ++i) {
     for (std::size_t k = 0; k < inputs.size(); ++k) {

@@ -59,8 +59,6 @@ bool is_integer(DType d);
 std::optional<Num> to_num(const Tensor& t);
 // The element count of `dims` (INT64_MAX when it overflows).
 std::int64_t count(const Dims& dims);
-// Row-major strides of `dims`.
-Dims strides(const Dims& dims);
 // `axis` in [0, rank), counting a negative one from the end; nullopt when out of range.
 std::optional<std::int64_t> axis_in(std::int64_t axis, std::size_t rank);
 Ints as_ints(const Num& n);

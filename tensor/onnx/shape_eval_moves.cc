@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "saturn/tensor/infer.h"
 #include "saturn/tensor/onnx/proto.h"
 #include "saturn/tensor/onnx/shape_eval_internal.h"
 #include "saturn/tensor/onnx/shape_values.h"
@@ -88,7 +89,7 @@ std::optional<Num> slice(const Num& data, const Ints& starts, const Ints& ends,
                     : std::max<std::int64_t>((b - e - s - 1) / -s, 0);
   }
   Num r{data.dtype, out, {}};
-  const Dims in_strides = strides(data.dims), out_strides = strides(out);
+  const Dims in_strides = strides_of(data.dims), out_strides = strides_of(out);
   for (std::int64_t i = 0; i < count(out); ++i) {
     std::int64_t index = 0;
     for (std::size_t k = 0; k < rank; ++k)
@@ -140,7 +141,7 @@ std::optional<Num> transpose(const Num& data, std::optional<Ints> perm) {
     out[k] = data.dims[*a];
   }
   Num r{data.dtype, out, std::vector<double>(data.v.size())};
-  const Dims in_strides = strides(data.dims), out_strides = strides(out);
+  const Dims in_strides = strides_of(data.dims), out_strides = strides_of(out);
   for (std::int64_t i = 0; i < count(out); ++i) {
     std::int64_t index = 0;
     for (std::size_t k = 0; k < rank; ++k)
@@ -235,7 +236,7 @@ std::optional<Num> reduce(const Num& data, std::optional<Ints> axes, bool keepdi
   Dims kept(rank);
   for (std::size_t k = 0; k < rank; ++k) kept[k] = reduced[k] ? 1 : data.dims[k];
   Num r{data.dtype, kept, std::vector<double>(count(kept), product ? 1.0 : 0.0)};
-  const Dims in_strides = strides(data.dims), out_strides = strides(kept);
+  const Dims in_strides = strides_of(data.dims), out_strides = strides_of(kept);
   for (std::int64_t i = 0; i < data.size(); ++i) {
     std::int64_t o = 0;
     for (std::size_t k = 0; k < rank; ++k)
@@ -262,7 +263,7 @@ std::optional<Num> scatter_nd(Num data, const Num& indices, const Num& updates,
   Dims expected(indices.dims.begin(), indices.dims.end() - 1);
   expected.insert(expected.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(k), data.dims.end());
   if (updates.dims != expected) return std::nullopt;
-  const Dims data_strides = strides(data.dims);
+  const Dims data_strides = strides_of(data.dims);
   const std::int64_t slice = count(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(k), data.dims.end()));
   const std::int64_t points = indices.size() / static_cast<std::int64_t>(k);
   for (std::int64_t p = 0; p < points; ++p) {
@@ -297,7 +298,7 @@ std::optional<Num> tile(const Num& data, const Ints& repeats) {
   }
   if (count(out) > kMaxShapeValueElements) return std::nullopt;
   Num r{data.dtype, out, std::vector<double>(static_cast<std::size_t>(count(out)))};
-  const Dims in_strides = strides(data.dims), out_strides = strides(out);
+  const Dims in_strides = strides_of(data.dims), out_strides = strides_of(out);
   for (std::int64_t i = 0; i < count(out); ++i) {
     std::int64_t index = 0;
     for (std::size_t a = 0; a < out.size(); ++a)
