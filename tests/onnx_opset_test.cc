@@ -143,11 +143,22 @@ TEST(OnnxNewerOpsets, AxesComputedAtRunTimeAreAnErrorNamingTheNode) {
 
 TEST(OnnxNewerOpsets, AnOperatorNewerThanOpset17IsAnErrorNamingIt) {
   onnx::ModelProto m = newer_opset_model(23);
-  add_node(m.mutable_graph(), "GroupNormalization", {"x", "x", "x"}, {"grouped"});
+  add_node(m.mutable_graph(), "BitwiseAnd", {"x", "x"}, {"anded"});
   absl::StatusOr<Graph> r = parse_onnx_model(bytes_of(m), "newer.onnx");
   ASSERT_FALSE(r.ok());
   const std::string text(message(r.status()));
-  EXPECT_NE(text.find("node 'grouped_node' (GroupNormalization): the operator is newer than opset"),
+  EXPECT_NE(text.find("node 'anded_node' (BitwiseAnd): the operator is newer than opset"),
+            std::string::npos)
+      << text;
+}
+
+TEST(OnnxNewerOpsets, ALaterOperatorWithoutItsSpellingsAttributesIsAnErrorNamingIt) {
+  onnx::ModelProto m = newer_opset_model(21);
+  add_node(m.mutable_graph(), "GroupNormalization", {"x", "x", "x"}, {"grouped"});  // no num_groups
+  absl::StatusOr<Graph> r = parse_onnx_model(bytes_of(m), "newer.onnx");
+  ASSERT_FALSE(r.ok());
+  const std::string text(message(r.status()));
+  EXPECT_NE(text.find("node 'grouped_node' (GroupNormalization): num_groups must be at least 1"),
             std::string::npos)
       << text;
 }

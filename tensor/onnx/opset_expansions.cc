@@ -22,6 +22,14 @@ onnx::AttributeProto int_attribute(const std::string& name, std::int64_t value) 
   return a;
 }
 
+onnx::AttributeProto float_attribute(const std::string& name, float value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(value);
+  return a;
+}
+
 onnx::AttributeProto ints_attribute(const std::string& name, const std::vector<std::int64_t>& values) {
   onnx::AttributeProto a;
   a.set_name(name);
@@ -70,6 +78,15 @@ class Spelling {
     onnx::TensorProto t;
     t.set_data_type(onnx::TensorProto::FLOAT);
     t.add_float_data(value);
+    return constant(what, std::move(t));
+  }
+
+  // A 1-D float constant.
+  std::string floats(std::string_view what, const std::vector<float>& values) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(static_cast<std::int64_t>(values.size()));
+    for (float v : values) t.add_float_data(v);
     return constant(what, std::move(t));
   }
 
@@ -177,6 +194,45 @@ absl::Status expand_rms_norm(const onnx::NodeProto& n, Spelling& s) {
   return absl::OkStatus();
 }
 
+// GroupNormalization (opset 18, per-channel scale and bias from opset 21):
+// x [N, C, ...] seen as [N, groups, -1] is an InstanceNormalization of the
+// groups, which is how PyTorch writes a GroupNorm and what onnxruntime runs
+// as one kernel. Before opset 21 the scale and bias are per group and go
+// into the InstanceNormalization; from 21 on they are per channel and
+// multiply and add in [N, C, -1] form after it.
+absl::Status expand_group_norm(const onnx::NodeProto& n, const Source& source, Spelling& s) {
+  const std::optional<std::int64_t> groups = int_of(n, "num_groups");
+  if (!groups || *groups < 1) return absl::InvalidArgumentError("num_groups must be at least 1");
+  if (n.input_size() < 3) return absl::InvalidArgumentError("it needs an input, a scale and a bias");
+  if (int_of(n, "stash_type").value_or(1) != 1)
+    return absl::InvalidArgumentError("stash_type other than float32 has no equivalent");
+  const onnx::TypeProto* t = source.declared(n.input(0));
+  if (t != nullptr && t->tensor_type().elem_type() != onnx::TensorProto::FLOAT)
+    return absl::InvalidArgumentError("only float32 inputs are read");
+  const std::string& x = n.input(0);
+  const float epsilon = float_of(n, "epsilon").value_or(1e-5f);
+  const std::string grouped = s.op("Reshape", {x, s.ints("group_shape", {0, *groups, -1})}, "grouped");
+  const bool per_group = source.opset < 21;
+  std::vector<std::string> affine = {n.input(1), n.input(2)};
+  if (!per_group) {
+    affine = {s.floats("ones", std::vector<float>(*groups, 1.0f)),
+              s.floats("zeros", std::vector<float>(*groups, 0.0f))};
+  }
+  std::string y = s.op("InstanceNormalization", {grouped, affine[0], affine[1]}, "normalized",
+                       {float_attribute("epsilon", epsilon)});
+  if (!per_group) {
+    const std::string channels = s.op(
+        "Concat", {s.dims(x, "batch_channels", 0, 2), s.ints("rest", {-1})}, "channel_shape",
+        {int_attribute("axis", 0)});
+    const std::string column = s.ints("column", {-1, 1});
+    y = s.op("Reshape", {y, channels}, "channels");
+    y = s.op("Mul", {y, s.op("Reshape", {n.input(1), column}, "scale_column")}, "scaled");
+    y = s.op("Add", {y, s.op("Reshape", {n.input(2), column}, "bias_column")}, "shifted");
+  }
+  s.finish("Reshape", {y, s.dims(x, "shape", 0)});
+  return absl::OkStatus();
+}
+
 std::optional<std::int64_t> declared_dim(const DeclaredType& declared, const std::string& name,
                                          int axis) {
   const onnx::TypeProto* t = declared(name);
@@ -246,8 +302,9 @@ absl::StatusOr<std::string> masked_scores(const onnx::NodeProto& n, const Declar
 // heads are grouped [B, kv heads, group, ...] against the key heads
 // unsqueezed, so no key is copied; the scores are masked in the
 // [B, heads, ...] form.
-absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& declared,
+absl::Status expand_attention(const onnx::NodeProto& n, const Source& source,
                               Spelling& s) {
+  const DeclaredType& declared = source.declared;
   if (n.input_size() < 3)
     return absl::InvalidArgumentError("Attention needs queries, keys and values");
   if (n.output_size() > 3 && !n.output(3).empty())
@@ -327,8 +384,9 @@ absl::Status expand_attention(const onnx::NodeProto& n, const DeclaredType& decl
 // position_ids when given ([B, S, rotary / 2] otherwise), broadcast over the
 // heads: X is [B, heads, S, head size], or [B, S, heads * head size] with
 // num_heads.
-absl::Status expand_rotary_embedding(const onnx::NodeProto& n, const DeclaredType& declared,
+absl::Status expand_rotary_embedding(const onnx::NodeProto& n, const Source& source,
                                      Spelling& s) {
+  const DeclaredType& declared = source.declared;
   if (n.input_size() < 3)
     return absl::InvalidArgumentError("RotaryEmbedding needs an input and the cos and sin caches");
   const std::int64_t rotary = int_of(n, "rotary_embedding_dim").value_or(0);
@@ -406,14 +464,15 @@ absl::Status expand_rotary_embedding(const onnx::NodeProto& n, const DeclaredTyp
 struct Expansion {
   std::string_view op_type;
   std::string_view tag;
-  absl::Status (*expand)(const onnx::NodeProto&, const DeclaredType&, Spelling&);
+  absl::Status (*expand)(const onnx::NodeProto&, const Source&, Spelling&);
 };
 
 constexpr Expansion kExpansions[] = {
-    {"Gelu", "gelu", [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_gelu(n, s); }},
-    {"Mish", "mish", [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_mish(n, s); }},
+    {"Gelu", "gelu", [](const onnx::NodeProto& n, const Source&, Spelling& s) { return expand_gelu(n, s); }},
+    {"Mish", "mish", [](const onnx::NodeProto& n, const Source&, Spelling& s) { return expand_mish(n, s); }},
     {"RMSNormalization", "rms",
-     [](const onnx::NodeProto& n, const DeclaredType&, Spelling& s) { return expand_rms_norm(n, s); }},
+     [](const onnx::NodeProto& n, const Source&, Spelling& s) { return expand_rms_norm(n, s); }},
+    {"GroupNormalization", "group_norm", expand_group_norm},
     {"Attention", "attention", expand_attention},
     {"RotaryEmbedding", "rotary", expand_rotary_embedding},
 };
@@ -428,14 +487,14 @@ const Expansion* find_expansion(std::string_view op_type) {
 
 bool has_expansion(std::string_view op_type) { return find_expansion(op_type) != nullptr; }
 
-absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
+absl::Status expand_node(const onnx::NodeProto& n, const Source& source,
                          std::vector<onnx::NodeProto>& out) {
   const Expansion* e = find_expansion(n.op_type());
   if (e == nullptr) return absl::InvalidArgumentError("no spelling in older operators");
   if (n.input_size() < 1 || n.output_size() < 1 || n.output(0).empty())
     return absl::InvalidArgumentError("it has no input or no first output");
   Spelling s(n, e->tag, out);
-  return e->expand(n, declared, s);
+  return e->expand(n, source, s);
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -4,6 +4,7 @@
 // the whole, importer.h's ExpandedNodes).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -18,13 +19,19 @@ namespace saturn::tensor::onnx_io {
 // value_info, initializers), or null.
 using DeclaredType = std::function<const onnx::TypeProto*(const std::string&)>;
 
+// What a spelling reads of the model around its node.
+struct Source {
+  DeclaredType declared;
+  std::int64_t opset;  // the model's default-domain opset
+};
+
 // Whether `op_type` (default domain) has a spelling here.
 bool has_expansion(std::string_view op_type);
 
 // Appends the spelling of `n` to `out`: its last node computes `n`'s first
 // output under its name. An error says why `n` has no spelling (an
 // attribute or input combination that has none); the caller names the node.
-absl::Status expand_node(const onnx::NodeProto& n, const DeclaredType& declared,
+absl::Status expand_node(const onnx::NodeProto& n, const Source& source,
                          std::vector<onnx::NodeProto>& out);
 
 }  // namespace saturn::tensor::onnx_io

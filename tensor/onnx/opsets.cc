@@ -177,7 +177,8 @@ class Lowering {
         auto it = declared_.find(name);
         return it == declared_.end() ? nullptr : &it->second;
       };
-      if (absl::Status s = expand_node(n, declared, out); !s.ok()) return fail(n, message(s));
+      if (absl::Status s = expand_node(n, Source{declared, from_}, out); !s.ok())
+        return fail(n, message(s));
       // An exact Gelu and an RMSNormalization are IR operators, read whole.
       if (expanded_ != nullptr && (op == "Gelu" || op == "RMSNormalization"))
         (*expanded_)[n.output(0)] = n;

@@ -18,18 +18,23 @@ CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
 
 
+def bait(x, out):
+    """`x` by 2 then by 0.5 into `out`: the rewrite the search makes, so that
+    the model is written from the IR rather than kept. The nodes and their
+    two initializers."""
+    nodes = [helper.make_node("Mul", [x, "by_two"], [f"{out}/doubled"]),
+             helper.make_node("Mul", [f"{out}/doubled", "by_half"], [out])]
+    return nodes, [numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
+                   numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half")]
+
+
 def newer_opset_model(path, opset):
     """x [4, 6] -> a product by 2 then by 0.5 (the rewrite the search makes), a mean
     over axes given as an input (opset 18's spelling), and the two halves of
     a Split by num_outputs (18) added."""
-    inits = [
-        numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
-        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half"),
-        numpy_helper.from_array(np.array([1], dtype=np.int64), "axes"),
-    ]
-    nodes = [
-        helper.make_node("Mul", ["x", "by_two"], ["t1"]),
-        helper.make_node("Mul", ["t1", "by_half"], ["t2"]),
+    nodes, inits = bait("x", "t2")
+    inits.append(numpy_helper.from_array(np.array([1], dtype=np.int64), "axes"))
+    nodes += [
         helper.make_node("ReduceMean", ["t2", "axes"], ["mean"], keepdims=1),
         helper.make_node("Sub", ["t2", "mean"], ["centred"]),
         helper.make_node("Split", ["centred"], ["left", "right"], axis=1, num_outputs=2),
@@ -85,15 +90,12 @@ def rms_norm_model(path, axis):
     normalized = [5, 64][axis:] if axis >= 0 else [5, 64][axis:]
     if axis >= 0:
         normalized = [2, 5, 64][axis:]
-    inits = [
-        numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
-        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half"),
+    nodes, inits = bait("x", "t2")
+    inits += [
         numpy_helper.from_array(rng.uniform(0.5, 1.5, normalized).astype(np.float32), "scale"),
         numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "w"),
     ]
-    nodes = [
-        helper.make_node("Mul", ["x", "by_two"], ["t1"]),
-        helper.make_node("Mul", ["t1", "by_half"], ["t2"]),
+    nodes += [
         helper.make_node("RMSNormalization", ["t2", "scale"], ["n"], axis=axis, epsilon=1e-6),
         helper.make_node("MatMul", ["n", "w"], ["out"]),
     ]
@@ -151,13 +153,10 @@ def attention_model(path, case):
                    for n in ("past_k", "past_v")]
         names += ["past_k", "past_v"]
         outputs += ["present_k", "present_v"]
-    # q by 2 then by 0.5: the rewrite the search makes, so the model is written.
-    bait = [helper.make_node("Mul", ["q", "by_two"], ["q1"]), helper.make_node("Mul", ["q1", "by_half"], ["q2"])]
-    node = helper.make_node("Attention", ["q2"] + names[1:], outputs, **attributes)
-    graph = helper.make_graph(bait + [node], "attention", inputs,
-                              [helper.make_tensor_value_info(o, f, None) for o in outputs],
-                              [numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
-        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half")])
+    nodes, inits = bait("q", "q2")
+    nodes.append(helper.make_node("Attention", ["q2"] + names[1:], outputs, **attributes))
+    graph = helper.make_graph(nodes, "attention", inputs,
+                              [helper.make_tensor_value_info(o, f, None) for o in outputs], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     model = onnx.shape_inference.infer_shapes(model)
     onnx.checker.check_model(model, full_check=True)
@@ -213,11 +212,9 @@ def test_rotary_embedding_of_opset_23_is_read_as_its_operators(tmp_path, case):
     if positions:
         inputs.append(helper.make_tensor_value_info("positions", TensorProto.INT64, positions))
         names.append("positions")
-    nodes = [helper.make_node("Mul", ["x", "by_two"], ["x0"]), helper.make_node("Mul", ["x0", "by_half"], ["x1"]),
-             helper.make_node("RotaryEmbedding", names, ["y"], **attributes)]
-    graph = helper.make_graph(nodes, "rotary", inputs, [helper.make_tensor_value_info("y", f, x_shape)],
-                              [numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
-        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half")])
+    nodes, inits = bait("x", "x1")
+    nodes.append(helper.make_node("RotaryEmbedding", names, ["y"], **attributes))
+    graph = helper.make_graph(nodes, "rotary", inputs, [helper.make_tensor_value_info("y", f, x_shape)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     onnx.checker.check_model(model, full_check=True)
     path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
@@ -236,3 +233,56 @@ def test_rotary_embedding_of_opset_23_is_read_as_its_operators(tmp_path, case):
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+def group_norm_reference(x, scale, bias, groups, epsilon, per_channel):
+    n, c = x.shape[:2]
+    g = x.reshape(n, groups, -1).astype(np.float64)
+    normalized = (g - g.mean(axis=2, keepdims=True)) / np.sqrt(g.var(axis=2, keepdims=True) + epsilon)
+    if not per_channel:  # opset 18: a scale and a bias per group
+        normalized = normalized * scale[:, None] + bias[:, None]
+    y = normalized.reshape(x.shape)
+    if per_channel:
+        shape = [c] + [1] * (x.ndim - 2)
+        y = y * scale.reshape(shape) + bias.reshape(shape)
+    return y.astype(np.float32)
+
+
+@needs_cli
+@pytest.mark.parametrize("opset", [18, 21])
+def test_group_normalization_is_read_as_an_instance_normalization_of_the_groups(tmp_path, opset):
+    """GroupNormalization (opset 18: a scale per group; 21: per channel) is
+    read as PyTorch's spelling of a GroupNorm, every part an IR operator,
+    and the written model, at its opset, gives the operator's outputs at
+    three batch sizes (the batch is symbolic)."""
+    f, groups, channels = TensorProto.FLOAT, 3, 6
+    per_channel = opset >= 21
+    rng = np.random.default_rng(opset)
+    affine = channels if per_channel else groups
+    scale = rng.standard_normal(affine).astype(np.float32)
+    bias = rng.standard_normal(affine).astype(np.float32)
+    nodes, inits = bait("x", "x1")
+    nodes.append(helper.make_node("GroupNormalization", ["x1", "scale", "bias"], ["y"], num_groups=groups,
+                                  epsilon=1e-3))
+    inits += [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(bias, "bias")]
+    graph = helper.make_graph(
+        nodes, "group_norm", [helper.make_tensor_value_info("x", f, ["batch", channels, 4, 5])],
+        [helper.make_tensor_value_info("y", f, ["batch", channels, 4, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version={18: 8, 21: 10}[opset])
+    if opset >= 21:  # PyPI's checker calls the opset-18 form deprecated; exporters still write it
+        onnx.checker.check_model(model, full_check=True)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    r = optimize(path, out, report)
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert [o.version for o in written.opset_import if o.domain in ("", "ai.onnx")] == [opset]
+    ops = [n.op_type for n in written.graph.node]
+    assert "InstanceNormalization" in ops and "GroupNormalization" not in ops, ops
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for batch in (1, 2, 5):
+        x = rng.standard_normal((batch, channels, 4, 5)).astype(np.float32)
+        want = group_norm_reference(x, scale, bias, groups, 1e-3, per_channel)
+        np.testing.assert_allclose(session.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
