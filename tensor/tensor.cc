@@ -6,8 +6,36 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace saturn::tensor {
+
+struct Tensor::Buffer {
+  std::vector<float> f;
+  std::vector<std::int64_t> i;
+  std::vector<std::byte> raw;
+  std::vector<std::string> s;
+  // Bytes read in place instead of f, i or raw, and what keeps them alive.
+  std::span<const std::byte> borrowed;
+  std::shared_ptr<const void> owner;
+  // Borrowed bytes not aligned for their element type: copied into f or i
+  // on the first read, once, whichever thread reads first.
+  bool misaligned = false;
+  std::once_flag aligned;
+
+  // The borrowed values as `T`, in place or aligned in `copy`.
+  template <typename T>
+  std::span<const T> read(std::vector<T>& copy) {
+    if (misaligned) {
+      std::call_once(aligned, [&] {
+        copy.resize(borrowed.size() / sizeof(T));
+        if (!copy.empty()) std::memcpy(copy.data(), borrowed.data(), borrowed.size());
+      });
+      return copy;
+    }
+    return {reinterpret_cast<const T*>(borrowed.data()), borrowed.size() / sizeof(T)};
+  }
+};
 
 namespace {
 
@@ -77,7 +105,7 @@ Tensor Tensor::borrowing(TensorType type, std::span<const std::byte> bytes,
   t.buffer_->borrowed = bytes;
   assert(owner);
   t.buffer_->owner = std::move(owner);
-  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % align != 0) t.own();
+  t.buffer_->misaligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % align != 0;
   return t;
 }
 
@@ -96,6 +124,7 @@ void Tensor::own() {
   }
   b.borrowed = {};
   b.owner.reset();
+  b.misaligned = false;
 }
 
 std::span<const std::byte> Tensor::bytes() const {
@@ -110,15 +139,12 @@ std::span<const std::string> Tensor::strings() const {
 
 std::span<const float> Tensor::floats() const {
   assert(type_.dtype == DType::kFloat32 && buffer_);
-  if (buffer_->owner)
-    return {reinterpret_cast<const float*>(buffer_->borrowed.data()), buffer_->borrowed.size() / sizeof(float)};
+  if (buffer_->owner) return buffer_->read(buffer_->f);
   return buffer_->f;
 }
 std::span<const std::int64_t> Tensor::ints() const {
   assert(type_.dtype == DType::kInt64 && buffer_);
-  if (buffer_->owner)
-    return {reinterpret_cast<const std::int64_t*>(buffer_->borrowed.data()),
-            buffer_->borrowed.size() / sizeof(std::int64_t)};
+  if (buffer_->owner) return buffer_->read(buffer_->i);
   return buffer_->i;
 }
 std::span<float> Tensor::mutable_floats() {

@@ -31,7 +31,7 @@ class Tensor {
   // A tensor that reads `bytes` (little-endian, num_bytes() of them) in
   // place, kept alive by `owner` (the parsed model file that holds them):
   // a model's weights are not copied at import. Bytes not aligned for the
-  // element type are copied.
+  // element type are copied when first read as floats or ints.
   static Tensor borrowing(TensorType type, std::span<const std::byte> bytes,
                           std::shared_ptr<const void> owner);
   static Tensor scalar(float value) {
@@ -56,15 +56,8 @@ class Tensor {
   Tensor reshaped(Dims dims) const;
 
  private:
-  struct Buffer {
-    std::vector<float> f;
-    std::vector<std::int64_t> i;
-    std::vector<std::byte> raw;
-    std::vector<std::string> s;
-    // Bytes read in place instead of f, i or raw, and what keeps them alive.
-    std::span<const std::byte> borrowed;
-    std::shared_ptr<const void> owner;
-  };
+  // The values (tensor.cc): typed vectors, or bytes read in place.
+  struct Buffer;
   // Copies borrowed bytes into the typed buffer (before a write).
   void own();
   TensorType type_;

@@ -45,7 +45,8 @@ void expect_same_outputs(const std::vector<Tensor>& a, const std::vector<Tensor>
 }
 
 // A borrowing tensor reads its owner's bytes in place, keeps them alive,
-// and copies them before a write; bytes not aligned for floats are copied.
+// and copies them before a write; bytes not aligned for floats are copied
+// when first read.
 TEST(Tensor, BorrowsBytesAndCopiesBeforeAWrite) {
   auto owner = std::make_shared<std::vector<float>>(std::vector<float>{0, 1, 2, 3, 4});
   const auto all = std::as_bytes(std::span(*owner));
@@ -68,6 +69,8 @@ TEST(Tensor, BorrowsBytesAndCopiesBeforeAWrite) {
   Tensor u = Tensor::borrowing(type, std::span(*holder).subspan(1), holder);
   EXPECT_EQ(std::vector<float>(u.floats().begin(), u.floats().end()), (std::vector<float>{5, 6, 7, 8}));
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(u.floats().data()) % alignof(float), 0u);
+  const Tensor shared = u;  // aligned once, for every copy
+  EXPECT_EQ(shared.floats().data(), u.floats().data());
 }
 
 TEST(TensorGraph, BuilderReportsTheFirstError) {

@@ -421,21 +421,17 @@ absl::Status too_large(const std::string& file, std::uintmax_t bytes) {
       file, static_cast<double>(bytes) / (1 << 30)));
 }
 
-}  // namespace
+// The protobuf does not parse.
+absl::Status not_onnx(const std::string& file) {
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: not an ONNX model (the protobuf does not parse; truncated or another format?)", file));
+}
 
-absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
-                                       const OnnxImportOptions& options) {
-  auto model = std::make_shared<onnx::ModelProto>();
-  if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return too_large(file, bytes.size());
-  if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: not an ONNX model (the protobuf does not parse; truncated or another "
-                    "format?)",
-                    file));
-  }
+// The IR of a parsed model read from `file`.
+absl::StatusOr<Graph> import_model(std::shared_ptr<onnx::ModelProto> model, const std::string& file,
+                                   const OnnxImportOptions& options) {
   onnx_io::Importer importer(file, options);
-  absl::StatusOr<Graph> graph = importer.run(model);
+  absl::StatusOr<Graph> graph = importer.run(std::move(model));
   if (std::vector<std::string> unsized = importer.unsized_symbols();
       !graph.ok() && !unsized.empty())
     return absl::Status(graph.status().code(),
@@ -446,13 +442,33 @@ absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string
   return graph;
 }
 
+}  // namespace
+
+absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
+                                       const OnnxImportOptions& options) {
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return too_large(file, bytes.size());
+  if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return not_onnx(file);
+  return import_model(std::move(model), file, options);
+}
+
 absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportOptions& options) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) return too_large(path, size);
   absl::StatusOr<MappedFile> file = MappedFile::open(path);
   if (!file.ok()) return file.status();
-  absl::StatusOr<Graph> graph = parse_onnx_model(file->bytes(), path, options);
+  if (file->bytes().empty())
+    return absl::InvalidArgumentError(fmt::format("{}: the file is empty", path));
+  // The weights stay in the file, mapped as external data of the file
+  // itself: from the smallest float32 tensor the import keeps mapped.
+  constexpr auto kMinBytes = static_cast<std::uint32_t>(4 * (onnx_io::kMaxShapeValueElements + 1));
+  absl::StatusOr<onnx::ModelProto> model = onnx_io::parse_leaving_weights(
+      file->bytes(), std::filesystem::path(path).filename().string(), kMinBytes);
+  if (!model.ok()) return not_onnx(path);
+  absl::StatusOr<Graph> graph =
+      import_model(std::make_shared<onnx::ModelProto>(*std::move(model)), path, options);
   if (graph.ok()) graph->source = path;
   return graph;
 }

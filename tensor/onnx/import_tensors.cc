@@ -16,8 +16,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/wire_format_lite.h"
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -139,81 +137,6 @@ absl::StatusOr<std::map<std::string, Tensor>> map_external_data(onnx::ModelProto
                                                bytes->second));
   }
   return mapped;
-}
-
-namespace {
-
-using google::protobuf::internal::WireFormatLite;
-
-// Reads one length-delimited field's body with `read`, inside its limit.
-template <typename Read>
-bool read_nested(google::protobuf::io::CodedInputStream& in, Read read) {
-  std::uint32_t length = 0;
-  if (!in.ReadVarint32(&length)) return false;
-  const auto limit = in.PushLimit(static_cast<int>(length));
-  const bool ok = read() && in.ConsumedEntireMessage();
-  in.PopLimit(limit);
-  return ok;
-}
-
-// Calls `on_field` for each field of the message `in` reads (until its
-// limit); false when it is malformed or `on_field` fails.
-template <typename OnField>
-bool read_fields(google::protobuf::io::CodedInputStream& in, OnField on_field) {
-  while (const std::uint32_t tag = in.ReadTag())
-    if (!on_field(tag)) return false;
-  return true;
-}
-
-// A TensorProto's name, data location and external data; its other fields
-// (the data) are skipped, not copied.
-bool read_tensor_stub(google::protobuf::io::CodedInputStream& in, onnx::TensorProto& t) {
-  return read_fields(in, [&](std::uint32_t tag) {
-    const int field = WireFormatLite::GetTagFieldNumber(tag);
-    const auto type = WireFormatLite::GetTagWireType(tag);
-    if (field == onnx::TensorProto::kNameFieldNumber &&
-        type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED)
-      return WireFormatLite::ReadString(&in, t.mutable_name());
-    if (field == onnx::TensorProto::kExternalDataFieldNumber &&
-        type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED)
-      return WireFormatLite::ReadMessage(&in, t.add_external_data());
-    if (field == onnx::TensorProto::kDataLocationFieldNumber &&
-        type == WireFormatLite::WIRETYPE_VARINT) {
-      std::uint32_t v = 0;
-      if (!in.ReadVarint32(&v)) return false;
-      t.set_data_location(static_cast<onnx::TensorProto::DataLocation>(v));
-      return true;
-    }
-    return WireFormatLite::SkipField(&in, tag);
-  });
-}
-
-}  // namespace
-
-absl::StatusOr<onnx::ModelProto> initializer_stubs(std::string_view bytes) {
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX))
-    return absl::InvalidArgumentError("past protobuf's 2 GiB limit for one message");
-  onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  in.SetTotalBytesLimit(INT_MAX);
-  auto is = [](std::uint32_t tag, int field) {
-    return WireFormatLite::GetTagFieldNumber(tag) == field &&
-           WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
-  };
-  onnx::GraphProto& g = *model.mutable_graph();
-  const bool ok = read_fields(in, [&](std::uint32_t tag) {
-    if (!is(tag, onnx::ModelProto::kGraphFieldNumber)) return WireFormatLite::SkipField(&in, tag);
-    return read_nested(in, [&] {
-      return read_fields(in, [&](std::uint32_t t) {
-        if (!is(t, onnx::GraphProto::kInitializerFieldNumber)) return WireFormatLite::SkipField(&in, t);
-        return read_nested(in, [&] { return read_tensor_stub(in, *g.add_initializer()); });
-      });
-    });
-  });
-  if (!ok || !in.ConsumedEntireMessage())
-    return absl::InvalidArgumentError("not an ONNX model (the protobuf does not parse)");
-  return model;
 }
 
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(

@@ -52,6 +52,14 @@ absl::StatusOr<std::map<std::string, Tensor>> map_external_data(onnx::ModelProto
 // locations and external data only: read without copying their data (a
 // model's external data files, found without parsing its weights).
 absl::StatusOr<onnx::ModelProto> initializer_stubs(std::string_view bytes);
+// Parses a serialized ModelProto, the whole of the file `location` names in
+// the model's folder, leaving in the file the raw data of each graph
+// initializer of at least `min_bytes`: that initializer reads as external
+// data of the file itself at the data's offset, which map_external_data
+// maps rather than copies. An error when the bytes do not parse.
+absl::StatusOr<onnx::ModelProto> parse_leaving_weights(std::string_view bytes,
+                                                       const std::string& location,
+                                                       std::uint32_t min_bytes);
 // The external data files `model`'s initializers read, relative to the
 // model's folder, each once.
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
