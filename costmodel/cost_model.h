@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -369,6 +370,11 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
 // (weight-only operators free when `options.weight_only_free`).
 absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
                                   EGraphCostOptions options = {});
+// The costs `before` and `after` less the prices of the unmeasured fused
+// kernels (MeasuredCostModel::kUnmeasuredRuntimeOperator) both hold: one the
+// input imported, which no extraction can avoid, would otherwise hide every
+// other difference between them. Compare and divide these.
+std::pair<double, double> comparable_costs(double before, double after);
 // The same, node by node (0 for the nodes that cost nothing).
 absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
                                                      const tensor::Graph& graph,

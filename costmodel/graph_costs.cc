@@ -2,6 +2,7 @@
 // reorders a choice causes in an e-graph, the e-graph cost function for
 // extraction, and the costs of graphs.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -163,6 +164,12 @@ absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
     costs[i] = model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
   }
   return costs;
+}
+
+std::pair<double, double> comparable_costs(double before, double after) {
+  constexpr double kPrice = MeasuredCostModel::kUnmeasuredRuntimeOperator;
+  const double shared = std::floor(std::min(before, after) / kPrice) * kPrice;
+  return {before - shared, after - shared};
 }
 
 absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,

@@ -89,7 +89,8 @@ double min_gain_of(const OptimizeOptions& options) {
   return cost == "opcount" ? 0.0 : kDefaultMinGain;
 }
 
-absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options) {
+absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options,
+                                                        std::int64_t opset) {
   auto prepared = std::make_unique<Prepared>();
   prepared->cost_model = options.cost_model;
   if (prepared->cost_model == nullptr) {
@@ -113,7 +114,8 @@ absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& o
       prepared->rule_check.unverified.push_back(fmt::format(
           "{}:{}: {}: not checked (unverified rules allowed)", rule.file, rule.loc.line, rule.name));
   }
-  prepared->rules = options.target == Target::kOnnx ? standard_onnx_rules(*rules) : *std::move(rules);
+  prepared->rules =
+      options.target == Target::kOnnx ? standard_onnx_rules(*rules, opset) : *std::move(rules);
   return prepared;
 }
 
@@ -126,7 +128,8 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     return absl::InvalidArgumentError(fmt::format(
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
   const Stopwatch total;
-  absl::StatusOr<std::unique_ptr<const Prepared>> prepared = prepare(options);
+  absl::StatusOr<std::unique_ptr<const Prepared>> prepared =
+      prepare(options, tensor::default_domain_opset(graph.opsets));
   if (!prepared.ok()) return prepared.status();
   const double preparing = total.seconds();
   absl::StatusOr<std::vector<tensor::Region>> regions =
@@ -200,7 +203,8 @@ void take_input(const tensor::Graph& input, OptimizeResult& result) {
 
 void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
                  double weight_bytes, double min_gain, OptimizeResult& result) {
-  if (cost < result.cost_before * (1 - std::max(min_gain, 1e-9))) {
+  const auto [before, after] = comparable_costs(result.cost_before, cost);
+  if (after < before * (1 - std::max(min_gain, 1e-9))) {
     result.graph = std::move(candidate);
     result.cost_after = cost;
     result.weight_spill = spill;

@@ -235,12 +235,19 @@ struct OptimizeResult {
   }
   // Whether the search found a graph cheaper than the input (beyond
   // rounding), taken or not (see OptimizeOptions::min_gain).
-  bool found_cheaper() const { return cost_found < cost_before * (1 - 1e-9); }
-  // cost_before / cost_after (the predicted speedup under a latency model).
-  double speedup() const { return cost_after > 0 ? cost_before / cost_after : 1.0; }
+  bool found_cheaper() const { return predicted_speedup() > 1 + 1e-9; }
+  // cost_before / cost_after (the predicted speedup under a latency model),
+  // unmeasured fused kernels both hold left out (comparable_costs).
+  double speedup() const { return ratio(cost_before, cost_after); }
   // cost_before / cost_found: the speedup the best graph found was predicted,
   // taken or not.
-  double predicted_speedup() const { return cost_found > 0 ? cost_before / cost_found : 1.0; }
+  double predicted_speedup() const { return ratio(cost_before, cost_found); }
+
+ private:
+  static double ratio(double before, double after) {
+    const auto [b, a] = comparable_costs(before, after);
+    return a > 0 ? b / a : 1.0;
+  }
 };
 
 // Optimizes `graph`. Fails with a clear message on rules that do not load, a

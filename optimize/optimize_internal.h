@@ -29,7 +29,10 @@ struct Prepared {
   RuleFileCheck rule_check;
 };
 // Not movable once made: the rules point into its language and conditions.
-absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options);
+// `opset` is the default-domain opset of the model the rules rewrite (which
+// operators `--target onnx` may write).
+absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options,
+                                                        std::int64_t opset);
 
 // optimize.cc: the search of a graph whole. A graph that does not fit the
 // budget is cut into smaller regions (optimize_regions, kPerSearch), down to

@@ -238,6 +238,11 @@ std::optional<std::string_view> runtime_domain(Op op) {
   }
 }
 
+std::optional<std::int64_t> standard_since(Op op) {
+  if (op == Op::kGroupQueryAttention) return 23;
+  return std::nullopt;
+}
+
 bool is_binary_elementwise(Op op) {
   return op == Op::kAdd || op == Op::kSub || op == Op::kMul || op == Op::kDiv || op == Op::kPow;
 }

@@ -254,18 +254,23 @@ TEST(Transformer, AttentionNeedsACausalMask) {
   EXPECT_FALSE(Grown(*b.build()).holds(Op::kGroupQueryAttention));
 }
 
-// --target onnx searches without the rules that build runtime operators.
+// --target onnx searches without the rules that build runtime operators,
+// except those written as standard operators at the model's opset (causal
+// attention as opset 23's Attention).
 TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
   TensorLanguage lang;
   ConditionRegistry conditions = tensor_conditions();
   RuleSet all = *load_tensor_rules(lang, conditions);
-  RuleSet standard = standard_onnx_rules(all);
+  RuleSet standard = standard_onnx_rules(all, 17);
   EXPECT_LT(standard.size(), all.size());
   EXPECT_EQ(standard.find("rotary-half-split"), nullptr);
   EXPECT_EQ(standard.find("skip-rmsnorm"), nullptr);
   EXPECT_EQ(standard.find("causal-attention"), nullptr);
   EXPECT_EQ(standard.find("skip-layernorm"), nullptr);
   EXPECT_NE(standard.find("rmsnorm-div"), nullptr) << "RMSNorm is written as standard operators";
+  RuleSet at_23 = standard_onnx_rules(all, 23);
+  EXPECT_NE(at_23.find("causal-attention"), nullptr);
+  EXPECT_EQ(at_23.find("skip-rmsnorm"), nullptr);
 }
 
 // In onnxruntime: a graph with the fused operator against the same

@@ -422,13 +422,14 @@ ConditionRegistry tensor_conditions() {
   return r;
 }
 
-RuleSet standard_onnx_rules(const RuleSet& rules) {
+RuleSet standard_onnx_rules(const RuleSet& rules, std::int64_t opset) {
   RuleSet out;
   for (const Rule& rule : rules.rules()) {
     bool standard = true;
     for (const Pattern& p : rule.rhs) {
       for (const PatternNode& n : p.nodes)
-        standard = standard && (n.is_var() || !tensor::is_runtime_operator(tensor::TensorLanguage::op(n.op)));
+        standard = standard &&
+                   (n.is_var() || !tensor::needs_runtime_domain(tensor::TensorLanguage::op(n.op), opset));
     }
     if (standard) out.add(rule);
   }

@@ -53,9 +53,10 @@ absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& f
                                                const tensor::TensorLanguage& language,
                                                const ConditionRegistry& conditions);
 
-// The rules whose right sides build no runtime operator
-// (tensor::is_runtime_operator): what `--target onnx` searches with.
-RuleSet standard_onnx_rules(const RuleSet& rules);
+// The rules whose right sides build no operator that needs onnxruntime's
+// domain in a model at default-domain `opset` (tensor::needs_runtime_domain):
+// what `--target onnx` searches with.
+RuleSet standard_onnx_rules(const RuleSet& rules, std::int64_t opset);
 
 enum class VerifyOutcome : std::uint8_t { kVerified, kFailed, kUnverified };
 

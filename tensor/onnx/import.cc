@@ -214,21 +214,6 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
   return s.ok() ? s : error("{}: {}", where(n, k), message(s));
 }
 
-std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
-  AttrReader attrs(original);
-  auto input = [&](int k) { return values_.at(original.input(k)); };
-  absl::StatusOr<int> id = absl::UnimplementedError("not an IR operator");
-  if (original.op_type() == "Gelu" && attrs.s("approximate").value_or("none") == "none") {
-    id = append(Op::kGelu, {}, {input(0)}, original.output(0));
-  } else if (original.op_type() == "RMSNormalization") {
-    id = append(Op::kSimplifiedLayerNorm,
-                {{"axis", attrs.i("axis").value_or(-1)}, {"epsilon", attrs.f("epsilon").value_or(1e-5)}},
-                {input(0), input(1)}, original.output(0));
-  }
-  if (!id.ok()) return std::nullopt;
-  return *id;
-}
-
 std::optional<int> Importer::neutral_operand_other(Op op, const std::vector<int>& inputs,
                                                    const ValueType& type) const {
   if (inputs.size() != 2 || type.is_tuple) return std::nullopt;

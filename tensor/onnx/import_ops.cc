@@ -514,58 +514,6 @@ std::optional<Mapped> Importer::map_dropout(KnownNode& node) {
   return Mapped{Op::kDropout, {}, node.first(1)};
 }
 
-std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
-  const onnx::NodeProto& n = node.proto;
-  AttrReader& r = node.attrs;
-  if (n.op_type() == "RotaryEmbedding") {
-    // Position ids [0]: token s reads row s of the tables. Packed batches,
-    // partial rotation, a scale or 3-D input (num_heads) stay opaque.
-    if (node.in.size() != 4 || !node.present(1) || constant_ints(n.input(1)) != Ints{0})
-      return std::nullopt;
-    if (r.i("num_heads").value_or(0) != 0 || r.i("rotary_embedding_dim").value_or(0) != 0 ||
-        r.i("is_packed_batching").value_or(0) != 0 || r.f("scale").value_or(1.0) != 1.0)
-      return std::nullopt;
-    return Mapped{Op::kRotaryEmbedding,
-                  {{"interleaved", r.i("interleaved").value_or(0)}},
-                  {node.in[0], node.in[2], node.in[3]}};
-  }
-  if (n.op_type() == "GroupQueryAttention") {
-    // Causal attention over the whole sequence (sequence lengths S - 1 and
-    // S, no cache, no rotary, no window), as saturn writes it.
-    if (node.in.size() != 7 || node.present(3) || node.present(4) || !node.present(5) ||
-        !node.present(6) || node.dims(0).size() != 3)
-      return std::nullopt;
-    const std::int64_t seq = node.dims(0)[1];
-    std::optional<Ints> lengths = constant_ints(n.input(5)), total = constant_ints(n.input(6));
-    if (!lengths || !total || *total != Ints{seq} ||
-        *lengths != Ints(static_cast<std::size_t>(node.dims(0)[0]), seq - 1))
-      return std::nullopt;
-    if (r.i("do_rotary").value_or(0) != 0 || r.i("local_window_size").value_or(-1) != -1 ||
-        r.f("softcap").value_or(0.0) != 0.0 || r.i("smooth_softmax").value_or(0) != 0)
-      return std::nullopt;
-    std::optional<std::int64_t> heads = r.i("num_heads"), kv_heads = r.i("kv_num_heads");
-    if (!heads || !kv_heads) return std::nullopt;
-    r.i("rotary_interleaved");
-    return Mapped{Op::kGroupQueryAttention,
-                  {{"num_heads", *heads}, {"kv_num_heads", *kv_heads}, {"scale", r.f("scale").value_or(0.0)}},
-                  node.first(3)};
-  }
-  if (n.op_type() == "SkipSimplifiedLayerNormalization" || n.op_type() == "SkipLayerNormalization") {
-    // Without a bias, and without the mean and inverse deviation outputs.
-    const bool simplified = n.op_type() == "SkipSimplifiedLayerNormalization";
-    const std::size_t inputs = simplified ? 3 : 4;
-    if (node.in.size() != inputs || n.output_size() > 4) return std::nullopt;
-    for (int o = 1; o < 3 && o < n.output_size(); ++o) {
-      if (!n.output(o).empty()) return std::nullopt;
-    }
-    return Mapped{simplified ? Op::kSkipSimplifiedLayerNorm : Op::kSkipLayerNorm,
-                  {{"epsilon", r.f("epsilon").value_or(1e-5)}},
-                  node.first(static_cast<int>(inputs)),
-                  {0, 3}};
-  }
-  return std::nullopt;
-}
-
 void Importer::set_probe_shapes(const onnx::NodeProto& n, std::span<const TensorType> outputs,
                                 Attributes& a) const {
   if (probe_dims_.empty()) return;

@@ -226,9 +226,11 @@ class Importer {
   // Adds a known operator; false when it stays opaque (not mappable, or the
   // IR's type for it differs from ONNX's).
   // A node the opset lowering spelled in older operators (expanded_), as
-  // the IR operator it is (an exact Gelu, RMSNormalization), when the IR
-  // types it; the operators of its spelling, read by it only, are dropped.
+  // the IR operator it is (an exact Gelu, RMSNormalization, a causal
+  // Attention), when the IR types it; the operators of its spelling, read by
+  // it only, are dropped (import_fused.cc).
   std::optional<int> add_expanded(const onnx::NodeProto& original);
+  std::optional<int> add_attention(const onnx::NodeProto& original);
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
   // For x + 0, x - 0, x * 1 and x / 1 by a float constant of zeros or ones
   // that does not broadcast x (randomly initialized exports carry zero

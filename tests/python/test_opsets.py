@@ -130,10 +130,15 @@ def test_rms_normalization_of_opset_23_is_read_and_written_as_itself(tmp_path, t
 ATTENTION_CASES = {
     # name: (attributes, q, k, v, past length, mask: None / "bool" / "float")
     "causal-heads": (dict(is_causal=1), [2, 4, 6, 8], [2, 4, 6, 8], [2, 4, 6, 8], 0, None),
+    "causal-3d-grouped": (dict(is_causal=1, q_num_heads=4, kv_num_heads=2, scale=0.2),
+                          [2, 6, 32], [2, 6, 16], [2, 6, 16], 0, None),
     "grouped-past-bool-mask": (dict(), [2, 4, 6, 8], [2, 2, 6, 8], [2, 2, 6, 8], 3, "bool"),
     "3d-scale-softcap-float-mask": (dict(q_num_heads=4, kv_num_heads=4, scale=0.3, softcap=5.0),
                                     [2, 6, 32], [2, 6, 32], [2, 6, 32], 0, "float"),
 }
+# Read whole as the IR's causal attention (and written back as Attention):
+# causal over one sequence, no mask, cache or soft cap.
+WHOLE_ATTENTION = {"causal-heads", "causal-3d-grouped"}
 
 
 def attention_model(path, case):
@@ -171,18 +176,29 @@ def attention_model(path, case):
 
 
 @needs_cli
+@pytest.mark.parametrize("target", ["onnx", "onnxruntime"])
 @pytest.mark.parametrize("case", sorted(ATTENTION_CASES))
-def test_attention_of_opset_23_is_read_as_its_operators(tmp_path, case):
-    """Opset 23's Attention is read as the products, mask and softmax it
-    computes (every one an IR operator), and the written model gives the
-    original's outputs in onnxruntime."""
+def test_attention_of_opset_23_is_read_whole_or_as_its_operators(tmp_path, case, target):
+    """Opset 23's causal Attention over one sequence is read whole, as the
+    IR's causal attention, and written back as Attention for both targets
+    (no onnxruntime operator, no domain but the standard one); the others
+    are read as the products, mask and softmax they compute (every one an
+    IR operator). The written model gives the original's outputs in
+    onnxruntime."""
     model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     feeds = attention_model(str(model), case)
-    r = optimize(model, out, report)
+    r = optimize(model, out, report, "--target", target)
     assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
-    assert "Attention" not in [n.op_type for n in written.graph.node]
+    assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
+    attention = [n for n in written.graph.node if n.op_type == "Attention"]
+    if case in WHOLE_ATTENTION:
+        assert len(attention) == 1, [n.op_type for n in written.graph.node]
+        attributes = {a.name: helper.get_attribute_value(a) for a in attention[0].attribute}
+        assert attributes["is_causal"] == 1 and attributes["kv_num_heads"] in (2, 4), attributes
+    else:
+        assert not attention
     want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     for w, g in zip(want, got):
@@ -286,3 +302,44 @@ def test_group_normalization_is_read_as_an_instance_normalization_of_the_groups(
         x = rng.standard_normal((batch, channels, 4, 5)).astype(np.float32)
         want = group_norm_reference(x, scale, bias, groups, 1e-3, per_channel)
         np.testing.assert_allclose(session.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+@needs_cli
+def test_causal_attention_spelled_out_at_opset_23_becomes_attention_for_the_onnx_target(tmp_path):
+    """At opset 23 the rewrite to the IR's causal attention is open to
+    `--target onnx` too, since it is written back as the standard Attention:
+    softmax(q k^T / sqrt(d) + causal mask) v, heads merged, as PyTorch's
+    eager attention exports it, becomes one Attention node."""
+    f, (b, h, s, d) = TensorProto.FLOAT, (1, 4, 6, 8)
+    mask = np.triu(np.full((s, s), -1e9, dtype=np.float32), k=1)
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["k_t"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+        helper.make_node("Div", ["scores", "root_d"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["heads"]),
+        helper.make_node("Transpose", ["heads"], ["sequence_first"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["sequence_first", "merged_shape"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(np.sqrt(d), dtype=np.float32), "root_d"),
+             numpy_helper.from_array(mask, "mask"),
+             numpy_helper.from_array(np.array([b, s, h * d], dtype=np.int64), "merged_shape")]
+    graph = helper.make_graph(
+        nodes, "eager_attention", [helper.make_tensor_value_info(n, f, [b, h, s, d]) for n in "qkv"],
+        [helper.make_tensor_value_info("y", f, [b, s, h * d])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    optimize(path, out, report, "--target", "onnx")
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops.count("Attention") == 1 and "Softmax" not in ops, ops
+    assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
+    rng = np.random.default_rng(9)
+    feeds = {n: rng.standard_normal((b, h, s, d)).astype(np.float32) for n in "qkv"}
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)

@@ -1,0 +1,162 @@
+// ONNX → IR: operators read whole as one of the IR's fused operators:
+// onnxruntime's com.microsoft kernels, and opset 23's RMSNormalization and
+// causal Attention (and opset 20's exact Gelu), which the opset lowering
+// also spells in older operators for libonnx (importer.h's ExpandedNodes).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "saturn/tensor/onnx/importer.h"
+
+namespace saturn::tensor::onnx_io {
+
+std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
+  const onnx::NodeProto& n = node.proto;
+  AttrReader& r = node.attrs;
+  if (n.op_type() == "RotaryEmbedding") {
+    // Position ids [0]: token s reads row s of the tables. Packed batches,
+    // partial rotation, a scale or 3-D input (num_heads) stay opaque.
+    if (node.in.size() != 4 || !node.present(1) || constant_ints(n.input(1)) != Ints{0})
+      return std::nullopt;
+    if (r.i("num_heads").value_or(0) != 0 || r.i("rotary_embedding_dim").value_or(0) != 0 ||
+        r.i("is_packed_batching").value_or(0) != 0 || r.f("scale").value_or(1.0) != 1.0)
+      return std::nullopt;
+    return Mapped{Op::kRotaryEmbedding,
+                  {{"interleaved", r.i("interleaved").value_or(0)}},
+                  {node.in[0], node.in[2], node.in[3]}};
+  }
+  if (n.op_type() == "GroupQueryAttention") {
+    // Causal attention over the whole sequence (sequence lengths S - 1 and
+    // S, no cache, no rotary, no window), as saturn writes it.
+    if (node.in.size() != 7 || node.present(3) || node.present(4) || !node.present(5) ||
+        !node.present(6) || node.dims(0).size() != 3)
+      return std::nullopt;
+    const std::int64_t seq = node.dims(0)[1];
+    std::optional<Ints> lengths = constant_ints(n.input(5)), total = constant_ints(n.input(6));
+    if (!lengths || !total || *total != Ints{seq} ||
+        *lengths != Ints(static_cast<std::size_t>(node.dims(0)[0]), seq - 1))
+      return std::nullopt;
+    if (r.i("do_rotary").value_or(0) != 0 || r.i("local_window_size").value_or(-1) != -1 ||
+        r.f("softcap").value_or(0.0) != 0.0 || r.i("smooth_softmax").value_or(0) != 0)
+      return std::nullopt;
+    std::optional<std::int64_t> heads = r.i("num_heads"), kv_heads = r.i("kv_num_heads");
+    if (!heads || !kv_heads) return std::nullopt;
+    r.i("rotary_interleaved");
+    return Mapped{Op::kGroupQueryAttention,
+                  {{"num_heads", *heads}, {"kv_num_heads", *kv_heads}, {"scale", r.f("scale").value_or(0.0)}},
+                  node.first(3)};
+  }
+  if (n.op_type() == "SkipSimplifiedLayerNormalization" || n.op_type() == "SkipLayerNormalization") {
+    // Without a bias, and without the mean and inverse deviation outputs.
+    const bool simplified = n.op_type() == "SkipSimplifiedLayerNormalization";
+    const std::size_t inputs = simplified ? 3 : 4;
+    if (node.in.size() != inputs || n.output_size() > 4) return std::nullopt;
+    for (int o = 1; o < 3 && o < n.output_size(); ++o) {
+      if (!n.output(o).empty()) return std::nullopt;
+    }
+    return Mapped{simplified ? Op::kSkipSimplifiedLayerNorm : Op::kSkipLayerNorm,
+                  {{"epsilon", r.f("epsilon").value_or(1e-5)}},
+                  node.first(static_cast<int>(inputs)),
+                  {0, 3}};
+  }
+  return std::nullopt;
+}
+
+std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
+  AttrReader attrs(original);
+  auto input = [&](int k) { return values_.at(original.input(k)); };
+  absl::StatusOr<int> id = absl::UnimplementedError("not an IR operator");
+  if (original.op_type() == "Gelu" && attrs.s("approximate").value_or("none") == "none") {
+    id = append(Op::kGelu, {}, {input(0)}, original.output(0));
+  } else if (original.op_type() == "Attention") {
+    if (std::optional<int> whole = add_attention(original)) return whole;
+  } else if (original.op_type() == "RMSNormalization") {
+    id = append(Op::kSimplifiedLayerNorm,
+                {{"axis", attrs.i("axis").value_or(-1)}, {"epsilon", attrs.f("epsilon").value_or(1e-5)}},
+                {input(0), input(1)}, original.output(0));
+  }
+  if (!id.ok()) return std::nullopt;
+  return *id;
+}
+
+// Opset 23's causal Attention over one sequence (as many keys as queries),
+// without a mask, a cache, a soft cap or the scores' output, at static
+// sizes, is the IR's causal attention over packed heads
+// (GroupQueryAttention, which the export writes back as Attention from
+// opset 23 on). Heads given 4-D, [B, heads, S, D], are packed into
+// [B, S, heads * D] and back by a Transpose and a Reshape each, which the
+// rewrites cancel against the exporter's own.
+std::optional<int> Importer::add_attention(const onnx::NodeProto& original) {
+  AttrReader attrs(original);
+  if (attrs.i("is_causal").value_or(0) == 0 || attrs.f("softcap").value_or(0.0) != 0.0)
+    return std::nullopt;
+  for (int k = 3; k < original.input_size(); ++k)
+    if (!original.input(k).empty()) return std::nullopt;
+  for (int k = 1; k < original.output_size(); ++k)
+    if (!original.output(k).empty()) return std::nullopt;
+  std::vector<int> in;
+  std::vector<Dims> dims;
+  for (int k = 0; k < 3; ++k) {
+    const int id = values_.at(original.input(k));
+    const ValueType& t = types_[id];
+    auto probe = probe_dims_.find(original.input(k));
+    if (t.is_tuple || t.tensor().dtype != DType::kFloat32 ||
+        (probe != probe_dims_.end() && probe->second != t.tensor().dims))
+      return std::nullopt;  // a size that varies: the parts hold at every size
+    in.push_back(id);
+    dims.push_back(t.tensor().dims);
+  }
+  const std::size_t rank = dims[0].size();
+  if (rank != 3 && rank != 4) return std::nullopt;
+  for (const Dims& d : dims)
+    if (d.size() != rank) return std::nullopt;
+  const std::int64_t batch = dims[0][0], seq = dims[0][rank == 4 ? 2 : 1];
+  std::int64_t heads = 0, kv_heads = 0;
+  if (rank == 4) {
+    heads = dims[0][1];
+    kv_heads = dims[1][1];
+    if (dims[1][2] != seq || dims[2] != dims[1] || dims[1][3] != dims[0][3]) return std::nullopt;
+  } else {
+    heads = attrs.i("q_num_heads").value_or(0);
+    kv_heads = attrs.i("kv_num_heads").value_or(0);
+    if (heads < 1 || kv_heads < 1 || dims[1][1] != seq || dims[2] != dims[1] ||
+        dims[0][2] % heads != 0 || dims[1][2] * heads != dims[0][2] * kv_heads)
+      return std::nullopt;
+  }
+  const std::string& name = original.output(0);
+  const Attributes swap = {{"perm", Ints{0, 2, 1, 3}}};
+  // [B, heads, S, D] as [B, S, heads * D], and back.
+  auto pack = [&](int x, std::string_view what) -> absl::StatusOr<int> {
+    const Dims& d = types_[x].tensor().dims;
+    absl::StatusOr<int> t = append(Op::kTranspose, swap, {x}, fmt::format("{}/{}_sequence_first", name, what));
+    if (!t.ok()) return t;
+    return append(Op::kReshape, {{"shape", Ints{d[0], d[2], d[1] * d[3]}}}, {*t},
+                  fmt::format("{}/{}_packed", name, what));
+  };
+  if (rank == 4) {
+    const std::string_view what[] = {"q", "k", "v"};
+    for (int k = 0; k < 3; ++k) {
+      absl::StatusOr<int> packed = pack(in[k], what[k]);
+      if (!packed.ok()) return std::nullopt;
+      in[k] = *packed;
+    }
+  }
+  const Attributes gqa = {{"num_heads", heads}, {"kv_num_heads", kv_heads},
+                          {"scale", attrs.f("scale").value_or(0.0)}};
+  if (rank == 3) {
+    absl::StatusOr<int> y = append(Op::kGroupQueryAttention, gqa, in, name);
+    return y.ok() ? std::optional(*y) : std::nullopt;
+  }
+  absl::StatusOr<int> y = append(Op::kGroupQueryAttention, gqa, in, name + "/packed");
+  if (y.ok())
+    y = append(Op::kReshape, {{"shape", Ints{batch, seq, heads, dims[0][3]}}}, {*y}, name + "/heads");
+  if (y.ok()) y = append(Op::kTranspose, swap, {*y}, name);
+  return y.ok() ? std::optional(*y) : std::nullopt;
+}
+
+}  // namespace saturn::tensor::onnx_io
