@@ -229,10 +229,10 @@ struct OptimizeResult {
     return region_summaries.empty() ? 0 : regions - region_summaries.size();
   }
 
-  // Cost reduction in percent of the input's cost.
-  double improvement_percent() const {
-    return cost_before > 0 ? 100.0 * (cost_before - cost_after) / cost_before : 0.0;
-  }
+  // Cost reduction in percent of the input's cost (comparable_costs).
+  double improvement_percent() const { return percent_lower(cost_before, cost_after); }
+  // The same for the best graph found, taken or not.
+  double found_percent() const { return percent_lower(cost_before, cost_found); }
   // Whether the search found a graph cheaper than the input (beyond
   // rounding), taken or not (see OptimizeOptions::min_gain).
   bool found_cheaper() const { return predicted_speedup() > 1 + 1e-9; }
@@ -247,6 +247,10 @@ struct OptimizeResult {
   static double ratio(double before, double after) {
     const auto [b, a] = comparable_costs(before, after);
     return a > 0 ? b / a : 1.0;
+  }
+  static double percent_lower(double before, double after) {
+    const auto [b, a] = comparable_costs(before, after);
+    return b > 0 ? 100.0 * (b - a) / b : 0.0;
   }
 };
 

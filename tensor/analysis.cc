@@ -41,8 +41,9 @@ std::optional<TensorInfo> TensorAnalysis::make_data(const EGraph& egraph, const 
   return info;
 }
 
-void TensorAnalysis::set_symbols(const Symbols& symbols) {
+void TensorAnalysis::set_symbols(const Symbols& symbols, std::int64_t opset) {
   symbols_ = symbols;
+  opset_ = opset;
   probe_sizes_ = tensor::probe_sizes(symbols);
 }
 
@@ -60,7 +61,8 @@ std::optional<ValueType> TensorAnalysis::probe_type(const EGraph& egraph, const 
     if (!p) return std::nullopt;
     probe_inputs.push_back(*p);
   }
-  absl::StatusOr<ProbedNode> probed = probe_node_type(op, attributes, inputs, probe_inputs, base);
+  absl::StatusOr<ProbedNode> probed =
+      probe_node_type(op, attributes, inputs, probe_inputs, base, opset_);
   if (probed.ok()) return std::move(probed->type);
   refuse = !lenient_;
   return std::nullopt;
@@ -104,7 +106,7 @@ absl::StatusOr<std::vector<Id>> add_graph(EGraph& egraph, const Graph& graph) {
   auto* shapes = dynamic_cast<TensorAnalysis*>(egraph.analysis());
   if (shapes != nullptr) {
     shapes->set_weights(&graph.weights);
-    shapes->set_symbols(graph.symbols);
+    shapes->set_symbols(graph.symbols, default_domain_opset(graph.opsets));
     shapes->set_lenient(true);  // the graph's own nodes hold at any size
   }
   std::vector<Id> ids;

@@ -56,8 +56,9 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   // The graph's symbolic dimensions: nodes are typed at their probe sizes
   // too (add_graph sets them). While `lenient`, a node that does not
   // type-check at the probe sizes is kept with its probe type unknown (the
-  // input graph's own nodes); after, it is refused.
-  void set_symbols(const Symbols& symbols);
+  // input graph's own nodes); after, it is refused. `opset` is the
+  // graph's default-domain opset (what the export writes: probe_node_type).
+  void set_symbols(const Symbols& symbols, std::int64_t opset);
   void set_lenient(bool lenient) { lenient_ = lenient; }
   // New nodes refused because they type-check at the given sizes only.
   std::size_t refused_at_other_sizes() const { return refused_at_probe_; }
@@ -86,6 +87,7 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   std::size_t refused_ = 0, refused_at_probe_ = 0;
   const absl::flat_hash_map<std::string, WeightInit>* weights_ = nullptr;
   Symbols symbols_;
+  std::int64_t opset_ = 0;
   std::map<std::string, std::int64_t> probe_sizes_;
   bool lenient_ = true;
 };

@@ -139,7 +139,8 @@ std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
       probe_in.push_back(*probe[x]);
     }
     if (!known) continue;
-    absl::StatusOr<ProbedNode> p = probe_node_type(n.op, n.attributes, base_in, probe_in, types[i]);
+    absl::StatusOr<ProbedNode> p = probe_node_type(n.op, n.attributes, base_in, probe_in, types[i],
+                                                   default_domain_opset(graph.opsets));
     if (p.ok()) probe[i] = std::move(p->type);
   }
   return probe;
@@ -219,7 +220,7 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
 absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
                                            std::span<const ValueType> base_inputs,
                                            std::span<const ValueType> probe_inputs,
-                                           const ValueType& base) {
+                                           const ValueType& base, std::int64_t opset) {
   bool changed = false;
   for (std::size_t k = 0; k < base_inputs.size(); ++k)
     changed = changed || base_inputs[k].parts != probe_inputs[k].parts;
@@ -232,9 +233,9 @@ absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
     written.set("shape", r->shape);
     return ProbedNode{ValueType::of(TensorType{base.parts[0].dtype, r->probe}), written};
   }
-  if (op == Op::kGroupQueryAttention)
+  if (op == Op::kGroupQueryAttention && needs_runtime_domain(op, opset))
     return absl::InvalidArgumentError(
-        "GroupQueryAttention's sequence lengths are written as constants");
+        "GroupQueryAttention's sequence lengths are written as constants before opset 23");
   Attributes written = op == Op::kSlice ? open_slice_ends(attributes, base_inputs[0].parts[0].dims,
                                                           probe_inputs[0].parts[0].dims)
                                         : attributes;

@@ -81,9 +81,12 @@ struct ProbedNode {
 // Types a (non-opaque) node at the probe sizes from its inputs' base and
 // probe types and its base type; an error says why it holds at the base
 // sizes only.
+// `opset` is the model's default-domain opset, which decides how the export
+// writes a node (GroupQueryAttention with its sequence lengths as constants
+// before opset 23, as the standard Attention from it on).
 absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
                                            std::span<const ValueType> base_inputs,
                                            std::span<const ValueType> probe_inputs,
-                                           const ValueType& base);
+                                           const ValueType& base, std::int64_t opset);
 
 }  // namespace saturn::tensor

@@ -517,5 +517,15 @@ TEST(CostModel, ZooModelsExtractUnderEveryModel) {
   EXPECT_LT(us, 1e6);
 }
 
+// An unmeasured fused kernel both graphs hold (imported, so no extraction
+// avoids it) is left out of the comparison; one the candidate drops counts.
+TEST(CostModel, ComparableCostsLeaveOutTheUnmeasuredKernelsBothHold) {
+  constexpr double kPrice = MeasuredCostModel::kUnmeasuredRuntimeOperator;
+  EXPECT_EQ(comparable_costs(kPrice + 15, kPrice + 12), (std::pair{15.0, 12.0}));
+  EXPECT_EQ(comparable_costs(2 * kPrice + 3, kPrice + 2), (std::pair{kPrice + 3, 2.0}));
+  EXPECT_EQ(comparable_costs(kPrice + 5, 12), (std::pair{kPrice + 5, 12.0}));
+  EXPECT_EQ(comparable_costs(15, 12), (std::pair{15.0, 12.0}));
+}
+
 }  // namespace
 }  // namespace saturn

@@ -401,12 +401,16 @@ absl::Status Exporter::emit_skip_layer_norm(int i, const Attributes& a,
 absl::Status Exporter::emit_group_query_attention(int i, const Attributes& a,
                                                   const std::vector<std::string>& in,
                                                   const std::string& out) {
-  // Without a cache: every sequence holds all its tokens.
-  const Dims& q = types_[g_.nodes[i].inputs[0]].parts[0].dims;
-  auto* g = runtime_node(Op::kGroupQueryAttention,
-                         {in[0], in[1], in[2], "", "", constant(int32_filled({q[0]}, q[1] - 1)),
-                          constant(int32_filled({}, q[1]))},
-                         {out});
+  // Without a cache: every sequence holds all its tokens. From opset 23 on
+  // the node is written without its sequence lengths, which raise_to_opset
+  // reads as the standard Attention (whole sequences, causal), at any size.
+  std::vector<std::string> inputs = {in[0], in[1], in[2]};
+  if (needs_runtime_domain(Op::kGroupQueryAttention, default_domain_opset(g_.opsets))) {
+    const Dims& q = types_[g_.nodes[i].inputs[0]].parts[0].dims;
+    inputs.insert(inputs.end(), {"", "", constant(int32_filled({q[0]}, q[1] - 1)),
+                                 constant(int32_filled({}, q[1]))});
+  }
+  auto* g = runtime_node(Op::kGroupQueryAttention, std::move(inputs), {out});
   set_int(g, "num_heads", *a.get_int("num_heads"));
   set_int(g, "kv_num_heads", *a.get_int("kv_num_heads"));
   if (*a.get_float("scale") != 0) set_float(g, "scale", *a.get_float("scale"));

@@ -91,7 +91,8 @@ absl::Status Exporter::probe_node(int i) {
   if (!changed || n.op == Op::kInput || n.op == Op::kOpaque) return absl::OkStatus();
   std::vector<ValueType> base;
   for (int x : n.inputs) base.push_back(types_[x]);
-  absl::StatusOr<ProbedNode> probed = probe_node_type(n.op, n.attributes, base, in, types_[i]);
+  absl::StatusOr<ProbedNode> probed =
+      probe_node_type(n.op, n.attributes, base, in, types_[i], default_domain_opset(g_.opsets));
   if (!probed.ok())
     return absl::InvalidArgumentError(
         fmt::format("the graph holds only at the given size of {}: {}",

@@ -84,9 +84,32 @@ std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
   return *id;
 }
 
-// Opset 23's causal Attention over one sequence (as many keys as queries),
-// without a mask, a cache, a soft cap or the scores' output, at static
-// sizes, is the IR's causal attention over packed heads
+namespace {
+
+// The head counts of an Attention's q, k and v `dims` (all 3-D, with the
+// node's head counts `given`, or all 4-D) when it attends over one sequence
+// (as many keys as queries) with one head size; nullopt otherwise.
+std::optional<std::pair<std::int64_t, std::int64_t>> one_sequence_heads(
+    const std::vector<Dims>& dims, std::pair<std::int64_t, std::int64_t> given) {
+  const std::size_t rank = dims[0].size();
+  if ((rank != 3 && rank != 4) || dims[1].size() != rank || dims[2] != dims[1]) return std::nullopt;
+  const std::int64_t seq = dims[0][rank == 4 ? 2 : 1];
+  if (rank == 4) {
+    if (dims[1][2] != seq || dims[1][3] != dims[0][3]) return std::nullopt;
+    return std::pair{dims[0][1], dims[1][1]};
+  }
+  const auto [heads, kv_heads] = given;
+  if (heads < 1 || kv_heads < 1 || dims[1][1] != seq || dims[0][2] % heads != 0 ||
+      dims[1][2] * heads != dims[0][2] * kv_heads)
+    return std::nullopt;
+  return given;
+}
+
+}  // namespace
+
+// Opset 23's causal Attention over one sequence (as many keys as queries,
+// at every size), without a mask, a cache, a soft cap or the scores'
+// output, is the IR's causal attention over packed heads
 // (GroupQueryAttention, which the export writes back as Attention from
 // opset 23 on). Heads given 4-D, [B, heads, S, D], are packed into
 // [B, S, heads * D] and back by a Transpose and a Reshape each, which the
@@ -100,61 +123,43 @@ std::optional<int> Importer::add_attention(const onnx::NodeProto& original) {
   for (int k = 1; k < original.output_size(); ++k)
     if (!original.output(k).empty()) return std::nullopt;
   std::vector<int> in;
-  std::vector<Dims> dims;
+  std::vector<Dims> dims, probe;
   for (int k = 0; k < 3; ++k) {
     const int id = values_.at(original.input(k));
     const ValueType& t = types_[id];
-    auto probe = probe_dims_.find(original.input(k));
-    if (t.is_tuple || t.tensor().dtype != DType::kFloat32 ||
-        (probe != probe_dims_.end() && probe->second != t.tensor().dims))
-      return std::nullopt;  // a size that varies: the parts hold at every size
+    if (t.is_tuple || t.tensor().dtype != DType::kFloat32) return std::nullopt;
     in.push_back(id);
     dims.push_back(t.tensor().dims);
+    auto at_probe = probe_dims_.find(original.input(k));
+    probe.push_back(at_probe != probe_dims_.end() ? at_probe->second : t.tensor().dims);
   }
-  const std::size_t rank = dims[0].size();
-  if (rank != 3 && rank != 4) return std::nullopt;
-  for (const Dims& d : dims)
-    if (d.size() != rank) return std::nullopt;
-  const std::int64_t batch = dims[0][0], seq = dims[0][rank == 4 ? 2 : 1];
-  std::int64_t heads = 0, kv_heads = 0;
-  if (rank == 4) {
-    heads = dims[0][1];
-    kv_heads = dims[1][1];
-    if (dims[1][2] != seq || dims[2] != dims[1] || dims[1][3] != dims[0][3]) return std::nullopt;
-  } else {
-    heads = attrs.i("q_num_heads").value_or(0);
-    kv_heads = attrs.i("kv_num_heads").value_or(0);
-    if (heads < 1 || kv_heads < 1 || dims[1][1] != seq || dims[2] != dims[1] ||
-        dims[0][2] % heads != 0 || dims[1][2] * heads != dims[0][2] * kv_heads)
-      return std::nullopt;
-  }
+  const std::pair<std::int64_t, std::int64_t> given = {attrs.i("q_num_heads").value_or(0),
+                                                       attrs.i("kv_num_heads").value_or(0)};
+  const auto heads = one_sequence_heads(dims, given);
+  if (!heads || one_sequence_heads(probe, given) != heads) return std::nullopt;
   const std::string& name = original.output(0);
   const Attributes swap = {{"perm", Ints{0, 2, 1, 3}}};
-  // [B, heads, S, D] as [B, S, heads * D], and back.
-  auto pack = [&](int x, std::string_view what) -> absl::StatusOr<int> {
-    const Dims& d = types_[x].tensor().dims;
-    absl::StatusOr<int> t = append(Op::kTranspose, swap, {x}, fmt::format("{}/{}_sequence_first", name, what));
-    if (!t.ok()) return t;
-    return append(Op::kReshape, {{"shape", Ints{d[0], d[2], d[1] * d[3]}}}, {*t},
-                  fmt::format("{}/{}_packed", name, what));
-  };
-  if (rank == 4) {
-    const std::string_view what[] = {"q", "k", "v"};
-    for (int k = 0; k < 3; ++k) {
-      absl::StatusOr<int> packed = pack(in[k], what[k]);
-      if (!packed.ok()) return std::nullopt;
-      in[k] = *packed;
-    }
-  }
-  const Attributes gqa = {{"num_heads", heads}, {"kv_num_heads", kv_heads},
+  const Attributes gqa = {{"num_heads", heads->first}, {"kv_num_heads", heads->second},
                           {"scale", attrs.f("scale").value_or(0.0)}};
-  if (rank == 3) {
+  if (dims[0].size() == 3) {
     absl::StatusOr<int> y = append(Op::kGroupQueryAttention, gqa, in, name);
     return y.ok() ? std::optional(*y) : std::nullopt;
   }
+  // [B, heads, S, D] as [B, S, heads * D], and back.
+  const std::string_view what[] = {"q", "k", "v"};
+  for (int k = 0; k < 3; ++k) {
+    const Dims& d = dims[static_cast<std::size_t>(k)];
+    absl::StatusOr<int> t =
+        append(Op::kTranspose, swap, {in[k]}, fmt::format("{}/{}_sequence_first", name, what[k]));
+    if (t.ok())
+      t = append(Op::kReshape, {{"shape", Ints{d[0], d[2], d[1] * d[3]}}}, {*t},
+                 fmt::format("{}/{}_packed", name, what[k]));
+    if (!t.ok()) return std::nullopt;
+    in[k] = *t;
+  }
+  const Dims& q = dims[0];
   absl::StatusOr<int> y = append(Op::kGroupQueryAttention, gqa, in, name + "/packed");
-  if (y.ok())
-    y = append(Op::kReshape, {{"shape", Ints{batch, seq, heads, dims[0][3]}}}, {*y}, name + "/heads");
+  if (y.ok()) y = append(Op::kReshape, {{"shape", Ints{q[0], q[2], q[1], q[3]}}}, {*y}, name + "/heads");
   if (y.ok()) y = append(Op::kTranspose, swap, {*y}, name);
   return y.ok() ? std::optional(*y) : std::nullopt;
 }

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -273,9 +271,7 @@ class Raising {
 
   void run() {
     collect_names(model_.graph());
-    for (const onnx::TensorProto& t : model_.graph().initializer()) initializers_[t.name()] = &t;
     raise_graph(*model_.mutable_graph());
-    drop_unread_initializers();
     drop_unused_domains();
     for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
       if (is_default_domain(op.domain())) op.set_version(to_);
@@ -349,36 +345,20 @@ class Raising {
     if (to_ >= 20 && op == "GridSample") respell_grid_sample_mode(n, /*newer=*/true);
   }
 
-  // The int32 values of an initializer, if `name` is one.
-  std::optional<std::vector<std::int32_t>> int32_values(const std::string& name) const {
-    auto it = initializers_.find(name);
-    if (it == initializers_.end()) return std::nullopt;
-    absl::StatusOr<Tensor> t = tensor_from_proto(*it->second);
-    if (!t.ok() || t->dtype() != DType::kInt32) return std::nullopt;
-    std::vector<std::int32_t> values(static_cast<std::size_t>(t->size()));
-    std::memcpy(values.data(), t->bytes().data(), t->bytes().size());
-    return values;
-  }
-
-  // A GroupQueryAttention as the exporter writes the IR's causal attention:
-  // no cache, every sequence whole (its lengths all the total length less
-  // one), and no attribute but the head counts and the scale.
-  bool without_cache(const onnx::NodeProto& n) const {
-    if (n.input_size() != 7 || !n.input(3).empty() || !n.input(4).empty() || n.output_size() != 1)
-      return false;
-    for (const onnx::AttributeProto& a : n.attribute())
-      if (a.name() != "num_heads" && a.name() != "kv_num_heads" && a.name() != "scale") return false;
-    const auto lengths = int32_values(n.input(5)), total = int32_values(n.input(6));
-    return lengths && total && total->size() == 1 &&
-           std::ranges::all_of(*lengths, [&](std::int32_t v) { return v == (*total)[0] - 1; });
+  // A GroupQueryAttention as the exporter writes the IR's causal attention
+  // from opset 23 on: queries, keys and values only (onnxruntime's own
+  // always has its sequence lengths), and the head counts and the scale.
+  static bool without_cache(const onnx::NodeProto& n) {
+    if (n.input_size() != 3 || n.output_size() != 1) return false;
+    return std::ranges::all_of(n.attribute(), [](const onnx::AttributeProto& a) {
+      return a.name() == "num_heads" || a.name() == "kv_num_heads" || a.name() == "scale";
+    });
   }
 
   // Causal attention over packed heads: opset 23's Attention on 3-D inputs,
   // which onnxruntime runs as fast (798 us against 775 us for
   // GroupQueryAttention on [1, 128, 16 x 64] with 4 key heads).
-  void raise_attention(onnx::NodeProto& n) {
-    for (int k = 5; k < 7; ++k) maybe_unread_.insert(n.input(k));
-    n.mutable_input()->DeleteSubrange(3, n.input_size() - 3);
+  static void raise_attention(onnx::NodeProto& n) {
     n.set_domain("");
     n.set_op_type("Attention");
     for (onnx::AttributeProto& a : *n.mutable_attribute())
@@ -387,28 +367,6 @@ class Raising {
     causal->set_name("is_causal");
     causal->set_type(onnx::AttributeProto::INT);
     causal->set_i(1);
-  }
-
-  // Drops the initializers of maybe_unread_ that nothing reads any more.
-  void drop_unread_initializers() {
-    if (maybe_unread_.empty()) return;
-    absl::flat_hash_set<std::string> read;
-    const auto collect = [&](const onnx::GraphProto& g, const auto& self) -> void {
-      for (const onnx::NodeProto& n : g.node()) {
-        read.insert(n.input().begin(), n.input().end());
-        for (const onnx::AttributeProto& a : n.attribute()) {
-          if (a.has_g()) self(a.g(), self);
-          for (const onnx::GraphProto& sub : a.graphs()) self(sub, self);
-        }
-      }
-      for (const onnx::ValueInfoProto& v : g.output()) read.insert(v.name());
-    };
-    collect(model_.graph(), collect);
-    auto* inits = model_.mutable_graph()->mutable_initializer();
-    for (int i = inits->size() - 1; i >= 0; --i) {
-      const std::string& name = inits->Get(i).name();
-      if (maybe_unread_.contains(name) && !read.contains(name)) inits->DeleteSubrange(i, 1);
-    }
   }
 
   void raise_graph(onnx::GraphProto& g) {
@@ -438,8 +396,6 @@ class Raising {
   onnx::ModelProto& model_;
   std::int64_t to_;
   absl::flat_hash_set<std::string> names_;
-  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers_;
-  absl::flat_hash_set<std::string> maybe_unread_;  // inputs a raised node no longer reads
 };
 
 }  // namespace

@@ -343,3 +343,34 @@ def test_causal_attention_spelled_out_at_opset_23_becomes_attention_for_the_onnx
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@needs_cli
+def test_causal_attention_at_symbolic_sizes_is_read_whole_and_runs_at_every_size(tmp_path):
+    """A grouped causal Attention over [batch, heads, seq, 8] with symbolic
+    batch and seq is read whole and written back as Attention, and the
+    written model gives the original's outputs at three sizes."""
+    f = TensorProto.FLOAT
+    nodes, inits = bait("q", "q2")
+    nodes.append(helper.make_node("Attention", ["q2", "k", "v"], ["y"], is_causal=1))
+    inputs = [helper.make_tensor_value_info("q", f, ["batch", 4, "seq", 8])]
+    inputs += [helper.make_tensor_value_info(n, f, ["batch", 2, "seq", 8]) for n in "kv"]
+    graph = helper.make_graph(nodes, "attention", inputs,
+                              [helper.make_tensor_value_info("y", f, ["batch", 4, "seq", 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    optimize(path, out, report)
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert [n.op_type for n in written.graph.node].count("Attention") == 1
+    original = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    optimized = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(4)
+    for batch, seq in ((1, 3), (2, 5), (3, 7)):
+        feeds = {"q": rng.standard_normal((batch, 4, seq, 8)).astype(np.float32),
+                 "k": rng.standard_normal((batch, 2, seq, 8)).astype(np.float32),
+                 "v": rng.standard_normal((batch, 2, seq, 8)).astype(np.float32)}
+        np.testing.assert_allclose(optimized.run(None, feeds)[0], original.run(None, feeds)[0],
+                                   rtol=1e-5, atol=1e-5)
