@@ -21,7 +21,7 @@ using tensor::Op;
 // The shipped rules that spell onnxruntime's pattern fusions: what each
 // matches is what the runtime's fusion matches (onnxruntime's
 // LayerNormFusion, SimplifiedLayerNormFusion and GeluFusion). The other
-// RMSNorm spellings (rmsnorm-rsqrt, rmsnorm-weight-first) are not fused.
+// RMSNorm spellings (1 / sqrt, Reciprocal, the weight first) are not fused.
 constexpr std::array<std::string_view, 4> kLoadTimeFusionRules = {
     "layernorm-primitives", "rmsnorm-div", "gelu-erf", "gelu-erf-half-first"};
 

@@ -174,6 +174,20 @@ TEST_P(Spellings, RmsNormBecomesOneOperator) {
   expect_same_outputs(g, out);
 }
 
+// The dynamo exporter's RMSNorm, w * (x * Reciprocal(sqrt(mean(x^2) + eps))),
+// reaches the same fusion through the quotient's canonical forms.
+TEST(Transformer, RmsNormWithAReciprocalBecomesOneOperator) {
+  GraphBuilder b("rmsnorm-reciprocal");
+  Value x = b.input("x", {1, kSeq, kHidden});
+  Value root = b.sqrt(b.add(b.reduce_mean(b.pow(x, b.constant(2)), {-1}), b.constant(1e-6f)));
+  Value w = b.weight("w", {kHidden}, 0.5f, 1.5f);
+  b.output(b.mul(w, b.mul(x, b.node(Op::kReciprocal, {root}))), "y");
+  Graph g = *b.build();
+  Graph out = rewritten(g, Op::kSimplifiedLayerNorm);
+  EXPECT_EQ(total_ops(out), 1);
+  expect_same_outputs(g, out);
+}
+
 TEST_P(Spellings, ResidualAndRmsNormBecomeOneKernel) {
   GraphBuilder b("skip");
   Value x = b.input("x", {1, kSeq, kHidden});
@@ -266,6 +280,7 @@ TEST(Transformer, StandardOnnxRulesBuildNoRuntimeOperator) {
   EXPECT_EQ(standard.find("rotary-half-split"), nullptr);
   EXPECT_EQ(standard.find("skip-rmsnorm"), nullptr);
   EXPECT_EQ(standard.find("causal-attention"), nullptr);
+  EXPECT_NE(standard.find("div-by-constant"), nullptr);
   EXPECT_EQ(standard.find("skip-layernorm"), nullptr);
   EXPECT_NE(standard.find("rmsnorm-div"), nullptr) << "RMSNorm is written as standard operators";
   RuleSet at_23 = standard_onnx_rules(all, 23);
