@@ -141,12 +141,17 @@ class InPlace {
         return wire_.keep(tag, start, kept);
       std::uint32_t length = 0;
       if (!in.ReadVarint32(&length)) return false;
-      if (length < min_bytes_) return in.Skip(static_cast<int>(length)) && wire_.keep_since(start, kept);
+      // A field given twice takes its last value, as protobuf reads it.
+      if (length < min_bytes_) {
+        left.reset();
+        return in.Skip(static_cast<int>(length)) && wire_.keep_since(start, kept);
+      }
       left = {in.CurrentPosition(), length};
       return in.Skip(static_cast<int>(length));
     });
     if (!ok || !t.ParseFromString(kept)) return false;
     if (!left) return true;
+    t.clear_raw_data();
     // Data inline and external at once is malformed.
     if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) return false;
     t.set_data_location(onnx::TensorProto::EXTERNAL);
