@@ -214,6 +214,16 @@ TEST(OnnxWeightsInPlace, LargeInlineWeightsAreReadWhereTheyLieInTheFile) {
       EXPECT_EQ(std::vector<float>(f.begin(), f.end()), *want) << name;
     }
   }
+  // Data inline and marked external at once is read as it is written, and
+  // the error names the initializer.
+  onnx::ModelProto both = m;
+  both.mutable_graph()->mutable_initializer(0)->set_data_location(onnx::TensorProto::EXTERNAL);
+  ASSERT_TRUE(write_text_file(path, bytes_of(both)).ok());
+  absl::StatusOr<Graph> malformed = load_onnx_model(path);
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_NE(message(malformed.status()).find("initializer 'b': external data location"),
+            std::string::npos)
+      << malformed.status();
   ASSERT_TRUE(write_text_file(path, file.substr(0, file.size() - 100)).ok());
   absl::StatusOr<Graph> truncated = load_onnx_model(path);
   ASSERT_FALSE(truncated.ok());

@@ -68,6 +68,11 @@ class Wire {
     return WireFormatLite::SkipField(&in_, tag) && keep_since(start, kept);
   }
 
+  // `length` bytes from `offset`.
+  std::string bytes(int offset, std::uint32_t length) const {
+    return std::string(bytes_.substr(static_cast<std::size_t>(offset), length));
+  }
+
   // Appends the bytes read since `start` to `kept`.
   bool keep_since(int start, std::string& kept) {
     kept.append(bytes_.substr(static_cast<std::size_t>(start),
@@ -151,9 +156,13 @@ class InPlace {
     });
     if (!ok || !t.ParseFromString(kept)) return false;
     if (!left) return true;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) {
+      // Data inline and external at once: read as protobuf would, for the
+      // import to name the fault.
+      t.set_raw_data(wire_.bytes(left->first, left->second));
+      return true;
+    }
     t.clear_raw_data();
-    // Data inline and external at once is malformed.
-    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) return false;
     t.set_data_location(onnx::TensorProto::EXTERNAL);
     auto add = [&](std::string key, std::string value) {
       auto* e = t.add_external_data();
