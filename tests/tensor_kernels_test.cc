@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "fmt/format.h"
 #include "saturn/base/status.h"
 #include "saturn/tensor/interpreter/kernels.h"
 
@@ -267,11 +268,34 @@ TEST(TensorKernels, MergeGroupsKeepsConvolution) {
                 std::vector<float>(grouped.floats().begin(), grouped.floats().end()), 1e-4f);
 }
 
-TEST(TensorKernels, OpaqueCannotBeEvaluated) {
-  absl::StatusOr<std::vector<Tensor>> out =
-      evaluate_op(Op::kOpaque, Attributes{{"op_type", "TopK"}}, std::vector<Tensor>{});
-  ASSERT_FALSE(out.ok());
-  EXPECT_NE(message(out.status()).find("TopK"), std::string_view::npos);
+// An opaque node is evaluated by its ONNX definition where its output shape
+// is a value (Range, Expand), and is an error naming it otherwise.
+TEST(TensorKernels, OpaqueRangeAndExpandAreEvaluatedOthersNamed) {
+  auto opaque = [](std::string type, std::vector<Tensor> in, std::string domain = "") {
+    return evaluate_op(Op::kOpaque, Attributes{{"op_type", type}, {"domain", domain}}, in);
+  };
+  auto int64 = [](Ints v, Dims dims) { return Tensor(TensorType{DType::kInt64, std::move(dims)}, std::move(v)); };
+  auto scalar = [&](std::int64_t v) { return int64({v}, {}); };
+  absl::StatusOr<std::vector<Tensor>> r = opaque("Range", {scalar(2), scalar(9), scalar(3)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Ints((*r)[0].ints().begin(), (*r)[0].ints().end()), (Ints{2, 5, 8}));
+  r = opaque("Range", {Tensor::scalar(1), Tensor::scalar(0), Tensor::scalar(-0.5f)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  expect_tensor((*r)[0], {2}, {1.0f, 0.5f}, 0);
+  EXPECT_FALSE(opaque("Range", {scalar(0), scalar(3), scalar(0)}).ok());
+
+  const Tensor column(TensorType{DType::kFloat32, {2, 1}}, std::vector<float>{1, 2});
+  r = opaque("Expand", {column, int64({3, 1, 3}, {3})}, "ai.onnx");
+  ASSERT_TRUE(r.ok()) << r.status();
+  expect_tensor((*r)[0], {3, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}, 0);
+  EXPECT_FALSE(opaque("Expand", {column, int64({3, 3}, {2})}).ok());
+
+  for (auto [type, domain] : {std::pair{"TopK", ""}, {"Range", "com.example"}}) {
+    absl::StatusOr<std::vector<Tensor>> out = opaque(type, {scalar(0), scalar(3), scalar(1)}, domain);
+    ASSERT_FALSE(out.ok()) << type;
+    EXPECT_NE(message(out.status()).find(fmt::format("opaque operator '{}'", type)), std::string_view::npos)
+        << out.status();
+  }
 }
 
 }  // namespace

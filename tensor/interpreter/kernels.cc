@@ -121,9 +121,9 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
     case Op::kMergeGroups:
       return one(kernels::merge_groups(a, in[0]));
     case Op::kOpaque: {
-      const std::string* type = a.get_string("op_type");
-      return absl::UnimplementedError(
-          fmt::format("cannot evaluate opaque operator '{}'", type ? *type : "?"));
+      absl::StatusOr<Tensor> t = kernels::onnx_op(a, in);
+      if (!t.ok()) return t.status();
+      return one(std::move(*t));
     }
     default:
       return absl::InvalidArgumentError(

@@ -1,5 +1,7 @@
 // Reference kernels: the value operators (Shape, Cast, Where, the
-// comparisons and the logic operators) on any plain element type.
+// comparisons and the logic operators) on any plain element type, and the
+// ONNX operators the IR keeps opaque whose output shape is a value
+// (Range, Expand).
 //
 // Elements are read as long double, whose 64-bit significand (x86-64's
 // extended format; binary128 elsewhere) holds every int64, uint64, float32
@@ -11,8 +13,11 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "fmt/format.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/interpreter/kernels_internal.h"
 
@@ -186,6 +191,44 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
       return broadcast_map(
           in, out, [op](std::span<const Number> v) { return Number(binary_value(op, v[0], v[1])); });
   }
+}
+
+namespace {
+
+// ONNX's Range: start, start + delta, ... short of limit (scalars of one type).
+absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
+  if (in.size() != 3 || in[0].size() != 1 || in[1].size() != 1 || in[2].size() != 1 ||
+      in[1].dtype() != in[0].dtype() || in[2].dtype() != in[0].dtype())
+    return absl::InvalidArgumentError("Range takes three scalars of one type");
+  const Number start = numbers(in[0])[0], limit = numbers(in[1])[0], delta = numbers(in[2])[0];
+  if (delta == 0) return absl::InvalidArgumentError("Range's delta is 0");
+  const auto count = static_cast<std::int64_t>(std::max<Number>(0, std::ceil((limit - start) / delta)));
+  std::vector<Number> out(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = start + delta * i;
+  return from_numbers(TensorType{in[0].dtype(), {count}}, out);
+}
+
+// ONNX's Expand: x broadcast with the shape its second input gives.
+absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
+  if (in.size() != 2 || in[1].dtype() != DType::kInt64 || in[1].dims().size() != 1)
+    return absl::InvalidArgumentError("Expand takes a tensor and a 1-D int64 shape");
+  const Dims shape(in[1].ints().begin(), in[1].ints().end());
+  std::optional<Dims> dims = broadcast_dims(in[0].dims(), shape);
+  if (!dims) return absl::InvalidArgumentError("Expand's shape does not broadcast with its input");
+  return broadcast_map(in.first(1), TensorType{in[0].dtype(), *dims},
+                       [](std::span<const Number> v) { return v[0]; });
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) {
+  const std::string* type = a.get_string("op_type");
+  const std::string* domain = a.get_string("domain");
+  const bool standard = domain == nullptr || domain->empty() || *domain == "ai.onnx";
+  if (type != nullptr && standard && *type == "Range") return range(in);
+  if (type != nullptr && standard && *type == "Expand") return expand(in);
+  return absl::UnimplementedError(
+      fmt::format("cannot evaluate opaque operator '{}'", type ? *type : "?"));
 }
 
 }  // namespace saturn::tensor::kernels
