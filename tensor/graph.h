@@ -102,6 +102,12 @@ struct Graph {
   // Why the importer kept each opaque node opaque ("no IR operator", "input
   // 0 has no static shape", ...), by the node's name.
   std::map<std::string, std::string> opaque_reasons;
+  // The values the graph's shape arithmetic takes at the given sizes of its
+  // symbolic dimensions where they change with the sizes (a sequence
+  // length, a Range's limit), by node name (or a region's input name): the
+  // self-check feeds them, not random numbers, to the inputs of a region
+  // that reads them.
+  absl::flat_hash_map<std::string, std::shared_ptr<const Tensor>> size_values;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };

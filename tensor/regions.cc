@@ -191,6 +191,9 @@ class RegionBuilder {
       // A value from before the region (the graph's inputs included).
       const std::string name = fmt::format("in{}", region_.inputs.size());
       region_.inputs.push_back(v);
+      if (auto known = graph_.size_values.find(n.name);
+          !n.name.empty() && known != graph_.size_values.end())
+        region_.graph.size_values[name] = known->second;
       const TensorType& type = types_[v].tensor();
       id = add(Node{Op::kInput, leaf_attributes(name, type.dims, type.dtype), {}, name});
       if (!probe_.empty()) symbolic_axes(name, v);

@@ -56,6 +56,23 @@ TEST(OnnxSymbolic, AnUnsizedDimensionStandsAtOneAndStaysSymbolic) {
   EXPECT_EQ(dim_names(back.graph().output(0)), (std::vector<std::string>{"batch", "3"}));
 }
 
+// A value the shape arithmetic computes that changes with the sizes is
+// not folded; its value at the given sizes is kept for the self-check.
+TEST(OnnxSymbolic, AShapeThatChangesWithTheSizesIsKnownAtTheGivenSizes) {
+  onnx::ModelProto m = batch_relu_model();
+  onnx::NodeProto* shape = m.mutable_graph()->add_node();
+  shape->set_op_type("Shape");
+  shape->add_input("x");
+  shape->add_output("x_shape");
+  OnnxImportOptions sized;
+  sized.dims["batch"] = 4;
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(m), "m.onnx", sized);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->size_values.contains("x_shape"));
+  const Tensor& value = *g->size_values.at("x_shape");
+  EXPECT_EQ(Ints(value.ints().begin(), value.ints().end()), (Ints{4, 3}));
+}
+
 TEST(OnnxSymbolic, AnUnnamedDynamicAxisGetsAName) {
   onnx::ModelProto m = batch_relu_model();
   m.mutable_graph()

@@ -74,6 +74,34 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, RegionsOfModel,
                                            "fixture:bert_base", "fixture:llama_decoder",
                                            "fixture:swin_like"));
 
+// A value the graph knows at its given sizes (a size its shape arithmetic
+// computes) goes with the region input that reads it, and the region's
+// random inputs take it instead of random numbers; a value of another type
+// is not taken.
+TEST(Regions, AKnownSizeValueIsTheRegionInputsValue) {
+  absl::StatusOr<Graph> g = load_model("nasrnn");
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  const RegionOptions options{.target_ops = 12, .max_ops = 30};
+  absl::StatusOr<std::vector<Region>> regions = split_into_regions(*g, options);
+  ASSERT_TRUE(regions.ok() && regions->size() > 2);
+  const Region& later = regions->back();
+  ASSERT_FALSE(later.inputs.empty());
+  const int v = later.inputs[0];
+  const TensorType type = infer_types(*g).value()[v].tensor();
+  g->nodes[v].name = "sequence_length";
+  const auto known = std::make_shared<const Tensor>(random_tensor(type, 42, 3.0f, 4.0f));
+  g->size_values["sequence_length"] = known;
+  regions = split_into_regions(*g, options);
+  ASSERT_TRUE(regions.ok());
+  const Graph& region = regions->back().graph;
+  ASSERT_TRUE(region.size_values.contains("in0"));
+  const Inputs inputs = random_inputs(region, 7);
+  EXPECT_EQ(max_error_ratio(inputs.at("in0"), *known, 0, 0), 0.0);
+  Graph other = region;
+  other.size_values["in0"] = std::make_shared<const Tensor>(Tensor::scalar(1));
+  EXPECT_NE(random_inputs(other, 7).at("in0").type(), Tensor::scalar(1).type());
+}
+
 TEST(Regions, RepeatedLayersShareKeys) {
   absl::StatusOr<Graph> g = build_zoo_model("llama:12");
   ASSERT_TRUE(g.ok()) << message(g.status());

@@ -268,9 +268,10 @@ TEST(TensorKernels, MergeGroupsKeepsConvolution) {
                 std::vector<float>(grouped.floats().begin(), grouped.floats().end()), 1e-4f);
 }
 
-// An opaque node is evaluated by its ONNX definition where its output shape
-// is a value (Range, Expand), and is an error naming it otherwise.
-TEST(TensorKernels, OpaqueRangeAndExpandAreEvaluatedOthersNamed) {
+// An opaque node is evaluated by its ONNX definition where exporters use it
+// on sizes and positions (Range, Expand, integer Add, Sub and Mul), and is
+// an error naming it otherwise.
+TEST(TensorKernels, OpaqueSizeArithmeticIsEvaluatedOthersNamed) {
   auto opaque = [](std::string type, std::vector<Tensor> in, std::string domain = "") {
     return evaluate_op(Op::kOpaque, Attributes{{"op_type", type}, {"domain", domain}}, in);
   };
@@ -289,6 +290,15 @@ TEST(TensorKernels, OpaqueRangeAndExpandAreEvaluatedOthersNamed) {
   ASSERT_TRUE(r.ok()) << r.status();
   expect_tensor((*r)[0], {3, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}, 0);
   EXPECT_FALSE(opaque("Expand", {column, int64({3, 3}, {2})}).ok());
+
+  r = opaque("Add", {int64({1, 2, 3}, {1, 3}), int64({10, 20}, {2, 1})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].dims(), (Dims{2, 3}));
+  EXPECT_EQ(Ints((*r)[0].ints().begin(), (*r)[0].ints().end()), (Ints{11, 12, 13, 21, 22, 23}));
+  r = opaque("Mul", {int64({4, 5}, {2}), scalar(-3)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Ints((*r)[0].ints().begin(), (*r)[0].ints().end()), (Ints{-12, -15}));
+  EXPECT_FALSE(opaque("Sub", {int64({1, 2}, {2}), Tensor::scalar(1)}).ok());
 
   for (auto [type, domain] : {std::pair{"TopK", ""}, {"Range", "com.example"}}) {
     absl::StatusOr<std::vector<Tensor>> out = opaque(type, {scalar(0), scalar(3), scalar(1)}, domain);

@@ -88,7 +88,10 @@ Inputs random_inputs(const Graph& graph, std::uint64_t seed) {
     TensorType t{parse_dtype(*n.attributes.get_string("dtype")).value_or(DType::kFloat32),
                  *n.attributes.get_ints("shape")};
     std::uint64_t s = seed ^ stable_hash(input_name(n));
-    if (is_float(t.dtype)) {
+    if (auto known = graph.size_values.find(input_name(n));
+        known != graph.size_values.end() && known->second->type() == t) {
+      inputs[input_name(n)] = *known->second;
+    } else if (is_float(t.dtype)) {
       inputs[input_name(n)] = random_tensor(t, s, -1.0f, 1.0f);
     } else {
       auto it = index_bound.find(i);

@@ -25,7 +25,9 @@ absl::StatusOr<std::vector<Tensor>> evaluate(const Graph& graph, const Inputs& i
 
 // Seeded random values for every graph input: floats uniform in [-1, 1);
 // int64 inputs used as Gather indices stay inside the gathered axis,
-// other int64 inputs fall in [0, 10).
+// other int64 inputs fall in [0, 10). An input the graph knows the value of
+// at its given sizes (Graph::size_values: a region's input that a shape
+// computation outside it gives) takes that value.
 Inputs random_inputs(const Graph& graph, std::uint64_t seed);
 
 }  // namespace saturn::tensor

@@ -113,8 +113,9 @@ Tensor merge_groups(const Attributes& attrs, const Tensor& w);
 
 // The value operators, on any plain element type (kernels_values.cc).
 absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const Tensor> in);
-// An opaque node by its ONNX definition, for the operators whose output
-// shape is a value (Range, Expand); an error naming any other.
+// An opaque node by its ONNX definition, for the operators exporters use on
+// sizes and positions (Range, Expand, and Add, Sub and Mul on integers);
+// an error naming any other.
 absl::StatusOr<Tensor> onnx_op(const Attributes& attrs, std::span<const Tensor> in);
 
 }  // namespace saturn::tensor::kernels

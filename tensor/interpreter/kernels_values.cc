@@ -1,7 +1,8 @@
 // Reference kernels: the value operators (Shape, Cast, Where, the
 // comparisons and the logic operators) on any plain element type, and the
-// ONNX operators the IR keeps opaque whose output shape is a value
-// (Range, Expand).
+// ONNX operators the IR keeps opaque that exporters use on sizes and
+// positions: Range and Expand, whose output shape is a value, and integer
+// Add, Sub and Mul.
 //
 // Elements are read as long double, whose 64-bit significand (x86-64's
 // extended format; binary128 elsewhere) holds every int64, uint64, float32
@@ -219,6 +220,19 @@ absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
                        [](std::span<const Number> v) { return v[0]; });
 }
 
+// ONNX's Add, Sub and Mul on any plain element type (the IR's are float
+// ones; exporters compute positions and sizes in int64).
+absl::StatusOr<Tensor> arithmetic(const std::string& type, std::span<const Tensor> in) {
+  if (in.size() != 2 || in[0].dtype() != in[1].dtype())
+    return absl::InvalidArgumentError(fmt::format("{} takes two tensors of one type", type));
+  std::optional<Dims> dims = broadcast_dims(in[0].dims(), in[1].dims());
+  if (!dims) return absl::InvalidArgumentError(fmt::format("{}'s inputs do not broadcast", type));
+  const TensorType out{in[0].dtype(), *dims};
+  if (type == "Add") return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] + v[1]; });
+  if (type == "Sub") return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] - v[1]; });
+  return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] * v[1]; });
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) {
@@ -227,6 +241,8 @@ absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) 
   const bool standard = domain == nullptr || domain->empty() || *domain == "ai.onnx";
   if (type != nullptr && standard && *type == "Range") return range(in);
   if (type != nullptr && standard && *type == "Expand") return expand(in);
+  if (type != nullptr && standard && (*type == "Add" || *type == "Sub" || *type == "Mul"))
+    return arithmetic(*type, in);
   return absl::UnimplementedError(
       fmt::format("cannot evaluate opaque operator '{}'", type ? *type : "?"));
 }

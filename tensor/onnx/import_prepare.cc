@@ -163,9 +163,13 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   if (!graph_.symbols.empty()) {
     ShapeValues at_probe;
     probe_dims_ = probe_dims(model, graph_.symbols, &at_probe);
+    // A value that changes with the sizes stays computed; its value at the
+    // given sizes is what the self-check feeds a region that reads it.
     std::erase_if(values, [&](const auto& kv) {
       auto it = at_probe.find(kv.first);
-      return it == at_probe.end() || !same_values(kv.second, it->second);
+      const bool varies = it == at_probe.end() || !same_values(kv.second, it->second);
+      if (varies) graph_.size_values[kv.first] = std::make_shared<const Tensor>(kv.second);
+      return varies;
     });
   }
   for (const onnx::ValueInfoProto& v : model.graph().output()) {
