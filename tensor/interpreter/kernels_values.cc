@@ -239,10 +239,11 @@ absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) 
   const std::string* type = a.get_string("op_type");
   const std::string* domain = a.get_string("domain");
   const bool standard = domain == nullptr || domain->empty() || *domain == "ai.onnx";
-  if (type != nullptr && standard && *type == "Range") return range(in);
-  if (type != nullptr && standard && *type == "Expand") return expand(in);
-  if (type != nullptr && standard && (*type == "Add" || *type == "Sub" || *type == "Mul"))
-    return arithmetic(*type, in);
+  if (type != nullptr && standard) {
+    if (*type == "Range") return range(in);
+    if (*type == "Expand") return expand(in);
+    if (*type == "Add" || *type == "Sub" || *type == "Mul") return arithmetic(*type, in);
+  }
   return absl::UnimplementedError(
       fmt::format("cannot evaluate opaque operator '{}'", type ? *type : "?"));
 }

@@ -396,9 +396,11 @@ std::int64_t max_onnx_opset() {
 
 namespace {
 
-// Protobuf reads one message of at most 2 GiB; ONNX keeps larger models'
-// weights in external data files.
-absl::Status too_large(const std::string& file, std::uintmax_t bytes) {
+// An empty file, or one past protobuf's limit: it reads one message of at
+// most 2 GiB, and ONNX keeps larger models' weights in external data files.
+absl::Status check_size(const std::string& file, std::uintmax_t bytes) {
+  if (bytes == 0) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
+  if (bytes <= static_cast<std::uintmax_t>(INT_MAX)) return absl::OkStatus();
   return absl::InvalidArgumentError(fmt::format(
       "{}: the file holds {:.2f} GiB, past protobuf's 2 GiB limit for an ONNX model file; a "
       "model this large keeps its weights in external data files (in Python: "
@@ -432,8 +434,7 @@ absl::StatusOr<Graph> import_model(std::shared_ptr<onnx::ModelProto> model, cons
 absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string& file,
                                        const OnnxImportOptions& options) {
   auto model = std::make_shared<onnx::ModelProto>();
-  if (bytes.empty()) return absl::InvalidArgumentError(fmt::format("{}: the file is empty", file));
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return too_large(file, bytes.size());
+  if (absl::Status s = check_size(file, bytes.size()); !s.ok()) return s;
   if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return not_onnx(file);
   return import_model(std::move(model), file, options);
 }
@@ -441,11 +442,11 @@ absl::StatusOr<Graph> parse_onnx_model(std::string_view bytes, const std::string
 absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportOptions& options) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) return too_large(path, size);
+  if (!ec) {
+    if (absl::Status s = check_size(path, size); !s.ok()) return s;
+  }
   absl::StatusOr<MappedFile> file = MappedFile::open(path);
   if (!file.ok()) return file.status();
-  if (file->bytes().empty())
-    return absl::InvalidArgumentError(fmt::format("{}: the file is empty", path));
   // The weights stay in the file, mapped as external data of the file
   // itself: from the smallest float32 tensor the import keeps mapped.
   constexpr auto kMinBytes = static_cast<std::uint32_t>(4 * (onnx_io::kMaxShapeValueElements + 1));

@@ -113,26 +113,28 @@ class InPlace {
       : wire_(bytes), location_(std::move(location)), min_bytes_(min_bytes) {}
 
   bool model(onnx::ModelProto& m) {
-    std::string kept;
-    CodedInputStream& in = wire_.in();
-    const bool ok = read_fields(in, [&](std::uint32_t tag, int start) {
-      if (!is_length_delimited(tag, onnx::ModelProto::kGraphFieldNumber))
-        return wire_.keep(tag, start, kept);
-      return read_nested(in, [&] { return graph(*m.mutable_graph()); });
-    });
-    return ok && in.ConsumedEntireMessage() && m.MergeFromString(kept);
+    return read_around(m, onnx::ModelProto::kGraphFieldNumber,
+                       [&] { return graph(*m.mutable_graph()); }) &&
+           wire_.in().ConsumedEntireMessage();
   }
 
  private:
   bool graph(onnx::GraphProto& g) {
+    return read_around(g, onnx::GraphProto::kInitializerFieldNumber,
+                       [&] { return tensor(*g.add_initializer()); });
+  }
+
+  // The message `in` reads into `m`: each occurrence of the message field
+  // `field` by `read_field`, every other field by protobuf.
+  template <typename Message, typename ReadField>
+  bool read_around(Message& m, int field, ReadField read_field) {
     std::string kept;
     CodedInputStream& in = wire_.in();
     const bool ok = read_fields(in, [&](std::uint32_t tag, int start) {
-      if (!is_length_delimited(tag, onnx::GraphProto::kInitializerFieldNumber))
-        return wire_.keep(tag, start, kept);
-      return read_nested(in, [&] { return tensor(*g.add_initializer()); });
+      if (!is_length_delimited(tag, field)) return wire_.keep(tag, start, kept);
+      return read_nested(in, read_field);
     });
-    return ok && g.MergeFromString(kept);
+    return ok && m.MergeFromString(kept);
   }
 
   // An initializer; raw data of at least min_bytes_ becomes a reference

@@ -63,6 +63,17 @@ def optimize(path, out, report, *extra):
     return json.loads(report.read_text())
 
 
+def saved_and_optimized(tmp_path, model, *extra):
+    """`model` saved and optimized (optimize()): the paths of both, the
+    report, and the written model, which PyPI's checker takes."""
+    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    onnx.save(model, str(path))
+    r = optimize(path, out, report, *extra)
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    return path, out, r, written
+
+
 @needs_cli
 @pytest.mark.parametrize("opset", [18, 21, 23])
 def test_a_newer_opset_model_is_written_back_at_its_opset(tmp_path, opset):
@@ -233,12 +244,8 @@ def test_rotary_embedding_of_opset_23_is_read_as_its_operators(tmp_path, case):
     graph = helper.make_graph(nodes, "rotary", inputs, [helper.make_tensor_value_info("y", f, x_shape)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     onnx.checker.check_model(model, full_check=True)
-    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
-    onnx.save(model, str(path))
-    r = optimize(path, out, report)
+    path, out, r, written = saved_and_optimized(tmp_path, model)
     assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
-    written = onnx.load(str(out))
-    onnx.checker.check_model(written, full_check=True)
     assert "RotaryEmbedding" not in [n.op_type for n in written.graph.node]
     rng = np.random.default_rng(2)
     feeds = {"x": rng.standard_normal(x_shape).astype(np.float32),
@@ -288,12 +295,8 @@ def test_group_normalization_is_read_as_an_instance_normalization_of_the_groups(
                               ir_version={18: 8, 21: 10}[opset])
     if opset >= 21:  # PyPI's checker calls the opset-18 form deprecated; exporters still write it
         onnx.checker.check_model(model, full_check=True)
-    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
-    onnx.save(model, str(path))
-    r = optimize(path, out, report)
+    path, out, r, written = saved_and_optimized(tmp_path, model)
     assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
-    written = onnx.load(str(out))
-    onnx.checker.check_model(written, full_check=True)
     assert [o.version for o in written.opset_import if o.domain in ("", "ai.onnx")] == [opset]
     ops = [n.op_type for n in written.graph.node]
     assert "InstanceNormalization" in ops and "GroupNormalization" not in ops, ops
@@ -330,11 +333,7 @@ def test_causal_attention_spelled_out_at_opset_23_becomes_attention_for_the_onnx
         [helper.make_tensor_value_info("y", f, [b, s, h * d])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     onnx.checker.check_model(model, full_check=True)
-    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
-    onnx.save(model, str(path))
-    optimize(path, out, report, "--target", "onnx")
-    written = onnx.load(str(out))
-    onnx.checker.check_model(written, full_check=True)
+    path, out, _, written = saved_and_optimized(tmp_path, model, "--target", "onnx")
     ops = [n.op_type for n in written.graph.node]
     assert ops.count("Attention") == 1 and "Softmax" not in ops, ops
     assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
@@ -359,11 +358,7 @@ def test_causal_attention_at_symbolic_sizes_is_read_whole_and_runs_at_every_size
                               [helper.make_tensor_value_info("y", f, ["batch", 4, "seq", 8])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     onnx.checker.check_model(model, full_check=True)
-    path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
-    onnx.save(model, str(path))
-    optimize(path, out, report)
-    written = onnx.load(str(out))
-    onnx.checker.check_model(written, full_check=True)
+    path, out, _, written = saved_and_optimized(tmp_path, model)
     assert [n.op_type for n in written.graph.node].count("Attention") == 1
     original = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     optimized = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
