@@ -79,6 +79,7 @@ class GraphBuilder {
   Value div(Value a, Value b) { return node(Op::kDiv, {a, b}); }
   Value pow(Value a, Value b) { return node(Op::kPow, {a, b}); }
   Value sqrt(Value x) { return node(Op::kSqrt, {x}); }
+  Value neg(Value x) { return node(Op::kNeg, {x}); }
   Value erf(Value x) { return node(Op::kErf, {x}); }
   Value relu(Value x) { return node(Op::kRelu, {x}); }
   Value sigmoid(Value x) { return node(Op::kSigmoid, {x}); }

@@ -173,8 +173,8 @@ absl::StatusOr<ValueType> Inference::skip_layer_norm() {
 }
 
 // x [batch, heads, sequence, head size] (an even head size), cos and sin
-// [sequence, head size / 2]: token s reads row s of the tables. (onnxruntime
-// also takes longer tables and position ids; saturn writes position 0 on.)
+// [sequence or more, head size / 2]: token s reads row s of the tables.
+// (onnxruntime also takes position ids; saturn writes positions 0 on.)
 absl::StatusOr<ValueType> Inference::rotary_embedding() {
   for (std::size_t i = 0; i < 3; ++i) {
     if (auto s = need_float(i); !s.ok()) return s;
@@ -183,8 +183,9 @@ absl::StatusOr<ValueType> Inference::rotary_embedding() {
   const std::int64_t head = d(0)[3];
   if (head % 2 != 0) return fail(op_, "head size must be even, is {}", head);
   for (std::size_t i = 1; i < 3; ++i) {
-    if (t(i).rank() != 2 || d(i)[1] != head / 2 || d(i)[0] != d(0)[2])
-      return fail(op_, "input {} must be [{}, {}], is {}", i, d(0)[2], head / 2, to_string(t(i)));
+    if (t(i).rank() != 2 || d(i)[1] != head / 2 || d(i)[0] < d(0)[2])
+      return fail(op_, "input {} must be [{} or more, {}], is {}", i, d(0)[2], head / 2,
+                  to_string(t(i)));
   }
   return in_[0];
 }

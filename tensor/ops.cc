@@ -239,7 +239,7 @@ std::optional<std::string_view> runtime_domain(Op op) {
 }
 
 std::optional<std::int64_t> standard_since(Op op) {
-  if (op == Op::kGroupQueryAttention) return 23;
+  if (op == Op::kGroupQueryAttention || op == Op::kRotaryEmbedding) return 23;
   return std::nullopt;
 }
 

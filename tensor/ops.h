@@ -11,8 +11,9 @@
 // SkipSimplifiedLayerNormalization, RotaryEmbedding and GroupQueryAttention
 // are not standard ONNX but operators of onnxruntime's
 // com.microsoft domain (see runtime_domain); `saturn optimize --target onnx`
-// never chooses them, except GroupQueryAttention in a model at opset 23 or
-// later, which is written as the standard Attention (standard_since).
+// never chooses them, except GroupQueryAttention and RotaryEmbedding in a
+// model at opset 23 or later, which are written as the standard Attention
+// and RotaryEmbedding (standard_since).
 // SimplifiedLayerNormalization (RMSNorm) is written as the standard
 // operators onnxruntime fuses into its kernel of that name (as
 // RMSNormalization from opset 23 on).
@@ -136,8 +137,8 @@ bool is_comparison(Op op);
 std::optional<std::string_view> runtime_domain(Op op);
 inline bool is_runtime_operator(Op op) { return runtime_domain(op).has_value(); }
 // The default-domain opset from which the export writes runtime operator
-// `op` as a standard one (GroupQueryAttention as opset 23's Attention:
-// raise_to_opset); nullopt for none.
+// `op` as a standard one (GroupQueryAttention as opset 23's Attention,
+// RotaryEmbedding as its RotaryEmbedding: raise_to_opset); nullopt for none.
 std::optional<std::int64_t> standard_since(Op op);
 // Whether a model at default-domain `opset` needs onnxruntime's domain for `op`.
 inline bool needs_runtime_domain(Op op, std::int64_t opset) {

@@ -73,14 +73,16 @@ Tensor rotary_table(std::uint64_t seed) {
 }
 
 // x * cos + rotate_half(x) * sin on x [1, heads, seq, head]. Exported:
-// slices to the end on axis -1, in that order; other: the slices' exact
-// bounds on axis 3, and every product and the sum the other way round.
+// slices to the end on axis -1, in that order, and -x2 as Neg (PyTorch's
+// export); other: the slices' exact bounds on axis 3, -x2 as x2 * -1, and
+// every product and the sum the other way round.
 Value rotary(GraphBuilder& b, Value x, Value cos, Value sin, Spelling s) {
   const bool exported = s == Spelling::kExported;
   const Dims axes = {exported ? -1 : 3};
   Value second = b.slice(x, {kHead / 2}, {exported ? kEnd : kHead}, axes, {1});
   Value first = b.slice(x, {0}, {kHead / 2}, axes, {1});
-  Value rotated = b.concat({b.mul(second, b.constant(-1)), first}, -1);
+  Value negated = exported ? b.neg(second) : b.mul(second, b.constant(-1));
+  Value rotated = b.concat({negated, first}, -1);
   if (exported) return b.add(b.mul(x, cos), b.mul(rotated, sin));
   return b.add(b.mul(sin, rotated), b.mul(cos, x));
 }

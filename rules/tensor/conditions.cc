@@ -340,6 +340,17 @@ ConditionRegistry tensor_conditions() {
       "(halves-equal ?t): ?t is a matrix of weights whose values the model gives, and each "
       "row's second half repeats its first (rotary tables of the half-split layout)");
   r.add(
+      "row-per-position", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        const tensor::ValueType& x = type_of(g, a[1]);
+        if (t.is_tuple || x.is_tuple || t.tensor().rank() != 2 || x.tensor().rank() != 4) return false;
+        const tensor::Dims& d = x.tensor().dims;
+        return t.tensor().dims == tensor::Dims{d[2], d[3]};
+      },
+      "(row-per-position ?t ?x): ?t is [S, head] for ?x [batch, heads, S, head]: a row for "
+      "each position");
+  r.add(
       "causal-mask", 2,
       [](const EGraph& g, std::span<const Id> a) {
         const tensor::ValueType& q = type_of(g, a[1]);

@@ -208,6 +208,10 @@ void fit_attributes(const RuleVars& vars, Rng& rng, Assignment& a) {
       const auto kernel = static_cast<std::size_t>(c.args[1]);
       if (std::optional<Ints> same = same_pads(a.dims[kernel])) a.attrs[pads] = *std::move(same);
     }
+    if (name == "row-per-position" && c.args.size() == 2 && rng() % 8 != 0) {
+      const tensor::Dims& x = a.dims[static_cast<std::size_t>(c.args[1])];
+      if (x.size() == 4) a.dims[static_cast<std::size_t>(c.args[0])] = {x[2], x[3]};
+    }
     if (name == "merges-heads" && c.args.size() == 2 && rng() % 8 != 0) {
       const tensor::Dims& q = a.dims[static_cast<std::size_t>(c.args[0])];
       if (q.size() == 4) a.attrs[static_cast<std::size_t>(c.args[1])] = Ints{q[0], q[2], q[1] * q[3]};

@@ -421,9 +421,13 @@ absl::Status Exporter::emit_rotary_embedding(const Attributes& a,
                                              const std::vector<std::string>& in,
                                              const std::string& out) {
   // Position ids of shape [1] give the first position; token s then reads
-  // row (first + s) of the tables.
-  const std::string first = constant(Tensor(TensorType{DType::kInt64, {1}}, Ints{0}));
-  auto* r = runtime_node(Op::kRotaryEmbedding, {in[0], first, in[1], in[2]}, {out});
+  // row (first + s) of the tables. From opset 23 on the node is written
+  // without them, which raise_to_opset reads as the standard
+  // RotaryEmbedding with position ids 0..S-1 computed from x's shape.
+  std::vector<std::string> inputs = {in[0], in[1], in[2]};
+  if (needs_runtime_domain(Op::kRotaryEmbedding, default_domain_opset(g_.opsets)))
+    inputs.insert(inputs.begin() + 1, constant(Tensor(TensorType{DType::kInt64, {1}}, Ints{0})));
+  auto* r = runtime_node(Op::kRotaryEmbedding, std::move(inputs), {out});
   set_int(r, "interleaved", *a.get_int("interleaved"));
   return absl::OkStatus();
 }

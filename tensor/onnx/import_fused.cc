@@ -1,6 +1,6 @@
 // ONNX → IR: operators read whole as one of the IR's fused operators:
-// onnxruntime's com.microsoft kernels, and opset 23's RMSNormalization and
-// causal Attention (and opset 20's exact Gelu), which the opset lowering
+// onnxruntime's com.microsoft kernels, and opset 23's RMSNormalization,
+// causal Attention and RotaryEmbedding (and opset 20's exact Gelu), which the opset lowering
 // also spells in older operators for libonnx (importer.h's ExpandedNodes).
 #include <cstdint>
 #include <optional>
@@ -75,6 +75,8 @@ std::optional<int> Importer::add_expanded(const onnx::NodeProto& original) {
     id = append(Op::kGelu, {}, {input(0)}, original.output(0));
   } else if (original.op_type() == "Attention") {
     if (std::optional<int> whole = add_attention(original)) return whole;
+  } else if (original.op_type() == "RotaryEmbedding") {
+    if (std::optional<int> whole = add_rotary(original)) return whole;
   } else if (original.op_type() == "RMSNormalization") {
     id = append(Op::kSimplifiedLayerNorm,
                 {{"axis", attrs.i("axis").value_or(-1)}, {"epsilon", attrs.f("epsilon").value_or(1e-5)}},
@@ -161,6 +163,66 @@ std::optional<int> Importer::add_attention(const onnx::NodeProto& original) {
   absl::StatusOr<int> y = append(Op::kGroupQueryAttention, gqa, in, name + "/packed");
   if (y.ok()) y = append(Op::kReshape, {{"shape", Ints{q[0], q[2], q[1], q[3]}}}, {*y}, name + "/heads");
   if (y.ok()) y = append(Op::kTranspose, swap, {*y}, name);
+  return y.ok() ? std::optional(*y) : std::nullopt;
+}
+
+}  // namespace saturn::tensor::onnx_io
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+// Whether `ids` is [batch, seq] with 0..seq-1 in each row.
+bool positions_from_zero(const Tensor* ids, std::int64_t batch, std::int64_t seq) {
+  if (ids == nullptr || ids->dtype() != DType::kInt64 || ids->dims() != Dims{batch, seq})
+    return false;
+  const auto values = ids->ints();
+  for (std::int64_t i = 0; i < batch * seq; ++i)
+    if (values[static_cast<std::size_t>(i)] != i % seq) return false;
+  return true;
+}
+
+}  // namespace
+
+// Opset 23's RotaryEmbedding of x [B, heads, S, head size], the whole head
+// rotated, by 2-D tables [positions, head size / 2] at position ids that
+// are 0..S-1 in every row, at the given and at the probe sizes (as the
+// export writes them, and as a model without a cache computes them), is
+// the IR's rotation of token s by row s of the tables.
+std::optional<int> Importer::add_rotary(const onnx::NodeProto& original) {
+  AttrReader attrs(original);
+  if (original.input_size() != 4 || original.input(3).empty() ||
+      attrs.i("num_heads").value_or(0) != 0)
+    return std::nullopt;
+  std::vector<int> in;
+  std::vector<Dims> dims;
+  for (int k = 0; k < 3; ++k) {
+    const int id = values_.at(original.input(k));
+    const ValueType& t = types_[id];
+    if (t.is_tuple || t.tensor().dtype != DType::kFloat32) return std::nullopt;
+    in.push_back(id);
+    dims.push_back(t.tensor().dims);
+  }
+  const Dims& x = dims[0];
+  const std::int64_t rotary = attrs.i("rotary_embedding_dim").value_or(0);
+  if (x.size() != 4 || dims[1].size() != 2 || dims[2] != dims[1] || dims[1][1] * 2 != x[3] ||
+      (rotary != 0 && rotary != x[3]))
+    return std::nullopt;
+  const std::string& ids = original.input(3);
+  const Tensor* given = nullptr;
+  if (auto c = constants_.find(ids); c != constants_.end()) given = &c->second;
+  if (auto v = graph_.size_values.find(ids); v != graph_.size_values.end()) given = v->second.get();
+  if (!positions_from_zero(given, x[0], x[2]) || dims[1][0] < x[2]) return std::nullopt;
+  if (graph_.size_values.contains(ids)) {
+    auto at_probe = probe_values_.find(ids);
+    auto x_at_probe = probe_dims_.find(original.input(0));
+    if (at_probe == probe_values_.end() || x_at_probe == probe_dims_.end() ||
+        x_at_probe->second.size() != 4 || dims[1][0] < x_at_probe->second[2] ||
+        !positions_from_zero(&at_probe->second, x_at_probe->second[0], x_at_probe->second[2]))
+      return std::nullopt;
+  }
+  absl::StatusOr<int> y = append(Op::kRotaryEmbedding, {{"interleaved", attrs.i("interleaved").value_or(0)}},
+                                 in, original.output(0));
   return y.ok() ? std::optional(*y) : std::nullopt;
 }
 

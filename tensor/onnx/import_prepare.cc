@@ -169,6 +169,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
       auto it = at_probe.find(kv.first);
       const bool varies = it == at_probe.end() || !same_values(kv.second, it->second);
       if (varies) graph_.size_values[kv.first] = std::make_shared<const Tensor>(kv.second);
+      if (varies && it != at_probe.end()) probe_values_.insert(*it);
       return varies;
     });
   }

@@ -231,6 +231,7 @@ class Importer {
   // it only, are dropped (import_fused.cc).
   std::optional<int> add_expanded(const onnx::NodeProto& original);
   std::optional<int> add_attention(const onnx::NodeProto& original);
+  std::optional<int> add_rotary(const onnx::NodeProto& original);
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
   // For x + 0, x - 0, x * 1 and x / 1 by a float constant of zeros or ones
   // that does not broadcast x (randomly initialized exports carry zero
@@ -309,6 +310,9 @@ class Importer {
   // and shapes (shape_values.h), the same at the given and the probe sizes
   // of the symbolic dimensions, and not graph outputs.
   ShapeValues folded_;
+  // The values that change with the sizes, at the probe sizes (their
+  // values at the given sizes are graph_.size_values).
+  ShapeValues probe_values_;
   std::set<std::string> output_names_;  // the graph's outputs
   // The nodes the opset lowering expanded (Gelu), by their output's name.
   ExpandedNodes expanded_;

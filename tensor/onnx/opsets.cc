@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -179,9 +180,11 @@ class Lowering {
       };
       if (absl::Status s = expand_node(n, Source{declared, from_}, out); !s.ok())
         return fail(n, message(s));
-      // An exact Gelu, an RMSNormalization and a causal Attention are IR
-      // operators, read whole where they fit (Importer::add_expanded).
-      if (expanded_ != nullptr && (op == "Gelu" || op == "RMSNormalization" || op == "Attention"))
+      // An exact Gelu, an RMSNormalization, a causal Attention and a
+      // RotaryEmbedding are IR operators, read whole where they fit
+      // (Importer::add_expanded).
+      if (expanded_ != nullptr && (op == "Gelu" || op == "RMSNormalization" || op == "Attention" ||
+                                   op == "RotaryEmbedding"))
         (*expanded_)[n.output(0)] = n;
       return true;
     }
@@ -291,17 +294,28 @@ class Raising {
     }
   }
 
-  // A new int64 initializer of the main graph (visible in every subgraph).
-  std::string add_ints(const std::string& base, const google::protobuf::RepeatedField<std::int64_t>& values) {
+  // `base`, or `base` with a number, unused by any value of the model.
+  std::string fresh(const std::string& base) {
     std::string name = base;
     for (int k = 1; names_.contains(name); ++k) name = fmt::format("{}_{}", base, k);
     names_.insert(name);
+    return name;
+  }
+
+  // A new int64 initializer of the main graph (visible in every subgraph):
+  // a vector, or a scalar.
+  std::string add_ints(const std::string& base, std::span<const std::int64_t> values,
+                       bool scalar = false) {
+    const std::string name = fresh(base);
     onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(values.size());
+    if (!scalar) t->add_dims(static_cast<std::int64_t>(values.size()));
     for (std::int64_t v : values) t->add_int64_data(v);
     return name;
+  }
+  std::string add_scalar(const std::string& base, std::int64_t value) {
+    return add_ints(base, std::span(&value, 1), /*scalar=*/true);
   }
 
   // A reduction's axes attribute as its second input (opset 18).
@@ -309,7 +323,8 @@ class Raising {
     auto* attrs = n.mutable_attribute();
     for (int i = 0; i < attrs->size(); ++i) {
       if (attrs->Get(i).name() != "axes") continue;
-      const std::string axes = add_ints(n.output(0) + "/axes", attrs->Get(i).ints());
+      const auto& values = attrs->Get(i).ints();
+      const std::string axes = add_ints(n.output(0) + "/axes", std::span(values.data(), values.size()));
       attrs->DeleteSubrange(i, 1);
       if (n.input_size() < 2) n.add_input(axes);
       return;
@@ -369,8 +384,44 @@ class Raising {
     causal->set_i(1);
   }
 
+  // The exporter's spelling of opset 23's RotaryEmbedding: x, cos and sin
+  // only (onnxruntime's own always has its position ids). Token s of x
+  // [B, heads, S, head size] reads row s of the tables: the standard
+  // operator's position ids [B, S] are 0..S-1 in each row, computed from
+  // x's shape so that the model runs at any size (onnxruntime folds them
+  // where the sizes are static). The nodes that compute them go to
+  // `before`.
+  static bool rotary_without_positions(const onnx::NodeProto& n) {
+    return n.domain() == "com.microsoft" && n.op_type() == "RotaryEmbedding" &&
+           n.input_size() == 3 && n.output_size() == 1;
+  }
+  void raise_rotary(onnx::NodeProto& n, google::protobuf::RepeatedPtrField<onnx::NodeProto>& before) {
+    const std::string base = n.output(0) + "/positions";
+    auto add = [&](std::string_view op, std::vector<std::string> inputs, std::string_view what) {
+      onnx::NodeProto* p = before.Add();
+      p->set_op_type(std::string(op));
+      for (std::string& in : inputs) p->add_input(std::move(in));
+      const std::string out = fresh(fmt::format("{}/{}", base, what));
+      p->add_output(out);
+      return out;
+    };
+    const std::int64_t batch_and_sequence[] = {0, 2};
+    const std::string shape = add("Shape", {n.input(0)}, "x_shape");
+    const std::string sizes = add("Gather", {shape, add_ints(base + "/axes", batch_and_sequence)}, "sizes");
+    const std::string seq = add("Gather", {shape, add_scalar(base + "/sequence_axis", 2)}, "sequence");
+    const std::string row = add("Range", {add_scalar(base + "/start", 0), seq, add_scalar(base + "/step", 1)}, "row");
+    n.add_input(add("Expand", {row, sizes}, "ids"));
+    n.set_domain("");
+  }
+
   void raise_graph(onnx::GraphProto& g) {
-    for (onnx::NodeProto& n : *g.mutable_node()) raise_node(n);
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> raised;
+    for (onnx::NodeProto& n : *g.mutable_node()) {
+      if (to_ >= 23 && rotary_without_positions(n)) raise_rotary(n, raised);
+      raise_node(n);
+      *raised.Add() = std::move(n);
+    }
+    g.mutable_node()->Swap(&raised);
   }
 
   // Drops the import of a domain no node uses any more.

@@ -369,3 +369,88 @@ def test_causal_attention_at_symbolic_sizes_is_read_whole_and_runs_at_every_size
                  "v": rng.standard_normal((batch, 2, seq, 8)).astype(np.float32)}
         np.testing.assert_allclose(optimized.run(None, feeds)[0], original.run(None, feeds)[0],
                                    rtol=1e-5, atol=1e-5)
+
+
+def rotary_tables(positions, head):
+    """cos and sin tables [positions, head] whose halves repeat (the angles
+    of cat(freqs, freqs), as Hugging Face's rotary embedding builds them)."""
+    angles = np.outer(np.arange(positions), 10000.0 ** (-np.arange(head // 2) * 2.0 / head))
+    angles = np.concatenate([angles, angles], axis=1)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+@needs_cli
+def test_rotary_spelled_out_at_opset_23_becomes_rotary_embedding_for_the_onnx_target(tmp_path):
+    """At opset 23 the rotary rewrite is open to `--target onnx`, written
+    back as the standard RotaryEmbedding: x * cos + rotate_half(x) * sin
+    (rotate_half by Slice, Neg and Concat, as PyTorch exports Hugging Face's
+    rotary embedding) becomes one node, which the checker takes and
+    onnxruntime runs with the original's outputs."""
+    f, (b, h, s, d) = TensorProto.FLOAT, (2, 3, 6, 16)
+    cos, sin = rotary_tables(s, d)
+    nodes, inits = bait("x", "x1")
+    nodes += [
+        helper.make_node("Slice", ["x1", "zero", "half", "last"], ["first"]),
+        helper.make_node("Slice", ["x1", "half", "end", "last"], ["second"]),
+        helper.make_node("Neg", ["second"], ["minus_second"]),
+        helper.make_node("Concat", ["minus_second", "first"], ["rotated"], axis=-1),
+        helper.make_node("Mul", ["x1", "cos"], ["x_cos"]),
+        helper.make_node("Mul", ["rotated", "sin"], ["rotated_sin"]),
+        helper.make_node("Add", ["x_cos", "rotated_sin"], ["y"]),
+    ]
+    inits += [numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+              for n, v in (("zero", 0), ("half", d // 2), ("end", d), ("last", -1))]
+    inits += [numpy_helper.from_array(cos, "cos"), numpy_helper.from_array(sin, "sin")]
+    graph = helper.make_graph(nodes, "rotary", [helper.make_tensor_value_info("x", f, [b, h, s, d])],
+                              [helper.make_tensor_value_info("y", f, [b, h, s, d])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, _, written = saved_and_optimized(tmp_path, model, "--target", "onnx")
+    assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
+    rotary = [n for n in written.graph.node if n.op_type == "RotaryEmbedding"]
+    assert len(rotary) == 1 and rotary[0].domain == "", [n.op_type for n in written.graph.node]
+    assert "Neg" not in [n.op_type for n in written.graph.node]
+    x = np.random.default_rng(5).standard_normal((b, h, s, d)).astype(np.float32)
+    np.testing.assert_allclose(run(str(out), x), run(str(path), x), rtol=1e-5, atol=1e-5)
+
+
+@needs_cli
+@pytest.mark.parametrize("target", ["onnx", "onnxruntime"])
+def test_rotary_embedding_at_positions_from_zero_is_read_whole_and_runs_at_every_size(tmp_path, target):
+    """Opset 23's RotaryEmbedding at position ids 0..S-1 in every row,
+    computed from x's shape (symbolic batch and sequence), is read as the
+    IR's rotary embedding and written back as one node, the standard one for
+    both targets, whose outputs are the original's at three sizes."""
+    f, (h, d, positions) = TensorProto.FLOAT, (3, 16, 64)
+    cos, sin = rotary_tables(positions, d)
+    nodes, inits = bait("x", "x1")
+    nodes += [
+        helper.make_node("Shape", ["x1"], ["x_shape"]),
+        helper.make_node("Gather", ["x_shape", "batch_and_sequence"], ["sizes"], axis=0),
+        helper.make_node("Gather", ["x_shape", "sequence_axis"], ["seq"], axis=0),
+        helper.make_node("Range", ["start", "seq", "step"], ["row"]),
+        helper.make_node("Expand", ["row", "sizes"], ["ids"]),
+        helper.make_node("RotaryEmbedding", ["x1", "cos", "sin", "ids"], ["y"]),
+    ]
+    inits += [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+              for n, v in (("batch_and_sequence", [0, 2]), ("sequence_axis", 2), ("start", 0), ("step", 1))]
+    inits += [numpy_helper.from_array(cos[:, : d // 2].copy(), "cos"),
+              numpy_helper.from_array(sin[:, : d // 2].copy(), "sin")]
+    shape = ["batch", h, "seq", d]
+    graph = helper.make_graph(nodes, "rotary", [helper.make_tensor_value_info("x", f, shape)],
+                              [helper.make_tensor_value_info("y", f, shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
+    onnx.checker.check_model(model, full_check=True)
+    path, out, r, written = saved_and_optimized(tmp_path, model, "--target", target,
+                                                "--dim", "batch=2", "--dim", "seq=5")
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
+    rotary = [n for n in written.graph.node if n.op_type == "RotaryEmbedding"]
+    assert len(rotary) == 1, [n.op_type for n in written.graph.node]
+    assert rotary[0].domain == ""  # from opset 23 on, for both targets
+    original = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    optimized = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(6)
+    for batch, seq in ((1, 3), (2, 5), (3, 12)):
+        x = rng.standard_normal((batch, h, seq, d)).astype(np.float32)
+        np.testing.assert_allclose(optimized.run(None, {"x": x})[0], original.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-5)
