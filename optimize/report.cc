@@ -1,10 +1,13 @@
 #include "saturn/optimize/report.h"
 
+#include <optional>
 #include <string>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "saturn/optimize/options.h"
+#include "saturn/optimize/runtime_view.h"
+#include "saturn/tensor/blocks.h"
 
 namespace saturn {
 
@@ -59,7 +62,49 @@ json measurement_json(const std::optional<Measurement>& m) {
   return out;
 }
 
+// The blocks of `input` and of the result, and of the result as
+// onnxruntime loads it (its own fusions made: runtime_view.h).
+struct Blocks {
+  Blocks(const tensor::Graph& input, const OptimizeResult& r)
+      : before(tensor::count_blocks(input)), after(tensor::count_blocks(r.graph)) {
+    absl::StatusOr<tensor::Graph> loaded =
+        as_onnxruntime_loads(r.graph, skip_normalizations_fuse(r.graph));
+    if (loaded.ok()) at_load = tensor::count_blocks(*loaded);
+  }
+  tensor::BlockCounts before, after;
+  std::optional<tensor::BlockCounts> at_load;
+};
+
+// Per kind of block: present in the input (fused or spelled out), fused
+// there, fused and still spelled out in the result, and fused once
+// onnxruntime loads the result.
+json blocks_json(const tensor::Graph& input, const OptimizeResult& r) {
+  const Blocks b(input, r);
+  json out = json::object();
+  for (tensor::BlockKind k : tensor::kBlockKinds)
+    out[std::string(to_string(k))] = {{"present", b.before[k].present()},
+                                      {"fused_before", b.before[k].fused},
+                                      {"fused_after", b.after[k].fused},
+                                      {"spelled_after", b.after[k].spelled},
+                                      {"fused_at_load", b.at_load ? json((*b.at_load)[k].fused) : json()}};
+  return out;
+}
+
 }  // namespace
+
+std::string blocks_summary(const tensor::Graph& input, const OptimizeResult& r) {
+  const Blocks b(input, r);
+  std::string out;
+  for (tensor::BlockKind k : tensor::kBlockKinds) {
+    if (b.before[k].present() == 0) continue;
+    const int fused = b.after[k].fused;
+    const int at_load = b.at_load ? (*b.at_load)[k].fused : fused;
+    out += fmt::format("{}{} {} of {}{}{}", out.empty() ? "" : ", ", to_string(k), fused,
+                       b.before[k].present(), out.empty() ? " fused" : "",
+                       at_load != fused ? fmt::format(" ({} once onnxruntime loads it)", at_load) : "");
+  }
+  return out;
+}
 
 std::string stop_summary(const OptimizeResult& r) {
   std::string out;
@@ -98,6 +143,7 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
           {"opaque_ops_before", tensor::opaque_op_types(input)},
           {"opaque_reasons_before", tensor::opaque_op_reasons(input)},
           {"opaque_ops_after", tensor::opaque_op_types(r.graph)},
+          {"blocks", blocks_json(input, r)},
           {"weight_bytes_before", r.weight_bytes_before},
           {"weight_bytes_after", r.weight_bytes_after},
           {"weight_spill", r.weight_spill},

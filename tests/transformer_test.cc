@@ -27,6 +27,7 @@
 #include "saturn/rules/runner.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/analysis.h"
+#include "saturn/tensor/blocks.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/onnx/onnx.h"
@@ -242,6 +243,35 @@ TEST_P(Spellings, CausalAttentionBecomesOneKernel) {
   std::map<Op, int> ops = op_counts(out);
   EXPECT_EQ(ops[Op::kSoftmax] + ops[Op::kMatMul], 0);
   expect_same_outputs(g, out);
+}
+
+// A block is counted once, spelled out or fused: rotary on the queries,
+// causal attention, then RMSNorm; and a LayerNorm beside them (spelled out
+// in primitives, or the LayerNormalization operator).
+TEST_P(Spellings, BlocksAreCountedSpelledOutAndFused) {
+  GraphBuilder b("blocks");
+  Value x = b.input("x", {1, kHeads, kSeq, kHead});
+  Value q = rotary(b, x, b.weight("cos_table", rotary_table(1)), b.weight("sin_table", rotary_table(2)),
+                   GetParam());
+  Value k = b.input("k", {1, kHeads, kSeq, kHead});
+  Value v = b.input("v", {1, kHeads, kSeq, kHead});
+  Value context = causal_attention(b, q, k, v, b.weight("mask_table", causal_mask()), GetParam());
+  b.output(rms_norm(b, context, b.weight("w", {kHidden}, 0.5f, 1.5f), GetParam()), "y");
+  Value h = b.input("h", {1, kSeq, kHidden});
+  b.output(layer_norm(b, h, b.weight("g", {kHidden}, 0.5f, 1.5f), b.weight("beta", {kHidden}), GetParam()),
+           "z");
+  Graph g = *b.build();
+  const bool layer_norm_fused = GetParam() == Spelling::kOther;
+  BlockCounts before = count_blocks(g);
+  EXPECT_EQ(before[BlockKind::kAttention].spelled, 1);
+  EXPECT_EQ(before[BlockKind::kRotary].spelled, 1);
+  EXPECT_EQ(before[BlockKind::kNormalization].spelled, layer_norm_fused ? 1 : 2);
+  EXPECT_EQ(before[BlockKind::kNormalization].fused, layer_norm_fused ? 1 : 0);
+  BlockCounts after = count_blocks(rewritten(g, Op::kGroupQueryAttention));
+  for (BlockKind kind : kBlockKinds) {
+    EXPECT_EQ(after[kind].spelled, 0) << to_string(kind);
+    EXPECT_EQ(after[kind].fused, before[kind].present()) << to_string(kind);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transformer, Spellings,

@@ -104,6 +104,8 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  ops {} -> {}; peak {} e-nodes of {}{}; stop: {}; extraction {}\n",
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
              o.optimize.budget.max_nodes, per_region, stop_summary(r), to_string(r.extraction));
+  if (const std::string blocks = blocks_summary(graph, r); !blocks.empty())
+    fmt::print("  blocks: {}\n", blocks);
   if (!o.optimize.rule_files.empty() && !o.optimize.unverified_rules)
     fmt::print(
         "  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",

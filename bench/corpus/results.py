@@ -66,6 +66,33 @@ def fold_summary(rows):
             f"{len(both)} models" + (f" (not: {', '.join(over)})" if over else "") + ".")
 
 
+def blocks_summary(rows):
+    """The transformer blocks of each part's models (attention, normalization,
+    rotary) fused in the model saturn wrote, against the blocks present
+    (saturn's report: tensor/blocks.h says how a block is found)."""
+    kinds = ("attention", "normalization", "rotary")
+    lines = ["| part | model | " + " | ".join(f"{k} fused of present" for k in kinds) + " |",
+             "|---|---|" + "---|" * len(kinds)]
+    totals = {}
+    for r in rows:
+        blocks = r.get("blocks") or {}
+        if not any((blocks.get(k) or {}).get("present") for k in kinds):
+            continue
+        cells = []
+        for k in kinds:
+            b = blocks.get(k) or {}
+            fused, present = b.get("fused_after", 0), b.get("present", 0)
+            t = totals.setdefault((r["part"], k), [0, 0])
+            t[0] += fused
+            t[1] += present
+            cells.append(f"{fused} of {present}" if present else "—")
+        lines.append(f"| {r['part']} | {r['model']} | " + " | ".join(cells) + " |")
+    for part in ("tuning", "held-out"):
+        cells = [f"{totals.get((part, k), [0, 0])[0]} of {totals.get((part, k), [0, 0])[1]}" for k in kinds]
+        lines.append(f"| {part} | **all** | " + " | ".join(cells) + " |")
+    return lines
+
+
 def self_check_summary(rows):
     """What saturn's self-check (its interpreter, per searched region) covered."""
     checked = [r for r in rows if r.get("self_check")]
@@ -143,6 +170,10 @@ def write_markdown(path, doc):
             f"{r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
     lines += ["", fold_summary(rows), "", "## Time", "", time_summary(rows), "",
+              "## Transformer blocks", "",
+              "Blocks fused in the written model (a kept input counts its own fused operators) "
+              "against the blocks present after import, spelled out or fused.", "",
+              *blocks_summary(rows), "",
               "## Self-check", "", *self_check_summary(rows), "", "## Notes", ""]
     for r in rows:
         timed = r.get("saturn_timed") or {}

@@ -371,6 +371,8 @@ def measure_model(entry, args):
         "opaque_ops": sum((rep.get("opaque_ops_before") or {}).values()) if rep else None,
         "opaque_by_type": rep.get("opaque_ops_before"),
         "ops_after": rep.get("ops_after"),
+        # Transformer blocks present and fused in the written model.
+        "blocks": rep.get("blocks"),
         # What the search's best graph was predicted to gain, taken or not.
         "speedup_predicted": rep.get("predicted_speedup"),
         "kept_input": rep.get("kept_input"),
