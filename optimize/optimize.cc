@@ -148,6 +148,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     const Stopwatch checking;
     keep_input_unless_generic(graph, *result);
     result->times.check += checking.seconds();
+    optimize_subgraphs(options, *result);
     measure_result(graph, options, *result);
     result->cost_source = cost_model_source(*(*prepared)->cost_model);
     result->rule_check = (*prepared)->rule_check;

@@ -135,6 +135,17 @@ struct RegionSummary {
   double seconds = 0;
 };
 
+// A subgraph of a control-flow node (If's branch, Loop's body), optimized
+// as a model of its own (optimize_subgraphs).
+struct SubgraphSummary {
+  std::string node;       // the If's or Loop's first output
+  std::string attribute;  // "then_branch", "else_branch", "body"
+  int ops_before = 0, ops_after = 0;
+  double cost_before = 0, cost_after = 0;  // as its own run priced it
+  bool replaced = false;  // whether the optimized subgraph took its place
+  std::string note;       // why not, or what its self-check found
+};
+
 struct PhaseTimes {
   double rules = 0;    // loading the rules
   double search = 0;   // growing the e-graph
@@ -224,6 +235,9 @@ struct OptimizeResult {
   // Why each search ended: the region structures' reasons counted (one
   // search, whole: its reason once). stats.stop_reason is the most counted.
   std::map<StopReason, int> stop_counts;
+  // The subgraphs of the graph's control-flow nodes, each optimized as a
+  // model of its own, in the graph's order.
+  std::vector<SubgraphSummary> subgraphs;
   // Regions whose search was another region's: regions less structures.
   std::size_t region_cache_hits() const {
     return region_summaries.empty() ? 0 : regions - region_summaries.size();

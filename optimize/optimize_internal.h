@@ -79,6 +79,14 @@ void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cos
 absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& options,
                           OptimizeResult& result);
 
+// subgraphs.cc. Optimizes each subgraph of the result's control-flow nodes
+// (If's branches, Loop's and Scan's bodies) as a model of its own, with
+// `options` (standard operators only, not timed on its own), and puts
+// those its run made cheaper back (result.subgraphs says which and why
+// not). A result that kept its input and now holds an optimized subgraph
+// is a candidate again.
+void optimize_subgraphs(const OptimizeOptions& options, OptimizeResult& result);
+
 // Orders rule counts most first (ties keep their order).
 void sort_by_count(std::vector<RuleApplication>& counts);
 

@@ -90,6 +90,20 @@ json blocks_json(const tensor::Graph& input, const OptimizeResult& r) {
   return out;
 }
 
+json subgraphs_json(const OptimizeResult& r) {
+  json out = json::array();
+  for (const SubgraphSummary& s : r.subgraphs)
+    out.push_back({{"node", s.node},
+                   {"attribute", s.attribute},
+                   {"ops_before", s.ops_before},
+                   {"ops_after", s.ops_after},
+                   {"cost_before", s.cost_before},
+                   {"cost_after", s.cost_after},
+                   {"replaced", s.replaced},
+                   {"note", s.note}});
+  return out;
+}
+
 }  // namespace
 
 std::string blocks_summary(const tensor::Graph& input, const OptimizeResult& r) {
@@ -144,6 +158,7 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
           {"opaque_reasons_before", tensor::opaque_op_reasons(input)},
           {"opaque_ops_after", tensor::opaque_op_types(r.graph)},
           {"blocks", blocks_json(input, r)},
+          {"subgraphs", subgraphs_json(r)},
           {"weight_bytes_before", r.weight_bytes_before},
           {"weight_bytes_after", r.weight_bytes_after},
           {"weight_spill", r.weight_spill},

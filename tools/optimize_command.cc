@@ -106,6 +106,9 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
              o.optimize.budget.max_nodes, per_region, stop_summary(r), to_string(r.extraction));
   if (const std::string blocks = blocks_summary(graph, r); !blocks.empty())
     fmt::print("  blocks: {}\n", blocks);
+  for (const SubgraphSummary& s : r.subgraphs)
+    fmt::print("  subgraph {} of '{}': {} -> {} ops, {}\n", s.attribute, s.node, s.ops_before,
+               s.ops_after, s.replaced ? "replaced; " + s.note : s.note);
   if (!o.optimize.rule_files.empty() && !o.optimize.unverified_rules)
     fmt::print(
         "  rule files: {} rules verified, {} not verifiable ({} of {} files from the cache)\n",

@@ -25,8 +25,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -86,5 +88,29 @@ absl::StatusOr<Tensor> load_onnx_tensor(const std::string& path);
 
 // The highest default-domain opset this build of ONNX knows.
 std::int64_t max_onnx_opset();
+
+// A graph attribute of an opaque node (If's branches, Loop's and Scan's
+// bodies) as a model of its own: its formal inputs, then the values it
+// reads from the enclosing graph as inputs of their own, typed as the
+// enclosing graph types them, at the enclosing model's opsets (in the
+// spelling the import holds: opset 17's where the model is newer).
+struct Subgraph {
+  int node = 0;                    // the opaque node in the enclosing graph
+  std::string attribute;           // its graph attribute's name
+  std::vector<std::string> outer;  // the enclosing values it reads, by name
+  std::string model;               // the model's bytes; empty when `why` is set
+  // Why it is not a model of its own: it reads a value that is not a
+  // tensor, or whose shape is unknown or changes with the symbolic sizes.
+  std::string why;
+};
+// Every graph attribute of `graph`'s opaque nodes (none where the graph
+// does not type).
+std::vector<Subgraph> subgraphs_of(const Graph& graph);
+// Puts `optimized`, the graph read from `sub.model` and optimized, back as
+// the subgraph: the values it reads from the enclosing graph are read by
+// name again (the node's inputs shrink to those it still reads). An error
+// leaves `graph` unchanged where the subgraph's interface would change or
+// its new names would hide an enclosing value.
+absl::Status replace_subgraph(Graph& graph, const Subgraph& sub, const Graph& optimized);
 
 }  // namespace saturn::tensor

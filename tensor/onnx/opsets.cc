@@ -62,22 +62,7 @@ class Lowering {
 
   absl::Status run() {
     if (model_.ir_version() > kKnownIrVersion) model_.set_ir_version(kKnownIrVersion);
-    onnx::GraphProto& g = *model_.mutable_graph();
-    for (const onnx::TensorProto& t : g.initializer()) {
-      constants_[t.name()] = &t;
-      auto* tt = declared_[t.name()].mutable_tensor_type();
-      tt->set_elem_type(t.data_type());
-      for (std::int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-    for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
-      for (const onnx::ValueInfoProto& v : *list) declared_[v.name()] = v.type();
-    for (const onnx::NodeProto& n : g.node()) {
-      if (n.op_type() == "Constant" && is_default_domain(n.domain()) && n.output_size() == 1) {
-        for (const onnx::AttributeProto& a : n.attribute())
-          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
-      }
-    }
-    if (absl::Status s = lower_graph(g); !s.ok()) return s;
+    if (absl::Status s = lower_graph(*model_.mutable_graph()); !s.ok()) return s;
     for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
       if (is_default_domain(op.domain())) op.set_version(to_);
     return absl::OkStatus();
@@ -222,7 +207,27 @@ class Lowering {
     return false;
   }
 
+  // The constants and declared types of graph `g` (a subgraph's too: ONNX
+  // names each value once in a model).
+  void collect(const onnx::GraphProto& g) {
+    for (const onnx::TensorProto& t : g.initializer()) {
+      constants_[t.name()] = &t;
+      auto* tt = declared_[t.name()].mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (std::int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+      for (const onnx::ValueInfoProto& v : *list) declared_[v.name()] = v.type();
+    for (const onnx::NodeProto& n : g.node()) {
+      if (n.op_type() == "Constant" && is_default_domain(n.domain()) && n.output_size() == 1) {
+        for (const onnx::AttributeProto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+      }
+    }
+  }
+
   absl::Status lower_graph(onnx::GraphProto& g) {
+    collect(g);
     std::vector<onnx::NodeProto> nodes;
     nodes.reserve(g.node_size());
     for (onnx::NodeProto& n : *g.mutable_node()) {
