@@ -36,6 +36,7 @@ std::optional<onnx::NodeProto> attributes_of(const Node& n) {
 std::map<std::string, int> outer_inputs(const Node& n, const onnx::NodeProto& attrs) {
   const std::set<std::string> names = onnx_io::node_outer_names(attrs);
   std::map<std::string, int> out;
+  if (names.size() > n.inputs.size()) return out;  // malformed: nothing is read
   const std::size_t first = n.inputs.size() - names.size();
   std::size_t k = first;
   for (const std::string& name : names) out[name] = n.inputs[k++];
@@ -141,7 +142,12 @@ std::vector<Subgraph> subgraphs_of(const Graph& graph) {
       }
       *model.mutable_graph() = a.g();
       for (const std::string& name : onnx_io::outer_names(a.g())) {
-        const int id = outer.at(name);
+        auto read = outer.find(name);
+        if (read == outer.end()) {
+          sub.why = fmt::format("the node's inputs do not hold '{}', which the subgraph reads", name);
+          break;
+        }
+        const int id = read->second;
         const ValueType& t = types[static_cast<std::size_t>(id)];
         if (!graph.symbols.empty() && !probe)
           probe = probe_types(graph, types);
