@@ -406,7 +406,8 @@ def test_rotary_spelled_out_at_opset_23_becomes_rotary_embedding_for_the_onnx_ta
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=11)
     onnx.checker.check_model(model, full_check=True)
     path, out, r, written = saved_and_optimized(tmp_path, model, "--target", "onnx")
-    assert r["blocks"]["rotary"] == {"present": 1, "fused_before": 0, "fused_after": 1, "spelled_after": 0}
+    assert r["blocks"]["rotary"] == {"present": 1, "fused_before": 0, "fused_after": 1, "spelled_after": 0,
+                                     "fused_at_load": 1}
     assert {o.domain for o in written.opset_import} <= {"", "ai.onnx"}
     rotary = [n for n in written.graph.node if n.op_type == "RotaryEmbedding"]
     assert len(rotary) == 1 and rotary[0].domain == "", [n.op_type for n in written.graph.node]
