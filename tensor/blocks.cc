@@ -11,9 +11,13 @@ namespace {
 
 bool is_fixed(const Node& n) { return n.op == Op::kWeight || n.op == Op::kConstant; }
 
+// What exporters put between the scores' product and their softmax: a
+// scale, a mask or a bias (Where picks between them), a cast, the reshapes
+// of exports that multiply the heads as one batch, and an Identity (a scale
+// of 1 the import dropped).
 bool is_scaling_or_masking(Op op) {
   return op == Op::kAdd || op == Op::kSub || op == Op::kMul || op == Op::kDiv ||
-         op == Op::kWhere || op == Op::kCast;
+         op == Op::kWhere || op == Op::kCast || op == Op::kReshape || op == Op::kIdentity;
 }
 
 class Anchors {

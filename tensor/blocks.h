@@ -9,8 +9,8 @@
 // A spelled-out block is found by its anchor, one per block in the spellings
 // exporters write:
 //   attention      a Softmax of scores from a MatMul of two computed values
-//                  (q and k, not a weight), through elementwise scaling and
-//                  masking;
+//                  (q and k, not a weight), through elementwise scaling,
+//                  masking and reshapes;
 //   normalization  a Sqrt of a ReduceMean (plus epsilon): LayerNorm's and
 //                  RMSNorm's deviation;
 //   rotary         rotate_half: the Concat of -x2 (Neg, or a product by -1)
