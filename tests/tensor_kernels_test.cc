@@ -308,5 +308,37 @@ TEST(TensorKernels, OpaqueSizeArithmeticIsEvaluatedOthersNamed) {
   }
 }
 
+// ONNX's Slice with its bounds as inputs (axes absent, steps given) and
+// ConstantOfShape with the fill the importer records, as exporters compute
+// position ids and masks from the input's shape.
+TEST(TensorKernels, OpaqueSliceAndConstantOfShapeAreEvaluated) {
+  auto int64 = [](Ints v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    return Tensor(TensorType{DType::kInt64, {n}}, std::move(v));
+  };
+  auto run = [](const Attributes& a, std::vector<Tensor> in) { return evaluate_op(Op::kOpaque, a, in); };
+  const Tensor data(TensorType{DType::kFloat32, {2, 4}}, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
+  Attributes slice{{"op_type", "Slice"}, {"domain", ""}};
+  absl::StatusOr<std::vector<Tensor>> r = run(slice, {data, int64({1}), int64({4}), int64({1}), int64({2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  expect_tensor((*r)[0], {2, 2}, {1, 3, 5, 7}, 0);
+  Attributes without_axes = slice;
+  without_axes.set("absent_inputs", Ints{3});
+  r = run(without_axes, {data, int64({1, 0}), int64({2, -1}), int64({1, 2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  expect_tensor((*r)[0], {1, 2}, {4, 6}, 0);
+  EXPECT_FALSE(run(slice, {data, Tensor::scalar(1.0f), int64({4})}).ok());
+
+  Attributes fill{{"op_type", "ConstantOfShape"}, {"domain", ""}, {"fill_value", 7.0}};
+  set_opaque_outputs(fill, std::vector<TensorType>{{DType::kInt64, {2, 3}}});
+  r = run(fill, {int64({2, 3})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].dims(), (Dims{2, 3}));
+  EXPECT_EQ(Ints((*r)[0].ints().begin(), (*r)[0].ints().end()), Ints(6, 7));
+  Attributes unknown_fill{{"op_type", "ConstantOfShape"}, {"domain", ""}};
+  set_opaque_outputs(unknown_fill, std::vector<TensorType>{{DType::kInt64, {2, 3}}});
+  EXPECT_FALSE(run(unknown_fill, {int64({2, 3})}).ok());
+}
+
 }  // namespace
 }  // namespace saturn::tensor

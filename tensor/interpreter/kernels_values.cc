@@ -233,6 +233,57 @@ absl::StatusOr<Tensor> arithmetic(const std::string& type, std::span<const Tenso
   return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] * v[1]; });
 }
 
+// ONNX's Slice, its bounds given as inputs (data, starts, ends, and axes
+// and steps where given: the opaque node lists absent inputs by position).
+absl::StatusOr<Tensor> slice_op(const Attributes& a, std::span<const Tensor> in) {
+  std::vector<const Tensor*> args(5, nullptr);
+  std::size_t next = 0;
+  const Ints* absent = a.get_ints("absent_inputs");
+  for (std::size_t pos = 0; pos < args.size() && next < in.size(); ++pos) {
+    if (absent != nullptr && std::ranges::find(*absent, static_cast<std::int64_t>(pos)) != absent->end())
+      continue;
+    args[pos] = &in[next++];
+  }
+  if (next != in.size() || args[0] == nullptr || args[1] == nullptr || args[2] == nullptr)
+    return absl::InvalidArgumentError("Slice takes data, starts and ends, and axes and steps");
+  auto ints = [](const Tensor& t) -> std::optional<Ints> {
+    if (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32) return std::nullopt;
+    Ints out;
+    for (Number v : numbers(t)) out.push_back(static_cast<std::int64_t>(v));
+    return out;
+  };
+  std::optional<Ints> starts = ints(*args[1]), ends = ints(*args[2]);
+  std::optional<Ints> axes = args[3] ? ints(*args[3]) : std::nullopt;
+  std::optional<Ints> steps = args[4] ? ints(*args[4]) : std::nullopt;
+  if (!starts || !ends || (args[3] && !axes) || (args[4] && !steps))
+    return absl::InvalidArgumentError("Slice's bounds are not integers");
+  if (!axes) {
+    axes.emplace(starts->size());
+    for (std::size_t i = 0; i < axes->size(); ++i) (*axes)[i] = static_cast<std::int64_t>(i);
+  }
+  if (!steps) steps = Ints(starts->size(), 1);
+  absl::StatusOr<Attributes> attrs = normalize_attributes(
+      Op::kSlice, {{"starts", *starts}, {"ends", *ends}, {"axes", *axes}, {"steps", *steps}});
+  if (!attrs.ok()) return attrs.status();
+  const ValueType x = ValueType::of(args[0]->type());
+  if (absl::StatusOr<ValueType> t = infer_type(Op::kSlice, *attrs, std::span(&x, 1)); !t.ok())
+    return t.status();
+  return slice(*attrs, *args[0]);
+}
+
+// ONNX's ConstantOfShape: its fill (the importer's fill_value) in the
+// shape its input gives, of the type the node's output has.
+absl::StatusOr<Tensor> constant_of_shape(const Attributes& a, std::span<const Tensor> in) {
+  absl::StatusOr<std::vector<TensorType>> out = opaque_outputs(a);
+  const std::optional<double> fill = a.get_float("fill_value");
+  if (!out.ok() || out->size() != 1 || !fill || in.size() != 1 || in[0].dtype() != DType::kInt64)
+    return absl::InvalidArgumentError("ConstantOfShape takes an int64 shape and a known fill");
+  const TensorType type{(*out)[0].dtype, Dims(in[0].ints().begin(), in[0].ints().end())};
+  if (!is_plain_number(type.dtype) && type.dtype != DType::kBool)
+    return absl::InvalidArgumentError("ConstantOfShape of this element type is not computed");
+  return from_numbers(type, std::vector<Number>(static_cast<std::size_t>(type.num_elements()), *fill));
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) {
@@ -242,6 +293,8 @@ absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) 
   if (type != nullptr && standard) {
     if (*type == "Range") return range(in);
     if (*type == "Expand") return expand(in);
+    if (*type == "Slice") return slice_op(a, in);
+    if (*type == "ConstantOfShape") return constant_of_shape(a, in);
     if (*type == "Add" || *type == "Sub" || *type == "Mul") return arithmetic(*type, in);
   }
   return absl::UnimplementedError(

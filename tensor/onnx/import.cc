@@ -356,6 +356,19 @@ absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
   if (!absent_in.empty()) a.set(kAbsentInputs, absent_in);
   if (!absent_out.empty()) a.set(kAbsentOutputs, absent_out);
   if (is_random_op(n.op_type())) a.set(kInstance, fmt::format("{}#{}", n.name(), k));
+  // ConstantOfShape's fill, for the interpreter (kernels::onnx_op).
+  if (is_default_domain(n.domain()) && n.op_type() == "ConstantOfShape") {
+    double fill = 0;
+    for (const onnx::AttributeProto& attr : n.attribute()) {
+      if (attr.name() != "value" || !attr.has_t()) continue;
+      absl::StatusOr<Tensor> value = tensor_from_proto(attr.t());
+      if (!value.ok() || value->size() != 1) continue;
+      fill = value->dtype() == DType::kFloat32 ? value->floats()[0]
+             : value->dtype() == DType::kInt64  ? static_cast<double>(value->ints()[0])
+                                                 : fill;
+    }
+    a.set("fill_value", fill);
+  }
   std::string name = n.output_size() == 1 ? n.output(0) : fmt::format("{}_parts", n.output(0));
   graph_.opaque_reasons[name] = why_opaque_;
   absl::StatusOr<int> id = append(Op::kOpaque, std::move(a), std::move(inputs), name);
