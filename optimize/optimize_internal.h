@@ -84,7 +84,9 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
 // `options` (standard operators only, not timed on its own), and puts
 // those its run made cheaper back (result.subgraphs says which and why
 // not). A result that kept its input and now holds an optimized subgraph
-// is a candidate again.
+// is a candidate again. Where the model would not export with them (at
+// symbolic sizes, a control-flow node's outputs that ONNX's shape
+// inference cannot type at other sizes), every subgraph stays as it was.
 void optimize_subgraphs(const OptimizeOptions& options, OptimizeResult& result);
 
 // Orders rule counts most first (ties keep their order).

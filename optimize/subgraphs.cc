@@ -24,7 +24,9 @@ SubgraphSummary optimize_subgraph(tensor::Graph& graph, const tensor::Subgraph& 
     return s;
   }
   const std::string where = fmt::format("the {} of '{}'", sub.attribute, s.node);
-  absl::StatusOr<tensor::Graph> g = tensor::parse_onnx_model(sub.model, where);
+  tensor::OnnxImportOptions sized;
+  for (const auto& [symbol, size] : graph.symbols.sizes) sized.dims[symbol] = size;
+  absl::StatusOr<tensor::Graph> g = tensor::parse_onnx_model(sub.model, where, sized);
   if (!g.ok()) {
     s.note = fmt::format("not optimized: {}", message(g.status()));
     return s;
@@ -59,12 +61,28 @@ SubgraphSummary optimize_subgraph(tensor::Graph& graph, const tensor::Subgraph& 
 }  // namespace
 
 void optimize_subgraphs(const OptimizeOptions& options, OptimizeResult& result) {
+  const std::vector<tensor::Subgraph> subgraphs = tensor::subgraphs_of(result.graph);
+  if (subgraphs.empty()) return;
+  const tensor::Graph before = result.graph;
   bool replaced = false;
-  for (const tensor::Subgraph& sub : tensor::subgraphs_of(result.graph)) {
+  for (const tensor::Subgraph& sub : subgraphs) {
     result.subgraphs.push_back(optimize_subgraph(result.graph, sub, options));
     replaced = replaced || result.subgraphs.back().replaced;
   }
-  if (replaced && result.kept_input) {
+  if (!replaced) return;
+  // The enclosing model must still export: at symbolic sizes its exporter
+  // types the control-flow node's outputs at other sizes by ONNX's shape
+  // inference, which the new subgraph must not defeat.
+  if (absl::StatusOr<std::string> bytes = tensor::to_onnx_model(result.graph); !bytes.ok()) {
+    result.graph = before;
+    for (SubgraphSummary& s : result.subgraphs) {
+      if (!s.replaced) continue;
+      s.replaced = false;
+      s.note = fmt::format("kept: the model does not export with it: {}", message(bytes.status()));
+    }
+    return;
+  }
+  if (result.kept_input) {
     // The enclosing graph as it came, its subgraphs optimized: a candidate
     // of its own, which the timing in onnxruntime decides.
     result.kept_input = false;

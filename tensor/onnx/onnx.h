@@ -92,15 +92,18 @@ std::int64_t max_onnx_opset();
 // A graph attribute of an opaque node (If's branches, Loop's and Scan's
 // bodies) as a model of its own: its formal inputs, then the values it
 // reads from the enclosing graph as inputs of their own, typed as the
-// enclosing graph types them, at the enclosing model's opsets (in the
-// spelling the import holds: opset 17's where the model is newer).
+// enclosing graph types them (an axis that is a symbolic dimension's size
+// named after it, to be read with the enclosing graph's symbol sizes), at
+// the enclosing model's opsets (in the spelling the import holds: opset
+// 17's where the model is newer).
 struct Subgraph {
   int node = 0;                    // the opaque node in the enclosing graph
   std::string attribute;           // its graph attribute's name
   std::vector<std::string> outer;  // the enclosing values it reads, by name
   std::string model;               // the model's bytes; empty when `why` is set
   // Why it is not a model of its own: it reads a value that is not a
-  // tensor, or whose shape is unknown or changes with the symbolic sizes.
+  // tensor, whose shape is unknown, or an axis of which follows the
+  // symbolic dimensions other than as one of them (a product, say).
   std::string why;
 };
 // Every graph attribute of `graph`'s opaque nodes (none where the graph

@@ -43,25 +43,46 @@ std::map<std::string, int> outer_inputs(const Node& n, const onnx::NodeProto& at
   return out;
 }
 
-void add_input(onnx::GraphProto& g, const std::string& name, const TensorType& t) {
+// How a value a subgraph reads is declared as its model's input: each
+// axis's size, or the name of the symbol it is the size of ("batch"); or
+// why it cannot be declared.
+struct ReadAxes {
+  std::vector<std::string> symbols;  // per axis: "" for a fixed size
+  std::string why;
+};
+
+ReadAxes read_axes(const ValueType& t, const std::optional<ValueType>& at_probe,
+                   const Symbols& symbols, const ProbeSizes& sizes) {
+  if (t.is_tuple || t.tensor().dtype == DType::kOther) return {{}, "it is not a tensor"};
+  const Dims& dims = t.tensor().dims;
+  for (std::int64_t d : dims)
+    if (d < 0) return {{}, "its shape is not known"};
+  ReadAxes out{std::vector<std::string>(dims.size()), ""};
+  if (symbols.empty()) return out;
+  if (!at_probe || at_probe->is_tuple || at_probe->tensor().rank() != dims.size())
+    return {{}, "its shape at other sizes of the symbolic dimensions is not known"};
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    std::string axis = axis_expression(dims[i], at_probe->tensor().dims[i], symbols, sizes);
+    if (axis == "?" || axis.find('*') != std::string::npos)
+      return {{}, "an axis of it changes with the symbolic dimensions as no one of them does"};
+    out.symbols[i] = std::move(axis);
+  }
+  return out;
+}
+
+void add_input(onnx::GraphProto& g, const std::string& name, const TensorType& t,
+               const std::vector<std::string>& symbols) {
   onnx::ValueInfoProto* v = g.add_input();
   v->set_name(name);
   auto* tensor = v->mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(onnx_io::dtype_to_onnx(t.dtype));
   auto* shape = tensor->mutable_shape();
-  for (std::int64_t d : t.dims) shape->add_dim()->set_dim_value(d);
-}
-
-// Why the value a subgraph reads cannot be an input of a model of its own,
-// or "".
-std::string unreadable(const ValueType& t, const std::optional<ValueType>& at_probe,
-                       bool symbolic) {
-  if (t.is_tuple || t.tensor().dtype == DType::kOther) return "it is not a tensor";
-  for (std::int64_t d : t.tensor().dims)
-    if (d < 0) return "its shape is not known";
-  if (symbolic && (!at_probe || *at_probe != t))
-    return "its shape changes with the symbolic dimensions";
-  return "";
+  for (std::size_t i = 0; i < t.dims.size(); ++i) {
+    if (!symbols[i].empty())
+      shape->add_dim()->set_dim_param(symbols[i]);
+    else
+      shape->add_dim()->set_dim_value(t.dims[i]);
+  }
 }
 
 // Renames the values `g` reads or defines by `renamed`, in nested graphs too.
@@ -118,6 +139,7 @@ std::vector<Subgraph> subgraphs_of(const Graph& graph) {
   std::vector<Subgraph> out;
   std::optional<absl::StatusOr<std::vector<ValueType>>> typed;
   std::optional<std::vector<std::optional<ValueType>>> probe;
+  const ProbeSizes sizes = probe_sizes(graph.symbols);
   Opsets opsets = graph.opsets;
   for (auto& [domain, version] : opsets)
     if (onnx_io::is_default_domain(domain)) version = std::min(version, max_onnx_opset());
@@ -151,17 +173,19 @@ std::vector<Subgraph> subgraphs_of(const Graph& graph) {
         const ValueType& t = types[static_cast<std::size_t>(id)];
         if (!graph.symbols.empty() && !probe)
           probe = probe_types(graph, types);
-        const std::string why =
-            unreadable(t, probe ? (*probe)[static_cast<std::size_t>(id)] : std::nullopt,
-                       !graph.symbols.empty());
-        if (!why.empty() && sub.why.empty())
-          sub.why = fmt::format("it reads '{}' from the enclosing graph, and {}", name, why);
         // A weight it reads is a weight of its model too (folded with the
-        // rest); any other value an input.
-        if (std::optional<Tensor> value = fixed_value(graph, id))
+        // rest); any other value an input, its axes that follow a symbol
+        // named after it.
+        if (std::optional<Tensor> value = fixed_value(graph, id)) {
           onnx_io::tensor_to_proto(*value, name, model.mutable_graph()->add_initializer());
-        else if (why.empty())
-          add_input(*model.mutable_graph(), name, t.tensor());
+        } else {
+          const ReadAxes axes =
+              read_axes(t, probe ? (*probe)[static_cast<std::size_t>(id)] : std::nullopt,
+                        graph.symbols, sizes);
+          if (!axes.why.empty() && sub.why.empty())
+            sub.why = fmt::format("it reads '{}' from the enclosing graph, and {}", name, axes.why);
+          if (axes.why.empty()) add_input(*model.mutable_graph(), name, t.tensor(), axes.symbols);
+        }
         sub.outer.push_back(name);
       }
       if (sub.why.empty()) model.SerializeToString(&sub.model);
@@ -195,6 +219,14 @@ absl::Status replace_subgraph(Graph& graph, const Subgraph& sub, const Graph& op
                  weights->end());
   if (body.input_size() != it->g().input_size() || body.output_size() != it->g().output_size())
     return absl::InternalError("the optimized subgraph's inputs or outputs differ from the original's");
+  // Its outputs as the original declared them, and no intermediate types:
+  // the export typed those at the given sizes, and the enclosing model's
+  // shape inference runs at others too.
+  for (int k = 0; k < body.output_size(); ++k)
+    if (body.output(k).name() != it->g().output(k).name())
+      return absl::InternalError("the optimized subgraph's outputs are named otherwise");
+  *body.mutable_output() = it->g().output();
+  body.clear_value_info();
   prefix_inner_names(body, fmt::format("{}/{}/", n.name, sub.attribute));
   // Its new names may not hide a value of the enclosing graph.
   absl::flat_hash_set<std::string> enclosing;
