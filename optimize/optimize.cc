@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "saturn/optimize/measure.h"
 #include "saturn/optimize/optimize_internal.h"
+#include "saturn/optimize/report.h"
 #include "saturn/optimize/runtime_view.h"
 #include "saturn/optimize/self_check.h"
 #include "saturn/rules/tensor/tensor_rules.h"
@@ -150,6 +151,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     result->times.check += checking.seconds();
     optimize_subgraphs(options, *result);
     measure_result(graph, options, *result);
+    result->blocks = count_block_kinds(graph, result->graph);
     result->cost_source = cost_model_source(*(*prepared)->cost_model);
     result->rule_check = (*prepared)->rule_check;
     result->times.rules = preparing;

@@ -146,6 +146,19 @@ struct SubgraphSummary {
   std::string note;       // why not, or what its self-check found
 };
 
+// One kind of transformer block (tensor/blocks.h: attention,
+// normalization, rotary) in the input and in the result.
+struct BlockSummary {
+  std::string kind;
+  int present = 0;        // in the input, spelled out or fused
+  int fused_before = 0;   // fused in the input
+  int fused_after = 0;    // fused in the result
+  int spelled_after = 0;  // still spelled out in the result
+  // Fused once onnxruntime loads the result (its own fusions:
+  // runtime_view.h); nullopt where that view cannot be made.
+  std::optional<int> fused_at_load;
+};
+
 struct PhaseTimes {
   double rules = 0;    // loading the rules
   double search = 0;   // growing the e-graph
@@ -235,6 +248,8 @@ struct OptimizeResult {
   // Why each search ended: the region structures' reasons counted (one
   // search, whole: its reason once). stats.stop_reason is the most counted.
   std::map<StopReason, int> stop_counts;
+  // Each kind of block, counted once the result is final.
+  std::vector<BlockSummary> blocks;
   // The subgraphs of the graph's control-flow nodes, each optimized as a
   // model of its own, in the graph's order.
   std::vector<SubgraphSummary> subgraphs;

@@ -62,31 +62,17 @@ json measurement_json(const std::optional<Measurement>& m) {
   return out;
 }
 
-// The blocks of `input` and of the result, and of the result as
-// onnxruntime loads it (its own fusions made: runtime_view.h).
-struct Blocks {
-  Blocks(const tensor::Graph& input, const OptimizeResult& r)
-      : before(tensor::count_blocks(input)), after(tensor::count_blocks(r.graph)) {
-    absl::StatusOr<tensor::Graph> loaded =
-        as_onnxruntime_loads(r.graph, skip_normalizations_fuse(r.graph));
-    if (loaded.ok()) at_load = tensor::count_blocks(*loaded);
-  }
-  tensor::BlockCounts before, after;
-  std::optional<tensor::BlockCounts> at_load;
-};
-
 // Per kind of block: present in the input (fused or spelled out), fused
 // there, fused and still spelled out in the result, and fused once
 // onnxruntime loads the result.
-json blocks_json(const tensor::Graph& input, const OptimizeResult& r) {
-  const Blocks b(input, r);
+json blocks_json(const OptimizeResult& r) {
   json out = json::object();
-  for (tensor::BlockKind k : tensor::kBlockKinds)
-    out[std::string(to_string(k))] = {{"present", b.before[k].present()},
-                                      {"fused_before", b.before[k].fused},
-                                      {"fused_after", b.after[k].fused},
-                                      {"spelled_after", b.after[k].spelled},
-                                      {"fused_at_load", b.at_load ? json((*b.at_load)[k].fused) : json()}};
+  for (const BlockSummary& b : r.blocks)
+    out[b.kind] = {{"present", b.present},
+                   {"fused_before", b.fused_before},
+                   {"fused_after", b.fused_after},
+                   {"spelled_after", b.spelled_after},
+                   {"fused_at_load", b.fused_at_load ? json(*b.fused_at_load) : json()}};
   return out;
 }
 
@@ -106,16 +92,35 @@ json subgraphs_json(const OptimizeResult& r) {
 
 }  // namespace
 
-std::string blocks_summary(const tensor::Graph& input, const OptimizeResult& r) {
-  const Blocks b(input, r);
+std::vector<BlockSummary> count_block_kinds(const tensor::Graph& input,
+                                            const tensor::Graph& result) {
+  const tensor::BlockCounts before = tensor::count_blocks(input);
+  const tensor::BlockCounts after = tensor::count_blocks(result);
+  std::optional<tensor::BlockCounts> at_load;
+  absl::StatusOr<tensor::Graph> loaded =
+      as_onnxruntime_loads(result, skip_normalizations_fuse(result));
+  if (loaded.ok()) at_load = tensor::count_blocks(*loaded);
+  std::vector<BlockSummary> out;
+  for (tensor::BlockKind k : tensor::kBlockKinds)
+    out.push_back({.kind = std::string(to_string(k)),
+                   .present = before[k].present(),
+                   .fused_before = before[k].fused,
+                   .fused_after = after[k].fused,
+                   .spelled_after = after[k].spelled,
+                   .fused_at_load = at_load ? std::optional((*at_load)[k].fused) : std::nullopt});
+  return out;
+}
+
+std::string blocks_summary(const OptimizeResult& r) {
   std::string out;
-  for (tensor::BlockKind k : tensor::kBlockKinds) {
-    if (b.before[k].present() == 0) continue;
-    const int fused = b.after[k].fused;
-    const int at_load = b.at_load ? (*b.at_load)[k].fused : fused;
-    out += fmt::format("{}{} {} of {}{}{}", out.empty() ? "" : ", ", to_string(k), fused,
-                       b.before[k].present(), out.empty() ? " fused" : "",
-                       at_load != fused ? fmt::format(" ({} once onnxruntime loads it)", at_load) : "");
+  for (const BlockSummary& b : r.blocks) {
+    if (b.present == 0) continue;
+    const int at_load = b.fused_at_load.value_or(b.fused_after);
+    out += fmt::format("{}{} {} of {}{}{}", out.empty() ? "" : ", ", b.kind, b.fused_after,
+                       b.present, out.empty() ? " fused" : "",
+                       at_load != b.fused_after
+                           ? fmt::format(" ({} once onnxruntime loads it)", at_load)
+                           : "");
   }
   return out;
 }
@@ -157,7 +162,7 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
           {"opaque_ops_before", tensor::opaque_op_types(input)},
           {"opaque_reasons_before", tensor::opaque_op_reasons(input)},
           {"opaque_ops_after", tensor::opaque_op_types(r.graph)},
-          {"blocks", blocks_json(input, r)},
+          {"blocks", blocks_json(r)},
           {"subgraphs", subgraphs_json(r)},
           {"weight_bytes_before", r.weight_bytes_before},
           {"weight_bytes_after", r.weight_bytes_after},

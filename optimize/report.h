@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "nlohmann/json_fwd.hpp"
 #include "saturn/optimize/optimize.h"
@@ -14,10 +15,13 @@ namespace saturn {
 // Why the search ended, in a line: "saturated", "stop chosen, saturation's
 // graph taken", or "12 regions (3 structures): node limit 2, saturated 1".
 std::string stop_summary(const OptimizeResult& result);
-// The transformer blocks of `input` and how many the result holds fused
-// (tensor/blocks.h), in a line: "attention 4 of 4 fused, normalization 9
-// of 9, rotary 0 of 8"; empty when `input` holds none.
-std::string blocks_summary(const tensor::Graph& input, const OptimizeResult& result);
+// Each kind of transformer block (tensor/blocks.h) of `input` and of
+// `result`, and of `result` as onnxruntime loads it (OptimizeResult::blocks).
+std::vector<BlockSummary> count_block_kinds(const tensor::Graph& input,
+                                            const tensor::Graph& result);
+// The result's blocks in a line: "attention 4 of 4 fused, normalization 9
+// of 9, rotary 0 of 8"; empty when the input holds none.
+std::string blocks_summary(const OptimizeResult& result);
 
 nlohmann::json optimize_report(const tensor::Graph& input, const OptimizeResult& result,
                                const OptimizeOptions& options);

@@ -104,7 +104,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   fmt::print("  ops {} -> {}; peak {} e-nodes of {}{}; stop: {}; extraction {}\n",
              tensor::total_ops(graph), tensor::total_ops(r.graph), r.stats.peak_nodes,
              o.optimize.budget.max_nodes, per_region, stop_summary(r), to_string(r.extraction));
-  if (const std::string blocks = blocks_summary(graph, r); !blocks.empty())
+  if (const std::string blocks = blocks_summary(r); !blocks.empty())
     fmt::print("  blocks: {}\n", blocks);
   for (const SubgraphSummary& s : r.subgraphs)
     fmt::print("  subgraph {} of '{}': {} -> {} ops, {}\n", s.attribute, s.node, s.ops_before,

@@ -107,7 +107,31 @@ std::optional<std::pair<std::int64_t, std::int64_t>> one_sequence_heads(
   return given;
 }
 
+// Whether `ids` is [batch, seq] with 0..seq-1 in each row.
+bool positions_from_zero(const Tensor* ids, std::int64_t batch, std::int64_t seq) {
+  if (ids == nullptr || ids->dtype() != DType::kInt64 || ids->dims() != Dims{batch, seq})
+    return false;
+  const auto values = ids->ints();
+  for (std::int64_t i = 0; i < batch * seq; ++i)
+    if (values[static_cast<std::size_t>(i)] != i % seq) return false;
+  return true;
+}
+
 }  // namespace
+
+std::optional<Importer::FloatInputs> Importer::float_inputs(const onnx::NodeProto& n,
+                                                            int count) const {
+  FloatInputs out;
+  for (int k = 0; k < count && k < n.input_size(); ++k) {
+    const int id = values_.at(n.input(k));
+    const ValueType& t = types_[id];
+    if (t.is_tuple || t.tensor().dtype != DType::kFloat32) return std::nullopt;
+    out.ids.push_back(id);
+    out.dims.push_back(t.tensor().dims);
+  }
+  if (static_cast<int>(out.ids.size()) != count) return std::nullopt;
+  return out;
+}
 
 // Opset 23's causal Attention over one sequence (as many keys as queries,
 // at every size), without a mask, a cache, a soft cap or the scores'
@@ -124,16 +148,13 @@ std::optional<int> Importer::add_attention(const onnx::NodeProto& original) {
     if (!original.input(k).empty()) return std::nullopt;
   for (int k = 1; k < original.output_size(); ++k)
     if (!original.output(k).empty()) return std::nullopt;
-  std::vector<int> in;
-  std::vector<Dims> dims, probe;
+  std::optional<FloatInputs> inputs = float_inputs(original, 3);
+  if (!inputs) return std::nullopt;
+  auto& [in, dims] = *inputs;
+  std::vector<Dims> probe;
   for (int k = 0; k < 3; ++k) {
-    const int id = values_.at(original.input(k));
-    const ValueType& t = types_[id];
-    if (t.is_tuple || t.tensor().dtype != DType::kFloat32) return std::nullopt;
-    in.push_back(id);
-    dims.push_back(t.tensor().dims);
     auto at_probe = probe_dims_.find(original.input(k));
-    probe.push_back(at_probe != probe_dims_.end() ? at_probe->second : t.tensor().dims);
+    probe.push_back(at_probe != probe_dims_.end() ? at_probe->second : dims[static_cast<std::size_t>(k)]);
   }
   const std::pair<std::int64_t, std::int64_t> given = {attrs.i("q_num_heads").value_or(0),
                                                        attrs.i("kv_num_heads").value_or(0)};
@@ -166,24 +187,6 @@ std::optional<int> Importer::add_attention(const onnx::NodeProto& original) {
   return y.ok() ? std::optional(*y) : std::nullopt;
 }
 
-}  // namespace saturn::tensor::onnx_io
-
-namespace saturn::tensor::onnx_io {
-
-namespace {
-
-// Whether `ids` is [batch, seq] with 0..seq-1 in each row.
-bool positions_from_zero(const Tensor* ids, std::int64_t batch, std::int64_t seq) {
-  if (ids == nullptr || ids->dtype() != DType::kInt64 || ids->dims() != Dims{batch, seq})
-    return false;
-  const auto values = ids->ints();
-  for (std::int64_t i = 0; i < batch * seq; ++i)
-    if (values[static_cast<std::size_t>(i)] != i % seq) return false;
-  return true;
-}
-
-}  // namespace
-
 // Opset 23's RotaryEmbedding of x [B, heads, S, head size], the whole head
 // rotated, by 2-D tables [positions, head size / 2] at position ids that
 // are 0..S-1 in every row, at the given and at the probe sizes (as the
@@ -194,15 +197,9 @@ std::optional<int> Importer::add_rotary(const onnx::NodeProto& original) {
   if (original.input_size() != 4 || original.input(3).empty() ||
       attrs.i("num_heads").value_or(0) != 0)
     return std::nullopt;
-  std::vector<int> in;
-  std::vector<Dims> dims;
-  for (int k = 0; k < 3; ++k) {
-    const int id = values_.at(original.input(k));
-    const ValueType& t = types_[id];
-    if (t.is_tuple || t.tensor().dtype != DType::kFloat32) return std::nullopt;
-    in.push_back(id);
-    dims.push_back(t.tensor().dims);
-  }
+  std::optional<FloatInputs> inputs = float_inputs(original, 3);
+  if (!inputs) return std::nullopt;
+  const auto& [in, dims] = *inputs;
   const Dims& x = dims[0];
   const std::int64_t rotary = attrs.i("rotary_embedding_dim").value_or(0);
   if (x.size() != 4 || dims[1].size() != 2 || dims[2] != dims[1] || dims[1][1] * 2 != x[3] ||

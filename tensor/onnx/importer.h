@@ -232,6 +232,13 @@ class Importer {
   std::optional<int> add_expanded(const onnx::NodeProto& original);
   std::optional<int> add_attention(const onnx::NodeProto& original);
   std::optional<int> add_rotary(const onnx::NodeProto& original);
+  // The first `count` inputs of `n` when each is a float32 tensor: their
+  // nodes and dimensions.
+  struct FloatInputs {
+    std::vector<int> ids;
+    std::vector<Dims> dims;
+  };
+  std::optional<FloatInputs> float_inputs(const onnx::NodeProto& n, int count) const;
   absl::StatusOr<bool> add_known(const onnx::NodeProto& n);
   // For x + 0, x - 0, x * 1 and x / 1 by a float constant of zeros or ones
   // that does not broadcast x (randomly initialized exports carry zero
