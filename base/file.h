@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -40,6 +42,42 @@ class MappedFile {
 absl::Status write_text_file(const std::string& path, std::string_view text);
 // Copies `from` to `to`, replaced atomically as write_text_file does.
 absl::Status copy_file(const std::string& from, const std::string& to);
+
+// Copies of files that a thread of its own makes while the caller goes on,
+// for an output that may turn out to be its input unchanged: a model of
+// gigabytes is copied during the search rather than after it. Each copy
+// is written under a temporary name beside its target; commit() finishes
+// the copies on the calling thread and renames them over their targets in
+// order (as write_text_file replaces a file); dropped uncommitted, the
+// temporary files are removed. Until then nothing else should write the
+// targets (they share the temporary names).
+//
+//   absl::StatusOr<StagedCopy> copy = StagedCopy::open({{"in.onnx", "out.onnx"}});
+//   copy->start();
+//   ... work; copy->stop() where nothing else should run ...
+//   if (unchanged) return copy->commit();
+class StagedCopy {
+ public:
+  struct File {
+    std::string from, to;
+  };
+  // Opens every source and a temporary file for every target; copies nothing.
+  static absl::StatusOr<StagedCopy> open(const std::vector<File>& files);
+  StagedCopy(StagedCopy&&) noexcept;
+  StagedCopy& operator=(StagedCopy&&) noexcept;
+  ~StagedCopy();
+
+  // Copies in the background, from where the copy got to.
+  void start();
+  // Halts the background copy at the end of its current chunk.
+  void stop();
+  absl::Status commit();
+
+ private:
+  StagedCopy();
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // saturn's per-user cache folder (rule verdicts, the cost table calibrated on
 // this machine): $SATURN_CACHE_DIR, else $XDG_CACHE_HOME/saturn, else

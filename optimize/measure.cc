@@ -50,6 +50,7 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
     m.note = "not read from an ONNX file: the prediction decided";
     return;
   }
+  if (options.before_timing) options.before_timing();
   const Stopwatch clock;
   ort::TempDir dir;
   absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, dir);

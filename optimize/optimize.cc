@@ -381,9 +381,12 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
   return absl::OkStatus();
 }
 
+bool saves_a_copy(const OptimizeResult& result, const std::string& path) {
+  return result.kept_input && !result.graph.source.empty() && path.ends_with(".onnx");
+}
+
 absl::Status save_result(const OptimizeResult& result, const std::string& path) {
-  if (result.kept_input && !result.graph.source.empty() && path.ends_with(".onnx"))
-    return tensor::copy_onnx_model(result.graph.source, path);
+  if (saves_a_copy(result, path)) return tensor::copy_onnx_model(result.graph.source, path);
   return tensor::save_model(result.graph, path);
 }
 

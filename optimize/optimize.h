@@ -105,6 +105,10 @@ struct OptimizeOptions {
   bool measure = true;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
+  // Called once before the candidate is timed in onnxruntime: the command
+  // line halts its background copy of the input there, so that the timing
+  // runs alone.
+  std::function<void()> before_timing;
 };
 
 // The least search time seconds_per_op gives a graph.
@@ -291,5 +295,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph, const Optimi
 // came (kept_input) from an ONNX file to an ONNX file is written as a copy
 // of that file, byte for byte.
 absl::Status save_result(const OptimizeResult& result, const std::string& path);
+// Whether save_result writes `path` as a copy of the input file.
+bool saves_a_copy(const OptimizeResult& result, const std::string& path);
 
 }  // namespace saturn

@@ -90,6 +90,17 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
   ASSERT_TRUE(copy_onnx_model(path, (dir / "same.onnx").string()).ok());
   EXPECT_EQ(*read_text_file((dir / "same.onnx").string()), bytes_of(m));
 
+  // Staged (begun while a search runs) and dropped: nothing is left of it.
+  const fs::path dropped = dir / "dropped";
+  fs::create_directories(dropped);
+  {
+    absl::StatusOr<StagedCopy> staged = stage_onnx_copy(path, (dropped / "kept.onnx").string());
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    staged->start();
+    staged->stop();
+  }
+  EXPECT_TRUE(fs::is_empty(dropped));
+
   fs::remove(dir / "b.bin");
   EXPECT_FALSE(copy_onnx_model(path, (elsewhere / "again.onnx").string()).ok());
   absl::StatusOr<Graph> missing = load_onnx_model(path);
@@ -97,6 +108,44 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
   EXPECT_NE(message(missing.status()).find("initializer 'b': cannot open external data file"),
             std::string_view::npos)
       << missing.status();
+  fs::remove_all(dir);
+}
+
+// A copy of several 64 MB chunks, halted and taken up again on another
+// thread, is the file byte for byte; what cannot be read or written is
+// named before anything is copied.
+TEST(StagedCopyTest, CopiesInTheBackgroundAndFinishesOnCommit) {
+  const fs::path dir = fs::temp_directory_path() / "saturn-staged-copy-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string bytes(std::size_t{150} << 20, '\0');
+  for (std::size_t i = 0; i < bytes.size(); i += 4093) bytes[i] = static_cast<char>(i / 4093);
+  const std::string from = (dir / "from.bin").string(), to = (dir / "to.bin").string();
+  ASSERT_TRUE(write_text_file(from, bytes).ok());
+  ASSERT_TRUE(write_text_file(to, "an older file").ok());
+  absl::StatusOr<StagedCopy> copy = StagedCopy::open({{from, to}});
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  copy->start();
+  copy->stop();
+  EXPECT_EQ(*read_text_file(to), "an older file");  // nothing in place before the commit
+  copy->start();
+  ASSERT_TRUE(copy->commit().ok());
+  EXPECT_TRUE(*read_text_file(to) == bytes);
+  fs::remove(from);
+  fs::remove(to);
+  EXPECT_TRUE(fs::is_empty(dir));
+
+  absl::StatusOr<StagedCopy> missing = StagedCopy::open({{from, to}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(message(missing.status()).find(from + ": cannot open file"), std::string_view::npos)
+      << missing.status();
+  ASSERT_TRUE(write_text_file(from, "x").ok());
+  const std::string nowhere = (dir / "no-such-folder" / "to.bin").string();
+  absl::StatusOr<StagedCopy> unwritable = StagedCopy::open({{from, nowhere}});
+  ASSERT_FALSE(unwritable.ok());
+  EXPECT_NE(message(unwritable.status()).find(nowhere + ": cannot open file for writing"),
+            std::string_view::npos)
+      << unwritable.status();
   fs::remove_all(dir);
 }
 

@@ -155,9 +155,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
     fmt::print("  {:>6}  {}\n", r.rules_applied[i].count, r.rules_applied[i].name);
   if (!o.out.empty())
     fmt::print("wrote {}{}\n", o.out,
-               r.kept_input && !r.graph.source.empty() && o.out.ends_with(".onnx")
-                   ? " (a copy of the input file)"
-                   : "");
+               saves_a_copy(r, o.out) ? " (a copy of the input file)" : "");
   if (!o.dot_dir.empty())
     fmt::print("wrote {}/before.dot and {}/after.dot\n", o.dot_dir, o.dot_dir);
 }
@@ -171,7 +169,20 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
   absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.optimize.cost);
   if (!cost_model.ok()) return cost_model.status();
   o.optimize.cost_model = *cost_model;
-  absl::StatusOr<OptimizeResult> r = optimize(*graph, o.optimize);
+  // Most runs keep their input: its copy is made while the search runs
+  // (a model of gigabytes takes seconds to copy), halted while onnxruntime
+  // times a candidate, and finished or dropped at the end.
+  std::optional<StagedCopy> copy;
+  OptimizeOptions options = o.optimize;
+  const Processes* ranks = options.search.processes;
+  if (o.out.ends_with(".onnx") && !graph->source.empty() && (!ranks || ranks->rank() == 0)) {
+    absl::StatusOr<StagedCopy> staged = tensor::stage_onnx_copy(graph->source, o.out);
+    if (!staged.ok()) return staged.status();
+    copy = *std::move(staged);
+    copy->start();
+    options.before_timing = [&copy] { copy->stop(); };
+  }
+  absl::StatusOr<OptimizeResult> r = optimize(*graph, options);
   if (!r.ok()) return with_context(r.status(), o.model);
   if (r->worker) return OptimizeOutcome{*std::move(graph), *std::move(r)};
   if (o.optimize.unverified_rules && !o.optimize.rule_files.empty()) {
@@ -187,7 +198,9 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
                "or dtype differs from the matched value's, so the rule is unsound)\n",
                rule.name, rule.count);
   if (!o.out.empty()) {
-    if (absl::Status s = save_result(*r, o.out); !s.ok()) return s;
+    const bool copied = copy && saves_a_copy(*r, o.out);
+    if (!copied) copy.reset();  // its temporary files go before the result is written
+    if (absl::Status s = copied ? copy->commit() : save_result(*r, o.out); !s.ok()) return s;
   }
   return OptimizeOutcome{*std::move(graph), *std::move(r)};
 }

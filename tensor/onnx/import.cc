@@ -472,7 +472,7 @@ absl::StatusOr<Graph> load_onnx_model(const std::string& path, const OnnxImportO
   return graph;
 }
 
-absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
+absl::StatusOr<StagedCopy> stage_onnx_copy(const std::string& from, const std::string& to) {
   onnx::ModelProto model;
   {
     absl::StatusOr<MappedFile> file = MappedFile::open(from);
@@ -485,15 +485,24 @@ absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
   if (!files.ok()) return with_context(files.status(), from);
   const std::filesystem::path from_dir = std::filesystem::path(from).parent_path();
   const std::filesystem::path to_dir = std::filesystem::path(to).parent_path();
+  std::vector<StagedCopy::File> copies;
   for (const std::filesystem::path& rel : *files) {
     std::error_code ec;
     const std::filesystem::path source = from_dir / rel, target = to_dir / rel;
     if (std::filesystem::exists(target, ec) && std::filesystem::equivalent(source, target, ec))
       continue;  // the same folder: the file is already there
     std::filesystem::create_directories(target.parent_path(), ec);
-    if (absl::Status s = copy_file(source.string(), target.string()); !s.ok()) return s;
+    copies.push_back({source.string(), target.string()});
   }
-  return copy_file(from, to);
+  // The model last: it never stands where the data it reads is missing.
+  copies.push_back({from, to});
+  return StagedCopy::open(copies);
+}
+
+absl::Status copy_onnx_model(const std::string& from, const std::string& to) {
+  absl::StatusOr<StagedCopy> copy = stage_onnx_copy(from, to);
+  if (!copy.ok()) return copy.status();
+  return copy->commit();
 }
 
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,

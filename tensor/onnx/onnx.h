@@ -32,6 +32,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "saturn/base/file.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/tensor.h"
 
@@ -66,6 +67,9 @@ std::string external_data_file(const std::string& path);
 // files it reads beside `to` (where `to` is in another folder): what a run
 // that keeps its input writes.
 absl::Status copy_onnx_model(const std::string& from, const std::string& to);
+// The same copy, staged: nothing is in place until it is committed, and
+// it may be made in the background meanwhile (StagedCopy::start).
+absl::StatusOr<StagedCopy> stage_onnx_copy(const std::string& from, const std::string& to);
 
 // The model as another runtime should run it from anywhere: the file's
 // model with external data inline, symbolic input dimensions sized as

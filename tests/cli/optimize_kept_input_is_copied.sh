@@ -11,11 +11,21 @@ expect 'kept the input' "$out"
 expect 'wrote .*kept\.onnx \(a copy of the input file\)' "$out"
 cmp "$input" "$OUT/kept.onnx" || fail "the kept model is not a copy of the input"
 
+# The copy is made while the search runs; run again over a file already
+# there, it replaces that file whole.
+head -c 100000 /dev/urandom > "$OUT/kept.onnx"
+run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
+  --min-gain 90 -o "$OUT/kept.onnx"
+cmp "$input" "$OUT/kept.onnx" || fail "the kept model did not replace the file there"
+
 # A model that changes is saturn's export.
 run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
   --no-measure -o "$OUT/changed.onnx"
 expect_not 'a copy of the input' "$out"
 if cmp -s "$input" "$OUT/changed.onnx"; then fail "a changed model was written as the input"; fi
+# The input's copy begun meanwhile is gone.
+leftover=$(find "$OUT" -name '*.tmp')
+[[ -z $leftover ]] || fail "temporary files left: $leftover"
 
 # --keep-faster: an output slower than 100x the input's speed is replaced by the input.
 run_ok out "$SATURN" optimize "$input" --search greedy --cost opcount --ilp-seconds 0 \
