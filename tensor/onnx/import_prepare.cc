@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -110,6 +111,20 @@ onnx::ModelProto with_absolute_locations(const onnx::ModelProto& model,
   return copy;
 }
 
+// The graph attributes of the graph's nodes (If's branches, Loop's and
+// Scan's bodies) as they are, by node and attribute position.
+std::vector<std::pair<std::pair<int, int>, onnx::AttributeProto>> graph_attributes(
+    const onnx::GraphProto& graph) {
+  std::vector<std::pair<std::pair<int, int>, onnx::AttributeProto>> out;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    for (int j = 0; j < graph.node(k).attribute_size(); ++j) {
+      const onnx::AttributeProto& a = graph.node(k).attribute(j);
+      if (a.has_g() || a.graphs_size() > 0) out.push_back({{k, j}, a});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status Importer::prepare(onnx::ModelProto& model) {
@@ -157,9 +172,17 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
     return error("{}", message(st));
   // ONNX's shape inference, helped by the values of the shape arithmetic.
+  // It types a subgraph's values in place, at the given sizes; a model with
+  // symbolic sizes keeps its subgraphs as the file declares them (by its
+  // symbols), so that they are written back to run at every size.
+  const auto declared = graph_attributes(model.graph());
   ShapeValues values;
   if (absl::Status st = infer_with_shape_values(model, &values); !st.ok())
     return error("ONNX shape inference fails: {}", message(st));
+  if (!graph_.symbols.empty()) {
+    for (const auto& [at, attribute] : declared)
+      *model.mutable_graph()->mutable_node(at.first)->mutable_attribute(at.second) = attribute;
+  }
   if (!graph_.symbols.empty()) {
     ShapeValues at_probe;
     probe_dims_ = probe_dims(model, graph_.symbols, &at_probe);

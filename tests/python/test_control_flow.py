@@ -19,10 +19,11 @@ needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
 F = TensorProto.FLOAT
 
 
-def control_flow_model(opset, batch):
+def control_flow_model(opset, batch, loop=True):
     """y = If(cond): then relu(x * 2 * 0.5) - its mean over axis 1, else -x;
-    z = Loop 3 times: v = v * 2 * 0.5 + x, from y. The constants are the
-    enclosing graph's initializers, which the subgraphs read by name."""
+    z = Loop 3 times: v = v * 2 * 0.5 + x, from y (the output is y without
+    the loop). The constants are the enclosing graph's initializers, which
+    the subgraphs read by name."""
     axes = [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")] if opset >= 18 else []
     mean = (helper.make_node("ReduceMean", ["t3", "axes"], ["mean"], keepdims=1) if opset >= 18
             else helper.make_node("ReduceMean", ["t3"], ["mean"], axes=[1], keepdims=1))
@@ -41,12 +42,13 @@ def control_flow_model(opset, batch):
                  helper.make_tensor_value_info("v_in", F, [batch, 3])],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("v_out", F, [batch, 3])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+    if loop:
+        nodes.append(helper.make_node("Loop", ["trips", "", "y"], ["z"], body=body))
     graph = helper.make_graph(
-        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch),
-         helper.make_node("Loop", ["trips", "", "y"], ["z"], body=body)],
-        "control_flow",
+        nodes, "control_flow",
         [helper.make_tensor_value_info("x", F, [batch, 3]), helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info("z", F, [batch, 3])],
+        [helper.make_tensor_value_info("z" if loop else "y", F, [batch, 3])],
         [numpy_helper.from_array(np.array(2, dtype=np.float32), "two"),
          numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
          numpy_helper.from_array(np.array(3, dtype=np.int64), "trips")])
@@ -97,12 +99,30 @@ def test_if_branches_and_loop_bodies_are_optimized_inside(tmp_path, opset):
 
 
 @needs_cli
+def test_if_branches_are_optimized_at_symbolic_sizes(tmp_path):
+    """With a symbolic batch, the If keeps its branches as the file declares
+    them ([batch, 3]), and its output is typed at other sizes as they say:
+    the optimized branch is written, and the model runs at every batch."""
+    path, out, r = optimized(tmp_path, control_flow_model(17, "batch", loop=False),
+                             "--dim", "batch=4")
+    replaced = [(s["node"], s["attribute"]) for s in r["subgraphs"] if s["replaced"]]
+    assert replaced == [("y", "then_branch")], r["subgraphs"]
+    assert not r["kept_input"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    branches = {a.name: a.g for n in written.graph.node for a in n.attribute}
+    assert [n.op_type for n in branches["then_branch"].node].count("Mul") < 2
+    assert branches["then_branch"].output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    same_outputs(path, out, [1, 4, 5])
+
+
+@needs_cli
 def test_subgraphs_are_kept_where_the_model_would_not_export_with_them(tmp_path):
-    """With a symbolic batch, the exporter types the If's and the Loop's
-    outputs at other sizes by ONNX's shape inference, which the branches'
-    declared [batch, 3] outputs defeat: the optimized subgraphs are not
-    taken, the report says why, and the model is the input, which runs at
-    every batch."""
+    """With a symbolic batch, ONNX's shape inference leaves the Loop's
+    output unshaped at other sizes (its loop-carried value is declared
+    [batch, 3] in the body and fed at a size), so the exporter cannot type
+    it there: the optimized subgraphs are not taken, the report says why,
+    and the model is the input, which runs at every batch."""
     path, out, r = optimized(tmp_path, control_flow_model(17, "batch"), "--dim", "batch=4")
     assert r["subgraphs"] and not any(s["replaced"] for s in r["subgraphs"]), r["subgraphs"]
     notes = [s["note"] for s in r["subgraphs"]]
