@@ -45,9 +45,17 @@ def time_summary(rows):
     seconds = sorted(r["optimize_seconds"] for r in done)
     timing = [r.get("timing_seconds") or 0 for r in done]
     checks = sorted(r["check_seconds"] for r in done if r.get("check_seconds") is not None)
+    # Timed again one at a time, unpinned (run.py --retime-small).
+    retimed = [r for r in small if r.get("optimize_seconds_all_cores") is not None]
+    slow_retimed = [r["model"] for r in retimed if r["optimize_seconds_all_cores"] > 2]
+    all_cores = (f" (timed again by run.py --retime-small, one model at a time on the "
+                 f"machine's {os.cpu_count()} cores: "
+                 f"{len(retimed) - len(slow_retimed)} of {len(retimed)} in 2 s"
+                 f"{' (not: ' + ', '.join(slow_retimed) + ')' if slow_retimed else ''}, max "
+                 f"{max(r['optimize_seconds_all_cores'] for r in retimed)} s)" if retimed else "")
     return (f"Optimize seconds: median {seconds[len(seconds) // 2]}, max {seconds[-1]}; "
             f"{len(small) - len(slow_small)} of {len(small)} models under 300 operators in 2 s"
-            f"{' (not: ' + ', '.join(slow_small) + ')' if slow_small else ''}; "
+            f"{' (not: ' + ', '.join(slow_small) + ')' if slow_small else ''}{all_cores}; "
             f"{len(done) - len(slow)} of {len(done)} in 60 s"
             f"{' (not: ' + ', '.join(slow) + ')' if slow else ''}. "
             f"saturn's own timing in onnxruntime: {sum(1 for t in timing if t > 0)} models, "
