@@ -147,6 +147,14 @@ std::span<const std::int64_t> Tensor::ints() const {
   if (buffer_->owner) return buffer_->read(buffer_->i);
   return buffer_->i;
 }
+std::span<const std::byte> Tensor::data() const {
+  switch (type_.dtype) {
+    case DType::kFloat32: return std::as_bytes(floats());
+    case DType::kInt64: return std::as_bytes(ints());
+    default: return bytes();
+  }
+}
+
 std::span<float> Tensor::mutable_floats() {
   assert(type_.dtype == DType::kFloat32 && buffer_.use_count() == 1);
   own();
@@ -156,6 +164,16 @@ std::span<std::int64_t> Tensor::mutable_ints() {
   assert(type_.dtype == DType::kInt64 && buffer_.use_count() == 1);
   own();
   return buffer_->i;
+}
+std::span<std::byte> Tensor::mutable_data() {
+  switch (type_.dtype) {
+    case DType::kFloat32: return std::as_writable_bytes(mutable_floats());
+    case DType::kInt64: return std::as_writable_bytes(mutable_ints());
+    default:
+      assert(type_.dtype != DType::kString && buffer_.use_count() == 1);
+      own();
+      return buffer_->raw;
+  }
 }
 
 Tensor Tensor::reshaped(Dims dims) const {

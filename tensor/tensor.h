@@ -47,10 +47,14 @@ class Tensor {
   std::span<const std::int64_t> ints() const;
   std::span<const std::byte> bytes() const;  // not float32, int64 or string
   std::span<const std::string> strings() const;
+  // The elements' bytes (dtype_bytes each, little-endian) for any element
+  // type but string: what data movement copies without reading values.
+  std::span<const std::byte> data() const;
   // Writable views; only for a tensor whose buffer is not shared yet (a
   // borrowing tensor copies its bytes first).
   std::span<float> mutable_floats();
   std::span<std::int64_t> mutable_ints();
+  std::span<std::byte> mutable_data();
 
   // The same data seen with another shape of the same element count.
   Tensor reshaped(Dims dims) const;

@@ -7,6 +7,8 @@
 
 #include "fmt/format.h"
 #include "saturn/base/status.h"
+#include "saturn/tensor/builder.h"
+#include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/interpreter/kernels.h"
 
 namespace saturn::tensor {
@@ -338,6 +340,116 @@ TEST(TensorKernels, OpaqueSliceAndConstantOfShapeAreEvaluated) {
   Attributes unknown_fill{{"op_type", "ConstantOfShape"}, {"domain", ""}};
   set_opaque_outputs(unknown_fill, std::vector<TensorType>{{DType::kInt64, {2, 3}}});
   EXPECT_FALSE(run(unknown_fill, {int64({2, 3})}).ok());
+}
+
+// Data movement copies elements by their size: every element type but
+// string, read in place or not, float16 without a round trip through float32.
+TEST(TensorKernels, DataMovementTakesEveryElementType) {
+  for (DType dtype : {DType::kInt32, DType::kInt8, DType::kUInt8, DType::kBool, DType::kFloat16,
+                      DType::kFloat64, DType::kInt16, DType::kBFloat16, DType::kComplex128}) {
+    const std::size_t size = dtype_bytes(dtype);
+    // Element i of a [2, 3] tensor holds i in its first byte.
+    std::vector<std::byte> bytes(6 * size);
+    for (std::size_t i = 0; i < 6; ++i) bytes[i * size] = static_cast<std::byte>(i + 1);
+    const Tensor x(TensorType{dtype, {2, 3}}, bytes);
+    auto firsts = [&](const Tensor& t) {
+      std::vector<int> out;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(t.size()); ++i) {
+        out.push_back(static_cast<int>(t.data()[i * size]));
+        for (std::size_t b = 1; b < size; ++b) EXPECT_EQ(t.data()[i * size + b], std::byte{0});
+      }
+      return out;
+    };
+    const std::string name(dtype_name(dtype));
+    EXPECT_EQ(firsts(run(Op::kTranspose, {x})), (std::vector<int>{1, 4, 2, 5, 3, 6})) << name;
+    EXPECT_EQ(firsts(run(Op::kSlice, {x}, {{"starts", Ints{2}}, {"ends", Ints{-100}},
+                                           {"axes", Ints{1}}, {"steps", Ints{-2}}})),
+              (std::vector<int>{3, 1, 6, 4}))
+        << name;
+    EXPECT_EQ(firsts(run(Op::kGather, {x, L({2}, {-1, 0})}, {{"axis", std::int64_t{1}}})),
+              (std::vector<int>{3, 1, 6, 4}))
+        << name;
+    EXPECT_EQ(firsts(run(Op::kConcat, {x, x}, {{"axis", std::int64_t{1}}})),
+              (std::vector<int>{1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}))
+        << name;
+    EXPECT_EQ(firsts(run(Op::kPad, {x}, {{"pads", Ints{0, 1, 0, 0}}})),
+              (std::vector<int>{0, 1, 2, 3, 0, 4, 5, 6}))
+        << name;
+    std::vector<Tensor> parts = run_all(Op::kSplit, {x}, {{"axis", std::int64_t{1}}, {"split", Ints{2, 1}}});
+    ASSERT_EQ(parts.size(), 2u) << name;
+    EXPECT_EQ(firsts(parts[1]), (std::vector<int>{3, 6})) << name;
+  }
+  // A string tensor is refused, not read as numbers.
+  const Tensor words(TensorType{DType::kString, {2}}, std::vector<std::string>{"a", "b"});
+  absl::StatusOr<std::vector<Tensor>> out =
+      evaluate_op(Op::kTranspose, *normalize_attributes(Op::kTranspose, {}), std::vector<Tensor>{words});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(message(out.status()).find("string"), std::string_view::npos) << out.status();
+}
+
+// A kernel's inputs are typed by their values, not by what a graph declared:
+// inputs that do not fit are an error, whatever the caller passes.
+TEST(TensorKernels, InputsThatDoNotTypeCheckAreRefused) {
+  auto fails = [](Op op, std::vector<Tensor> in, Attributes attrs, std::string_view says) {
+    absl::StatusOr<std::vector<Tensor>> out = evaluate_op(op, *normalize_attributes(op, std::move(attrs)), in);
+    ASSERT_FALSE(out.ok()) << op_name(op);
+    EXPECT_NE(message(out.status()).find(says), std::string_view::npos) << out.status();
+  };
+  fails(Op::kConcat, {T({2, 1}, {1, 2}), T({3, 1}, {1, 2, 3})}, {{"axis", std::int64_t{1}}}, "does not fit");
+  fails(Op::kMatMul, {T({2, 3}, std::vector<float>(6)), T({2, 3}, std::vector<float>(6))}, {}, "");
+  fails(Op::kRelu, {L({2}, {1, 2})}, {}, "float32 or float16");
+  fails(Op::kSplit, {T({3}, {1, 2, 3})}, {{"split", Ints{2, 2}}}, "add up to more");
+  fails(Op::kGather, {T({3}, {1, 2, 3}), L({1}, {-4})}, {}, "-4");
+}
+
+// An opaque operator computed on sizes refuses negative shapes and results
+// past what the interpreter computes, rather than allocating them.
+TEST(TensorKernels, OpaqueSizesAreBounded) {
+  auto opaque = [](std::string type, std::vector<Tensor> in, std::vector<TensorType> declared) {
+    Attributes a{{"op_type", type}, {"domain", ""}, {"fill_value", 1.0}};
+    set_opaque_outputs(a, declared);
+    return evaluate_op(Op::kOpaque, a, in);
+  };
+  const TensorType unknown{DType::kInt64, {kUnknownDim}};
+  auto scalar = [](std::int64_t v) { return L({}, {v}); };
+  const std::int64_t huge = std::int64_t{1} << 62;
+  absl::StatusOr<std::vector<Tensor>> out = opaque("Range", {scalar(0), scalar(huge), scalar(1)}, {unknown});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  out = opaque("ConstantOfShape", {L({2}, {3, -2})}, {{DType::kInt64, {kUnknownDim, kUnknownDim}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(message(out.status()).find("negative"), std::string_view::npos) << out.status();
+  out = opaque("ConstantOfShape", {L({2}, {huge, huge})}, {{DType::kInt64, {kUnknownDim, kUnknownDim}}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  out = opaque("Expand", {T({1}, {1}), L({2}, {-3, 1})}, {{DType::kFloat32, {kUnknownDim, kUnknownDim}}});
+  EXPECT_FALSE(out.ok());
+  // A declared size the value does not have is an error, not a value of
+  // another shape that later kernels would index by the declared one.
+  out = opaque("Range", {scalar(0), scalar(4), scalar(1)}, {{DType::kInt64, {3}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(message(out.status()).find("int64[4]"), std::string_view::npos) << out.status();
+}
+
+// The interpreter names the node whose kernel read out of range: a Gather of
+// a weight by an index past its axis, and a Slice of a computed size.
+TEST(TensorKernels, AnOutOfRangeReadNamesTheNode) {
+  GraphBuilder b("reads");
+  Value x = b.input("x", {4, 3});
+  Value ids = b.input("ids", {2}, DType::kInt64);
+  b.output(b.gather(x, ids), "rows");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  Inputs in = random_inputs(*g, 1);
+  in["ids"] = L({2}, {1, 4});
+  absl::StatusOr<std::vector<Tensor>> out = evaluate(*g, in);
+  ASSERT_FALSE(out.ok());
+  const std::string_view text = message(out.status());
+  EXPECT_NE(text.find("Gather"), std::string_view::npos) << text;
+  EXPECT_NE(text.find("index 4"), std::string_view::npos) << text;
+  in["ids"] = L({2}, {-4, 3});
+  out = evaluate(*g, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].floats()[0], in["x"].floats()[0]);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ seconds=${1:-20}
 shift || true
 harnesses=("$@")
 ((${#harnesses[@]})) ||
-  harnesses=(onnx_model json_model rules serialized_egraph measured_table env_protocol)
+  harnesses=(onnx_model json_model rules serialized_egraph measured_table env_protocol kernels)
 
 declare -A extra_seeds=(
   [onnx_model]="tensor/fixtures"

@@ -53,8 +53,71 @@ Tensor constant(const Attributes& a) {
 
 namespace {
 
+// The operators that move elements without reading them (but Gather's
+// indices): computed on any element type but string, float16 included.
+bool moves_data(Op op) {
+  switch (op) {
+    case Op::kTranspose:
+    case Op::kReshape:
+    case Op::kFlatten:
+    case Op::kConcat:
+    case Op::kSplit:
+    case Op::kSlice:
+    case Op::kGather:
+    case Op::kPad:
+    case Op::kIdentity:
+    case Op::kDropout:
+    case Op::kEnlarge:
+    case Op::kMergeGroups:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<std::vector<Tensor>> move_data(Op op, const Attributes& a, std::span<const Tensor> in,
+                                              const ValueType& type) {
+  for (const Tensor& t : in) {
+    if (t.dtype() == DType::kString || dtype_bytes(t.dtype()) == 0)
+      return absl::UnimplementedError(
+          fmt::format("{} of {} is not computed", op_name(op), to_string(t.type())));
+  }
+  auto one = [](Tensor t) { return std::vector<Tensor>{std::move(t)}; };
+  switch (op) {
+    case Op::kTranspose:
+      return one(kernels::transpose(a, in[0]));
+    case Op::kReshape:
+    case Op::kFlatten:
+      return one(in[0].reshaped(type.tensor().dims));
+    case Op::kConcat:
+      return one(kernels::concat(a, in));
+    case Op::kSplit:
+      return kernels::split(a, in[0]);
+    case Op::kSlice:
+      return one(kernels::slice(a, in[0]));
+    case Op::kGather:
+    case Op::kPad: {
+      absl::StatusOr<Tensor> t =
+          op == Op::kGather ? kernels::gather(a, in[0], in[1]) : kernels::pad(a, in[0]);
+      if (!t.ok()) return t.status();
+      return one(std::move(*t));
+    }
+    case Op::kEnlarge:
+      return one(kernels::enlarge(a, in[0]));
+    case Op::kMergeGroups:
+      return one(kernels::merge_groups(a, in[0]));
+    default:  // Identity, Dropout
+      return one(in[0]);
+  }
+}
+
 absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
                                                      std::span<const Tensor> in) {
+  for (const Tensor& t : in) {  // inference allows float32 and float16, widened by now
+    if (t.dtype() != DType::kFloat32)
+      return absl::UnimplementedError(
+          fmt::format("{} of {} is not computed", op_name(op), to_string(t.type())));
+  }
   auto one = [](Tensor t) { return std::vector<Tensor>{std::move(t)}; };
   if (is_unary_elementwise(op)) return one(kernels::unary(op, a, in[0]));
   if (is_binary_elementwise(op)) return one(kernels::binary(op, in[0], in[1]));
@@ -86,59 +149,29 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
       return one(kernels::group_query_attention(a, in));
     case Op::kReduceMean:
       return one(kernels::reduce_mean(a, in[0]));
-    case Op::kTranspose:
-      return one(kernels::transpose(a, in[0]));
-    case Op::kReshape:
-    case Op::kFlatten: {
-      absl::StatusOr<ValueType> t =
-          infer_type(op, a, std::vector<ValueType>{ValueType::of(in[0].type())});
-      if (!t.ok()) return t.status();
-      return one(in[0].reshaped(t->tensor().dims));
-    }
-    case Op::kConcat:
-      return one(kernels::concat(a, in));
-    case Op::kSplit:
-      return kernels::split(a, in[0]);
-    case Op::kSlice:
-      return one(kernels::slice(a, in[0]));
-    case Op::kGather: {
-      absl::StatusOr<Tensor> t = kernels::gather(a, in[0], in[1]);
-      if (!t.ok()) return t.status();
-      return one(std::move(*t));
-    }
-    case Op::kPad:
-      return one(kernels::pad(a, in[0]));
     case Op::kMaxPool:
     case Op::kAveragePool:
       return one(kernels::pool(op, a, in[0]));
     case Op::kGlobalAveragePool:
       return one(kernels::global_average_pool(in[0]));
-    case Op::kIdentity:
-    case Op::kDropout:
-      return one(in[0]);
-    case Op::kEnlarge:
-      return one(kernels::enlarge(a, in[0]));
-    case Op::kMergeGroups:
-      return one(kernels::merge_groups(a, in[0]));
-    case Op::kOpaque: {
-      absl::StatusOr<Tensor> t = kernels::onnx_op(a, in);
-      if (!t.ok()) return t.status();
-      return one(std::move(*t));
-    }
     default:
-      return absl::InvalidArgumentError(
+      return absl::UnimplementedError(
           fmt::format("{} is not evaluated by a kernel", op_name(op)));
   }
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
-                                                std::span<const Tensor> in) {
-  if (is_value_op(op)) {  // any element type, float16 included
-    absl::StatusOr<Tensor> out = kernels::value_op(op, a, in);
+absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::span<const Tensor> in,
+                                             const ValueType& type) {
+  if (is_value_op(op)) {  // any plain element type, float16 included
+    absl::StatusOr<Tensor> out = kernels::value_op(op, a, in, type.tensor());
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{*std::move(out)};
+  }
+  if (moves_data(op)) return move_data(op, a, in, type);
+  if (op == Op::kOpaque) {
+    absl::StatusOr<Tensor> t = kernels::onnx_op(a, in);
+    if (!t.ok()) return t.status();
+    return std::vector<Tensor>{std::move(*t)};
   }
   // float16 is computed in float32 and each result rounded back.
   const auto narrow = std::ranges::find_if(
@@ -149,6 +182,51 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
   absl::StatusOr<std::vector<Tensor>> out = evaluate_float32(op, a, wide);
   if (!out.ok()) return out;
   for (Tensor& t : *out) t = narrowed(t, narrow->dtype());
+  return out;
+}
+
+// Whether a computed value has the type inference gave: exactly, or, for an
+// opaque operator, where the file declared its dimensions.
+bool agrees(const TensorType& got, const TensorType& want, bool opaque) {
+  if (!opaque) return got == want;
+  if (got.dtype != want.dtype || got.rank() != want.rank()) return false;
+  for (std::size_t i = 0; i < got.rank(); ++i) {
+    if (want.dims[i] != kUnknownDim && want.dims[i] != got.dims[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
+                                                std::span<const Tensor> in) {
+  // Typed by the values at hand, not by what a file declared (an opaque
+  // operator's output may differ): every kernel indexes by its inputs'
+  // shapes and trusts them to type-check, so none reads outside a tensor.
+  // An opaque operator's kernel checks its inputs itself; its outputs are
+  // checked against the declared ones where the node declares them.
+  if (op == Op::kOpaque && !opaque_outputs(a).ok()) return dispatch(op, a, in, ValueType{});
+  std::vector<ValueType> types;
+  types.reserve(in.size());
+  for (const Tensor& t : in) types.push_back(ValueType::of(t.type()));
+  absl::StatusOr<ValueType> type = infer_type(op, a, types);
+  if (!type.ok()) return type.status();
+  for (const TensorType& part : type->parts) {
+    if (part.is_static() && part.num_bytes() > kMaxEvaluatedBytes)
+      return absl::ResourceExhaustedError(fmt::format(
+          "{} would compute {} ({} bytes; the interpreter computes at most {})", op_name(op),
+          to_string(part), part.num_bytes(), kMaxEvaluatedBytes));
+  }
+  absl::StatusOr<std::vector<Tensor>> out = dispatch(op, a, in, *type);
+  if (!out.ok()) return out;
+  if (out->size() != type->parts.size())
+    return absl::InternalError(fmt::format("{} computed {} values where its type has {}",
+                                           op_name(op), out->size(), type->parts.size()));
+  for (std::size_t p = 0; p < out->size(); ++p) {
+    if (!agrees((*out)[p].type(), type->parts[p], op == Op::kOpaque))
+      return absl::InternalError(fmt::format("{} computed {} where its type is {}", op_name(op),
+                                             to_string((*out)[p].type()), to_string(type->parts[p])));
+  }
   return out;
 }
 

@@ -19,7 +19,13 @@
 
 namespace saturn::tensor {
 
-// Attributes must be normalized and the inputs must type-check.
+// The most bytes one computed value may hold (4 GiB): a larger one is an
+// error, not an allocation the machine cannot make.
+inline constexpr std::int64_t kMaxEvaluatedBytes = std::int64_t{1} << 32;
+
+// Attributes must be normalized. The inputs are typed first (infer_type): a
+// value they do not type-check for, an index outside its axis or a result
+// over kMaxEvaluatedBytes is an error naming the operator and the value.
 absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& attributes,
                                                 std::span<const Tensor> inputs);
 

@@ -101,18 +101,24 @@ std::vector<Tensor> skip_layer_norm(const Attributes& attrs, std::span<const Ten
 Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in);
 Tensor group_query_attention(const Attributes& attrs, std::span<const Tensor> in);
 
-// Data movement and the rewrites of convolution kernels (kernels_shape.cc).
+// Data movement and the rewrites of convolution kernels (kernels_shape.cc),
+// on any element type but string.
 Tensor transpose(const Attributes& attrs, const Tensor& x);
 Tensor slice(const Attributes& attrs, const Tensor& x);
 Tensor concat(const Attributes& attrs, std::span<const Tensor> in);
 std::vector<Tensor> split(const Attributes& attrs, const Tensor& x);
 absl::StatusOr<Tensor> gather(const Attributes& attrs, const Tensor& data, const Tensor& indices);
-Tensor pad(const Attributes& attrs, const Tensor& x);
+absl::StatusOr<Tensor> pad(const Attributes& attrs, const Tensor& x);
 Tensor enlarge(const Attributes& attrs, const Tensor& w);
 Tensor merge_groups(const Attributes& attrs, const Tensor& w);
 
-// The value operators, on any plain element type (kernels_values.cc).
-absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const Tensor> in);
+// The value operators, on any plain element type (kernels_values.cc), of
+// the output type inference gave.
+absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const Tensor> in,
+                                const TensorType& out);
+// A tensor of `type` (a plain number or bool type) with every element
+// `value` (cast as Cast does).
+Tensor filled(const TensorType& type, double value);
 // An opaque node by its ONNX definition, for the operators exporters use on
 // sizes and positions (Range, Expand, and Add, Sub and Mul on integers);
 // an error naming any other.

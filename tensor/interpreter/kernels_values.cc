@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels.h"
 #include "saturn/tensor/interpreter/kernels_internal.h"
 
 namespace saturn::tensor::kernels {
@@ -168,13 +169,13 @@ bool binary_value(Op op, Number x, Number y) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tensor> in) {
-  std::vector<ValueType> types;
-  for (const Tensor& t : in) types.push_back(ValueType::of(t.type()));
-  absl::StatusOr<ValueType> type = infer_type(op, a, types);
-  if (!type.ok()) return type.status();
-  const TensorType& out = type->tensor();
-  switch (op) {
+Tensor filled(const TensorType& type, double value) {
+  return from_numbers(type, std::vector<Number>(static_cast<std::size_t>(type.num_elements()), value));
+}
+
+absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tensor> in,
+                                const TensorType& out) {
+  switch (op) {  // inference checked that every input holds plain numbers
     case Op::kShape: {
       const auto [start, end] = shape_range(a, in[0].dims().size());
       return Tensor(out, std::vector<std::int64_t>(in[0].dims().begin() + start,
@@ -196,14 +197,47 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
 
 namespace {
 
+// The elements a tensor of `dtype` may have to stay within what the
+// interpreter computes (kMaxEvaluatedBytes).
+std::int64_t max_elements(DType dtype) {
+  return kMaxEvaluatedBytes / static_cast<std::int64_t>(std::max<std::size_t>(1, dtype_bytes(dtype)));
+}
+
+// A shape given as a value (Expand's, ConstantOfShape's): its dimensions,
+// none negative, and at most max_elements(dtype) elements in all.
+absl::StatusOr<Dims> shape_value(const std::string& type, const Tensor& shape, DType dtype) {
+  if (shape.dtype() != DType::kInt64 || shape.dims().size() != 1)
+    return absl::InvalidArgumentError(
+        fmt::format("{}'s shape must be a 1-D int64 tensor, is {}", type, to_string(shape.type())));
+  const Dims dims(shape.ints().begin(), shape.ints().end());
+  std::int64_t total = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0)
+      return absl::InvalidArgumentError(fmt::format("{}'s shape {} has a negative dimension", type,
+                                                    to_string(dims)));
+    if (d > 0 && total > max_elements(dtype) / d)
+      return absl::ResourceExhaustedError(
+          fmt::format("{}'s shape {} holds more than the interpreter computes ({} bytes)", type,
+                      to_string(dims), kMaxEvaluatedBytes));
+    total *= d;
+  }
+  return dims;
+}
+
 // ONNX's Range: start, start + delta, ... short of limit (scalars of one type).
 absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
   if (in.size() != 3 || in[0].size() != 1 || in[1].size() != 1 || in[2].size() != 1 ||
-      in[1].dtype() != in[0].dtype() || in[2].dtype() != in[0].dtype())
-    return absl::InvalidArgumentError("Range takes three scalars of one type");
+      in[1].dtype() != in[0].dtype() || in[2].dtype() != in[0].dtype() ||
+      !is_plain_number(in[0].dtype()) || in[0].dtype() == DType::kBool)
+    return absl::InvalidArgumentError("Range takes three numeric scalars of one type");
   const Number start = numbers(in[0])[0], limit = numbers(in[1])[0], delta = numbers(in[2])[0];
   if (delta == 0) return absl::InvalidArgumentError("Range's delta is 0");
-  const auto count = static_cast<std::int64_t>(std::max<Number>(0, std::ceil((limit - start) / delta)));
+  const Number steps = std::max<Number>(0, std::ceil((limit - start) / delta));
+  if (!std::isfinite(steps) || steps > static_cast<Number>(max_elements(in[0].dtype())))
+    return absl::ResourceExhaustedError(fmt::format(
+        "Range from {} to {} by {} has more elements than the interpreter computes",
+        static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta)));
+  const auto count = static_cast<std::int64_t>(steps);
   std::vector<Number> out(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = start + delta * i;
   return from_numbers(TensorType{in[0].dtype(), {count}}, out);
@@ -211,11 +245,15 @@ absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
 
 // ONNX's Expand: x broadcast with the shape its second input gives.
 absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
-  if (in.size() != 2 || in[1].dtype() != DType::kInt64 || in[1].dims().size() != 1)
-    return absl::InvalidArgumentError("Expand takes a tensor and a 1-D int64 shape");
-  const Dims shape(in[1].ints().begin(), in[1].ints().end());
-  std::optional<Dims> dims = broadcast_dims(in[0].dims(), shape);
+  if (in.size() != 2 || !is_plain_number(in[0].dtype()))
+    return absl::InvalidArgumentError("Expand takes a tensor of numbers and a shape");
+  absl::StatusOr<Dims> shape = shape_value("Expand", in[1], in[0].dtype());
+  if (!shape.ok()) return shape.status();
+  std::optional<Dims> dims = broadcast_dims(in[0].dims(), *shape);
   if (!dims) return absl::InvalidArgumentError("Expand's shape does not broadcast with its input");
+  if (TensorType out{in[0].dtype(), *dims}; out.num_bytes() > kMaxEvaluatedBytes)
+    return absl::ResourceExhaustedError(fmt::format(
+        "Expand to {} holds more than the interpreter computes", to_string(out)));
   return broadcast_map(in.first(1), TensorType{in[0].dtype(), *dims},
                        [](std::span<const Number> v) { return v[0]; });
 }
@@ -223,8 +261,8 @@ absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
 // ONNX's Add, Sub and Mul on any plain element type (the IR's are float
 // ones; exporters compute positions and sizes in int64).
 absl::StatusOr<Tensor> arithmetic(const std::string& type, std::span<const Tensor> in) {
-  if (in.size() != 2 || in[0].dtype() != in[1].dtype())
-    return absl::InvalidArgumentError(fmt::format("{} takes two tensors of one type", type));
+  if (in.size() != 2 || in[0].dtype() != in[1].dtype() || !is_plain_number(in[0].dtype()))
+    return absl::InvalidArgumentError(fmt::format("{} takes two tensors of numbers of one type", type));
   std::optional<Dims> dims = broadcast_dims(in[0].dims(), in[1].dims());
   if (!dims) return absl::InvalidArgumentError(fmt::format("{}'s inputs do not broadcast", type));
   const TensorType out{in[0].dtype(), *dims};
@@ -276,12 +314,14 @@ absl::StatusOr<Tensor> slice_op(const Attributes& a, std::span<const Tensor> in)
 absl::StatusOr<Tensor> constant_of_shape(const Attributes& a, std::span<const Tensor> in) {
   absl::StatusOr<std::vector<TensorType>> out = opaque_outputs(a);
   const std::optional<double> fill = a.get_float("fill_value");
-  if (!out.ok() || out->size() != 1 || !fill || in.size() != 1 || in[0].dtype() != DType::kInt64)
-    return absl::InvalidArgumentError("ConstantOfShape takes an int64 shape and a known fill");
-  const TensorType type{(*out)[0].dtype, Dims(in[0].ints().begin(), in[0].ints().end())};
-  if (!is_plain_number(type.dtype) && type.dtype != DType::kBool)
-    return absl::InvalidArgumentError("ConstantOfShape of this element type is not computed");
-  return from_numbers(type, std::vector<Number>(static_cast<std::size_t>(type.num_elements()), *fill));
+  if (!out.ok() || out->size() != 1 || !fill || in.size() != 1)
+    return absl::InvalidArgumentError("ConstantOfShape takes a shape and a known fill");
+  const DType dtype = (*out)[0].dtype;
+  if (!is_plain_number(dtype))
+    return absl::UnimplementedError("ConstantOfShape of this element type is not computed");
+  absl::StatusOr<Dims> dims = shape_value("ConstantOfShape", in[0], dtype);
+  if (!dims.ok()) return dims.status();
+  return filled(TensorType{dtype, *std::move(dims)}, *fill);
 }
 
 }  // namespace

@@ -271,8 +271,10 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
     m->inputs = {*kept};
     make_identity(*m, *a);
   }
-  if (std::optional<Tensor> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0))) {
-    add_weight(n.output(0), *value);
+  absl::StatusOr<std::optional<Tensor>> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0));
+  if (!value.ok()) return refuse(fmt::format("its constant inputs: {}", message(value.status())));
+  if (*value) {
+    add_weight(n.output(0), **value);
     return true;
   }
   std::string name = ir->is_tuple ? n.output(0) + "_parts" : n.output(0);

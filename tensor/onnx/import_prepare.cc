@@ -26,16 +26,19 @@ namespace saturn::tensor::onnx_io {
 absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
                                            const OnnxImportOptions& options) {
   Symbols symbols;
-  // Each axis's symbol; an unnamed dynamic axis is named as onnxruntime names it.
+  // Each axis's symbol; an unnamed dynamic axis is named as onnxruntime names
+  // it. paddle2onnx writes a dynamic axis as the size -1 or the name "?"
+  // (several axes of one input alike): each is an unnamed axis of its own.
   auto axes_of = [&](const onnx::ValueInfoProto& v) {
     std::vector<std::string> axes;
     int axis = 0;
     for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (d.has_dim_value())
+      const bool unnamed = d.has_dim_value() ? d.dim_value() < 0
+                                             : d.dim_param().empty() || d.dim_param() == "?";
+      if (d.has_dim_value() && !unnamed)
         axes.emplace_back();
       else
-        axes.push_back(d.dim_param().empty() ? fmt::format("unk__{}_{}", v.name(), axis)
-                                             : d.dim_param());
+        axes.push_back(unnamed ? fmt::format("unk__{}_{}", v.name(), axis) : d.dim_param());
       ++axis;
     }
     return axes;
@@ -60,6 +63,14 @@ absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
     if (std::ranges::any_of(axes, [](const std::string& a) { return !a.empty(); }))
       symbols.axes[v.name()] = std::move(axes);
   }
+  // Elsewhere a size of -1 is an unknown size, for ONNX's inference to find.
+  auto unsize_negative = [](onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+      if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+  };
+  std::ranges::for_each(*model.mutable_graph()->mutable_value_info(), unsize_negative);
+  std::ranges::for_each(*model.mutable_graph()->mutable_output(), unsize_negative);
   return symbols;
 }
 
@@ -204,10 +215,9 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   return absl::OkStatus();
 }
 
-std::optional<Tensor> Importer::fold_weights_only(Op op, const Attributes& attributes,
-                                                   const std::vector<int>& inputs,
-                                                   const ValueType& type,
-                                                   const std::string& output) const {
+absl::StatusOr<std::optional<Tensor>> Importer::fold_weights_only(
+    Op op, const Attributes& attributes, const std::vector<int>& inputs, const ValueType& type,
+    const std::string& output) const {
   if (op == Op::kOpaque || type.is_tuple || output_names_.contains(output) ||
       !is_plain_number(type.tensor().dtype))
     return std::nullopt;
@@ -226,8 +236,11 @@ std::optional<Tensor> Importer::fold_weights_only(Op op, const Attributes& attri
   constexpr std::int64_t kMaxGrowth = std::int64_t{1} << 20;
   if (type.tensor().num_bytes() > input_bytes + kMaxGrowth) return std::nullopt;
   absl::StatusOr<std::vector<Tensor>> out = evaluate_op(op, attributes, values);
+  if (!out.ok() && (out.status().code() == absl::StatusCode::kOutOfRange ||
+                    out.status().code() == absl::StatusCode::kInvalidArgument))
+    return out.status();
   if (!out.ok() || out->size() != 1 || (*out)[0].type() != type.tensor()) return std::nullopt;
-  return std::move((*out)[0]);
+  return std::optional<Tensor>(std::move((*out)[0]));
 }
 
 }  // namespace saturn::tensor::onnx_io

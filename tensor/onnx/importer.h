@@ -290,8 +290,11 @@ class Importer {
   // The value of an IR operator of type `type` whose inputs are all weights
   // or constants, computed now (a Transpose or a Cast of a weight, a
   // product of constants); nullopt when it is not folded: an opaque node, a
-  // graph output, an output larger than its inputs, or a kernel error.
-  std::optional<Tensor> fold_weights_only(Op op, const Attributes& attributes,
+  // graph output, an output larger than its inputs, or a value the
+  // interpreter does not compute. An error when the node cannot be computed
+  // on these values (a Gather index past its axis): the runtime would fail
+  // on it too, and the node is kept as the file has it.
+  absl::StatusOr<std::optional<Tensor>> fold_weights_only(Op op, const Attributes& attributes,
                                           const std::vector<int>& inputs, const ValueType& type,
                                           const std::string& output) const;
   std::optional<Mapped> map_einsum(KnownNode& node);

@@ -13,6 +13,8 @@
 
 namespace saturn::tensor::onnx_io::shape_eval {
 
+using Ints = std::vector<std::int64_t>;
+
 // A small value computed with: its element type, dimensions and elements
 // (a double holds every integer a shape needs exactly).
 struct Num {
