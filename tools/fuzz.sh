@@ -14,7 +14,7 @@ harnesses=("$@")
   harnesses=(onnx_model json_model rules serialized_egraph measured_table env_protocol kernels)
 
 declare -A extra_seeds=(
-  [onnx_model]="tensor/fixtures"
+  [onnx_model]="tensor/fixtures tests/data/exports"
   [rules]="rules/tensor tests/data/bad_rules"
 )
 scratch=$(mktemp -d)

@@ -78,9 +78,7 @@ bool moves_data(Op op) {
 absl::StatusOr<std::vector<Tensor>> move_data(Op op, const Attributes& a, std::span<const Tensor> in,
                                               const ValueType& type) {
   for (const Tensor& t : in) {
-    if (t.dtype() == DType::kString || dtype_bytes(t.dtype()) == 0)
-      return absl::UnimplementedError(
-          fmt::format("{} of {} is not computed", op_name(op), to_string(t.type())));
+    if (absl::Status s = kernels::movable(op, t); !s.ok()) return s;
   }
   auto one = [](Tensor t) { return std::vector<Tensor>{std::move(t)}; };
   switch (op) {
@@ -212,10 +210,13 @@ absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& a,
   absl::StatusOr<ValueType> type = infer_type(op, a, types);
   if (!type.ok()) return type.status();
   for (const TensorType& part : type->parts) {
-    if (part.is_static() && part.num_bytes() > kMaxEvaluatedBytes)
+    std::int64_t bytes = part.num_bytes();
+    const bool over = is_value_op(op) ? __builtin_mul_overflow(part.num_elements(), kValueOpElementBytes, &bytes)
+                                      : false;
+    if (part.is_static() && (over || bytes > kMaxEvaluatedBytes))
       return absl::ResourceExhaustedError(fmt::format(
-          "{} would compute {} ({} bytes; the interpreter computes at most {})", op_name(op),
-          to_string(part), part.num_bytes(), kMaxEvaluatedBytes));
+          "{} would compute {} (over the {} bytes the interpreter computes)", op_name(op),
+          to_string(part), kMaxEvaluatedBytes));
   }
   absl::StatusOr<std::vector<Tensor>> out = dispatch(op, a, in, *type);
   if (!out.ok()) return out;

@@ -20,8 +20,11 @@
 namespace saturn::tensor {
 
 // The most bytes one computed value may hold (4 GiB): a larger one is an
-// error, not an allocation the machine cannot make.
+// error, not an allocation the machine cannot make. The value operators
+// (and the opaque ones on sizes) compute each element in 16 bytes, whatever
+// its type, and count so.
 inline constexpr std::int64_t kMaxEvaluatedBytes = std::int64_t{1} << 32;
+inline constexpr std::int64_t kValueOpElementBytes = 16;
 
 // Attributes must be normalized. The inputs are typed first (infer_type): a
 // value they do not type-check for, an index outside its axis or a result

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "saturn/egraph/attributes.h"
 #include "saturn/tensor/infer.h"
@@ -102,7 +103,8 @@ Tensor rotary_embedding(const Attributes& attrs, std::span<const Tensor> in);
 Tensor group_query_attention(const Attributes& attrs, std::span<const Tensor> in);
 
 // Data movement and the rewrites of convolution kernels (kernels_shape.cc),
-// on any element type but string.
+// on any element type but string: `movable` says which.
+absl::Status movable(Op op, const Tensor& x);
 Tensor transpose(const Attributes& attrs, const Tensor& x);
 Tensor slice(const Attributes& attrs, const Tensor& x);
 Tensor concat(const Attributes& attrs, std::span<const Tensor> in);

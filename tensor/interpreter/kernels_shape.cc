@@ -84,6 +84,12 @@ Tensor embed(const Tensor& x, const Dims& out_dims, const Ints& begin, const Ten
 
 }  // namespace
 
+absl::Status movable(Op op, const Tensor& x) {
+  if (x.dtype() != DType::kString && dtype_bytes(x.dtype()) > 0) return absl::OkStatus();
+  return absl::UnimplementedError(
+      fmt::format("{} of {} is not computed", op_name(op), to_string(x.type())));
+}
+
 Tensor transpose(const Attributes& attrs, const Tensor& x) {
   Ints perm = *attrs.get_ints("perm");
   std::size_t r = x.dims().size();

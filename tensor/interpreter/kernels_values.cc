@@ -197,15 +197,13 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
 
 namespace {
 
-// The elements a tensor of `dtype` may have to stay within what the
-// interpreter computes (kMaxEvaluatedBytes).
-std::int64_t max_elements(DType dtype) {
-  return kMaxEvaluatedBytes / static_cast<std::int64_t>(std::max<std::size_t>(1, dtype_bytes(dtype)));
-}
+// The elements a computed value may have: each is a Number while computed.
+constexpr std::int64_t kMaxElements = kMaxEvaluatedBytes / kValueOpElementBytes;
+static_assert(sizeof(Number) <= kValueOpElementBytes);
 
 // A shape given as a value (Expand's, ConstantOfShape's): its dimensions,
-// none negative, and at most max_elements(dtype) elements in all.
-absl::StatusOr<Dims> shape_value(const std::string& type, const Tensor& shape, DType dtype) {
+// none negative, and at most kMaxElements elements in all.
+absl::StatusOr<Dims> shape_value(const std::string& type, const Tensor& shape) {
   if (shape.dtype() != DType::kInt64 || shape.dims().size() != 1)
     return absl::InvalidArgumentError(
         fmt::format("{}'s shape must be a 1-D int64 tensor, is {}", type, to_string(shape.type())));
@@ -215,7 +213,7 @@ absl::StatusOr<Dims> shape_value(const std::string& type, const Tensor& shape, D
     if (d < 0)
       return absl::InvalidArgumentError(fmt::format("{}'s shape {} has a negative dimension", type,
                                                     to_string(dims)));
-    if (d > 0 && total > max_elements(dtype) / d)
+    if (d > 0 && total > kMaxElements / d)
       return absl::ResourceExhaustedError(
           fmt::format("{}'s shape {} holds more than the interpreter computes ({} bytes)", type,
                       to_string(dims), kMaxEvaluatedBytes));
@@ -233,7 +231,7 @@ absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
   const Number start = numbers(in[0])[0], limit = numbers(in[1])[0], delta = numbers(in[2])[0];
   if (delta == 0) return absl::InvalidArgumentError("Range's delta is 0");
   const Number steps = std::max<Number>(0, std::ceil((limit - start) / delta));
-  if (!std::isfinite(steps) || steps > static_cast<Number>(max_elements(in[0].dtype())))
+  if (!std::isfinite(steps) || steps > static_cast<Number>(kMaxElements))
     return absl::ResourceExhaustedError(fmt::format(
         "Range from {} to {} by {} has more elements than the interpreter computes",
         static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta)));
@@ -247,11 +245,11 @@ absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
 absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
   if (in.size() != 2 || !is_plain_number(in[0].dtype()))
     return absl::InvalidArgumentError("Expand takes a tensor of numbers and a shape");
-  absl::StatusOr<Dims> shape = shape_value("Expand", in[1], in[0].dtype());
+  absl::StatusOr<Dims> shape = shape_value("Expand", in[1]);
   if (!shape.ok()) return shape.status();
   std::optional<Dims> dims = broadcast_dims(in[0].dims(), *shape);
   if (!dims) return absl::InvalidArgumentError("Expand's shape does not broadcast with its input");
-  if (TensorType out{in[0].dtype(), *dims}; out.num_bytes() > kMaxEvaluatedBytes)
+  if (TensorType out{in[0].dtype(), *dims}; out.num_elements() > kMaxElements)
     return absl::ResourceExhaustedError(fmt::format(
         "Expand to {} holds more than the interpreter computes", to_string(out)));
   return broadcast_map(in.first(1), TensorType{in[0].dtype(), *dims},
@@ -306,6 +304,7 @@ absl::StatusOr<Tensor> slice_op(const Attributes& a, std::span<const Tensor> in)
   const ValueType x = ValueType::of(args[0]->type());
   if (absl::StatusOr<ValueType> t = infer_type(Op::kSlice, *attrs, std::span(&x, 1)); !t.ok())
     return t.status();
+  if (absl::Status s = movable(Op::kSlice, *args[0]); !s.ok()) return s;
   return slice(*attrs, *args[0]);
 }
 
@@ -319,7 +318,7 @@ absl::StatusOr<Tensor> constant_of_shape(const Attributes& a, std::span<const Te
   const DType dtype = (*out)[0].dtype;
   if (!is_plain_number(dtype))
     return absl::UnimplementedError("ConstantOfShape of this element type is not computed");
-  absl::StatusOr<Dims> dims = shape_value("ConstantOfShape", in[0], dtype);
+  absl::StatusOr<Dims> dims = shape_value("ConstantOfShape", in[0]);
   if (!dims.ok()) return dims.status();
   return filled(TensorType{dtype, *std::move(dims)}, *fill);
 }

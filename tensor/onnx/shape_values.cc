@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 
@@ -32,7 +33,47 @@ std::optional<Dims> static_dims(const onnx::TypeProto& type) {
   return dims;
 }
 
+// libonnx 1.12's data propagation reads a Shape's input type, and the
+// dimension a Gather of it picks, without checking that there is one: where
+// the inference of the node before failed (a model that holds at some
+// sizes only, read at others, as the self-check reads every model; found by
+// the fuzzer), it stops the process. Each version's propagation of the two
+// is wrapped, once, to propagate nothing there, as for a value it does not
+// know.
+void guard_data_propagation() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto wrap = [](const std::string& op, auto propagates) {
+      std::set<const onnx::OpSchema*> seen;
+      constexpr int kNewestOpset = 64;  // past any opset libonnx knows
+      for (int version = 1; version <= kNewestOpset; ++version) {
+        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
+        if (schema == nullptr || !schema->has_data_propagation_function() || !seen.insert(schema).second)
+          continue;
+        onnx::DataPropagationFunction propagate = schema->GetDataPropagationFunction();
+        const_cast<onnx::OpSchema*>(schema)->PartialDataPropagationFunction(
+            [propagate, propagates](onnx::DataPropagationContext& ctx) {
+              if (propagates(ctx)) propagate(ctx);
+            });
+      }
+    };
+    wrap("Shape", [](onnx::DataPropagationContext& ctx) {
+      const onnx::TypeProto* in = ctx.getInputType(0);
+      return in != nullptr && in->has_tensor_type() && in->tensor_type().has_shape();
+    });
+    wrap("Gather", [](onnx::DataPropagationContext& ctx) {
+      const onnx::TensorShapeProto* data = ctx.getInputData(0);
+      const onnx::TensorShapeProto* indices = ctx.getInputData(1);
+      if (data == nullptr || indices == nullptr) return false;
+      return std::ranges::all_of(indices->dim(), [&](const onnx::TensorShapeProto::Dimension& d) {
+        return !d.has_dim_value() || (d.dim_value() >= -data->dim_size() && d.dim_value() < data->dim_size());
+      });
+    });
+  });
+}
+
 void infer_shapes(onnx::ModelProto& model, bool data_prop) {
+  if (data_prop) guard_data_propagation();
   onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/0, data_prop);
   onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
 }

@@ -85,9 +85,13 @@ Tensor draw_tensor(Draw& d) {
     }
     case DType::kString:
       return Tensor(type, std::vector<std::string>(n, "s"));
-    default: {
+    default: {  // little-endian bytes of drawn integers (floats: their bits)
+      const std::size_t size = dtype_bytes(type.dtype);
       std::vector<std::byte> v(static_cast<std::size_t>(type.num_bytes()));
-      for (std::byte& x : v) x = static_cast<std::byte>(d.byte());
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t x = d.integer();
+        std::memcpy(v.data() + i * size, &x, std::min(size, sizeof x));
+      }
       return Tensor(type, std::move(v));
     }
   }
