@@ -186,16 +186,23 @@ struct Temporary {
 
 using file_detail::Temporary;
 
-absl::Status write_text_file(const std::string& path, std::string_view text) {
+absl::Status write_file_with(const std::string& path, const std::function<bool(int fd)>& write) {
   absl::StatusOr<Temporary> file = Temporary::open(path);
   if (!file.ok()) return file.status();
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = write(file->fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return file->failed("write");
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write(file->fd)) return file->failed("write");
   return file->finish();
+}
+
+absl::Status write_text_file(const std::string& path, std::string_view text) {
+  return write_file_with(path, [text](int fd) {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  });
 }
 
 // The sources, open, and their temporaries; `next` is the first file not

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,10 @@ class MappedFile {
 // name in the same folder, then renamed, so that the file is either the old
 // one or the whole new one, whatever happens to saturn meanwhile.
 absl::Status write_text_file(const std::string& path, std::string_view text);
+// Replaces `path` atomically as write_text_file does, with what `write`
+// writes to the open file descriptor it is given (false: it failed, errno
+// says why): a large file written as it is made, never held whole.
+absl::Status write_file_with(const std::string& path, const std::function<bool(int fd)>& write);
 // Copies `from` to `to`, replaced atomically as write_text_file does.
 absl::Status copy_file(const std::string& from, const std::string& to);
 

@@ -156,6 +156,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     result->rule_check = (*prepared)->rule_check;
     result->times.rules = preparing;
     result->times.total = total.seconds();
+    result->peak_memory = peak_memory();
   }
   return result;
 }

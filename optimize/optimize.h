@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "saturn/base/memory.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
 #include "saturn/mcts/search.h"
@@ -245,6 +246,9 @@ struct OptimizeResult {
   std::optional<Measurement> measured;
   SearchStats stats;  // summed over the regions searched (peaks: the largest)
   PhaseTimes times;
+  // The memory high-water marks when the result was made: saturn's whole
+  // process, and onnxruntime's harness (a child process) where it ran.
+  PeakMemory peak_memory;
   // The regions the graph was cut into (1: searched whole), and one summary
   // per structure, in the order of each structure's first region.
   std::size_t regions = 1;

@@ -194,6 +194,9 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
             {"check", r.times.check},
             {"measure", r.times.measure},
             {"total", r.times.total}}},
+          {"peak_memory_mb",
+           {{"saturn", r.peak_memory.process_bytes / 1e6},
+            {"onnxruntime_harness", r.peak_memory.children_bytes / 1e6}}},
           {"predicted_speedup", r.predicted_speedup()},
           {"measured", measurement_json(r.measured)}};
 }

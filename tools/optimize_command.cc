@@ -125,6 +125,10 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
       "onnxruntime {:.2f} s, total {:.2f} s\n",
       r.times.rules, r.times.search, r.times.extract, r.times.check, r.times.measure,
       r.times.total);
+  fmt::print("  peak memory: saturn {:.0f} MB{}\n", r.peak_memory.process_bytes / 1e6,
+             r.peak_memory.children_bytes > 0
+                 ? fmt::format(", onnxruntime's harness {:.0f} MB", r.peak_memory.children_bytes / 1e6)
+                 : "");
   fmt::print("  self-check: {}\n", r.self_check);
   const bool timed = r.measured && r.measured->timed;
   if (r.measured)

@@ -42,4 +42,13 @@ cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
 step "the fuzz build"
 bash tools/fuzz.sh "${SATURN_FUZZ_SECONDS:-20}"
 step "fuzzing"
+
+# The whole pipeline under ASan + UBSan: the command line of the fuzz build
+# (every library already instrumented there) optimizes exports of every kind
+# with its defaults (tests/cli/optimize_exports.sh).
+cmake --build build-fuzz -j "$(nproc)" --target saturn
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 SATURN=build-fuzz/tools/saturn \
+  bash tests/cli/optimize_exports.sh >build-fuzz/optimize_exports.log 2>&1 ||
+  { tail -n 80 build-fuzz/optimize_exports.log >&2; exit 1; }
+step "the sanitized pipeline"
 echo "saturn: all tests passed"

@@ -367,9 +367,8 @@ absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
   if (absl::Status s = onnx_io::check_exported(*model, dir); !s.ok())
     return with_context(s, path);
   onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
-  std::string bytes;
-  model->SerializeToString(&bytes);
-  return write_text_file(path, bytes);
+  // Written as it is serialized: the model's bytes are not held a second time.
+  return write_file_with(path, [&](int fd) { return model->SerializeToFileDescriptor(fd); });
 }
 
 }  // namespace saturn::tensor
