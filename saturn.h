@@ -16,11 +16,11 @@
 
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
-#include "saturn/mcts/environment.h"
+#include "saturn/search/environment.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/optimize/options.h"
 #include "saturn/optimize/report.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/interpreter/interpreter.h"

@@ -20,7 +20,7 @@
 #include "saturn/base/memory.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/extract/extractor.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "saturn/rules/tensor/rule_check.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/regions.h"

@@ -7,8 +7,8 @@
 
 #include "fmt/format.h"
 #include "saturn/costmodel/cost_model.h"
-#include "saturn/mcts/environment.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/environment.h"
+#include "saturn/search/search.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/infer.h"
 

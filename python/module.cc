@@ -272,7 +272,7 @@ class PyEnvironment {
   std::size_t num_actions() const { return env_->num_rules() + 1; }
   std::size_t stop_action() const { return env_->stop_action(); }
   // Applies `rules` to every match, `iterations` times or until nothing
-  // changes (a pass of the default order: mcts/search.h). The reward is the
+  // changes (a pass of the default order: search/search.h). The reward is the
   // pass's cost reduction over the input's cost.
   py::tuple step_rules(const std::vector<std::size_t>& rules, std::size_t iterations) {
     for (std::size_t r : rules)

@@ -14,7 +14,7 @@
 // The loop itself (iteration and time limits, the fixpoint test, the stop
 // reason) is Runner::drive, and what one iteration does is a Saturation:
 // run() drives one that searches and applies a RuleSet; a search
-// environment drives its own (mcts/search.h: saturate()), which keeps its
+// environment drives its own (search/search.h: saturate()), which keeps its
 // match cache and cycle filter. Every saturation in saturn is this loop.
 #pragma once
 

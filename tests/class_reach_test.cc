@@ -1,4 +1,4 @@
-// ClassReach (mcts/class_reach.h): which e-classes reach which, as cycle
+// ClassReach (search/class_reach.h): which e-classes reach which, as cycle
 // filtering asks it, with bitsets and with its bounded searches.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "saturn/egraph/egraph.h"
-#include "saturn/mcts/class_reach.h"
+#include "saturn/search/class_reach.h"
 
 namespace saturn {
 namespace {

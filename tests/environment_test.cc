@@ -10,9 +10,9 @@
 #include <string>
 
 #include "saturn/costmodel/cost_model.h"
-#include "saturn/mcts/environment.h"
-#include "saturn/mcts/protocol.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/environment.h"
+#include "saturn/search/protocol.h"
+#include "saturn/search/search.h"
 #include "nlohmann/json.hpp"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/zoo/zoo.h"

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "saturn/base/file.h"
 #include "saturn/costmodel/cost_model.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/builder.h"

@@ -15,7 +15,7 @@
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "saturn/optimize/optimize.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"

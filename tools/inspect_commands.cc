@@ -14,7 +14,7 @@
 #include "saturn/base/stopwatch.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "saturn/mcts/protocol.h"
+#include "saturn/search/protocol.h"
 #include "saturn/rules/parser.h"
 #include "saturn/rules/tensor/tensor_rules.h"
 #include "saturn/tensor/infer.h"

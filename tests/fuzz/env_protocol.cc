@@ -3,7 +3,7 @@
 // session goes on.
 #include <sstream>
 
-#include "saturn/mcts/protocol.h"
+#include "saturn/search/protocol.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tests/fuzz/harness.h"
 

@@ -27,7 +27,7 @@
 #include <optional>
 #include <random>
 
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 

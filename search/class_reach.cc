@@ -1,4 +1,4 @@
-#include "saturn/mcts/class_reach.h"
+#include "saturn/search/class_reach.h"
 
 #include <algorithm>
 

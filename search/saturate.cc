@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 #include "saturn/rules/runner.h"
 
 #include "fmt/format.h"

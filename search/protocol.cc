@@ -1,4 +1,4 @@
-#include "saturn/mcts/protocol.h"
+#include "saturn/search/protocol.h"
 
 #include <istream>
 #include <memory>
@@ -6,7 +6,7 @@
 
 #include "saturn/base/status.h"
 #include "fmt/format.h"
-#include "saturn/mcts/environment.h"
+#include "saturn/search/environment.h"
 #include "nlohmann/json.hpp"
 #include "saturn/rules/tensor/rule_check.h"
 #include "saturn/rules/tensor/tensor_rules.h"

@@ -1,4 +1,4 @@
-#include "saturn/mcts/environment.h"
+#include "saturn/search/environment.h"
 
 #include <algorithm>
 #include <cmath>

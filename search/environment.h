@@ -33,7 +33,7 @@
 #include "saturn/egraph/egraph.h"
 #include "saturn/base/stopwatch.h"
 #include "saturn/extract/extractor.h"
-#include "saturn/mcts/class_reach.h"
+#include "saturn/search/class_reach.h"
 #include "saturn/rules/rewrite.h"
 #include "saturn/rules/rule.h"
 #include "saturn/rules/stop_reason.h"

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "saturn/mcts/environment.h"
+#include "saturn/search/environment.h"
 
 namespace saturn {
 

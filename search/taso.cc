@@ -14,7 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "saturn/base/stopwatch.h"
-#include "saturn/mcts/search.h"
+#include "saturn/search/search.h"
 
 namespace saturn {
 
