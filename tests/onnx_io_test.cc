@@ -372,6 +372,35 @@ TEST(OnnxImport, InitializerNamedLikeAnInputIsItsDefault) {
   expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "differ in dimension 0: (3) vs (2)");
 }
 
+// A Dropout exported with its mask (torchvision's classifiers): at inference
+// the identity, its mask all true. A mask nothing reads is left out; one
+// that is read keeps the node as the file has it.
+TEST(OnnxImport, ADropoutsUnreadMaskIsLeftOut) {
+  onnx::ModelProto m = relu_model();
+  onnx::NodeProto* dropout = m.mutable_graph()->mutable_node(0);
+  dropout->set_op_type("Dropout");
+  dropout->add_output("mask");
+  absl::StatusOr<Graph> g = parse_onnx_model(bytes_of(m), "dropout.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->opaque_reasons.empty());
+  const Inputs in = random_inputs(*g, 1);
+  absl::StatusOr<std::vector<Tensor>> out = evaluate(*g, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(max_error_ratio((*out)[0], in.at("x"), 0, 0), 0);
+  absl::StatusOr<std::string> bytes = to_onnx_model(*g);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+
+  onnx::ValueInfoProto* mask = m.mutable_graph()->add_output();
+  *mask = m.graph().output(0);
+  mask->set_name("mask");
+  mask->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  g = parse_onnx_model(bytes_of(m), "dropout.onnx");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->opaque_reasons.size(), 1u);
+  EXPECT_NE(g->opaque_reasons.begin()->second.find("2 outputs"), std::string::npos)
+      << g->opaque_reasons.begin()->second;
+}
+
 TEST(OnnxErrors, UnknownOperatorIsKeptOpaqueNotDropped) {
   onnx::ModelProto m = relu_model();
   m.mutable_graph()->mutable_node(0)->set_op_type("Softsign");  // not in the IR

@@ -62,7 +62,11 @@ std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
     why_opaque_ = std::move(why);
     return std::nullopt;
   };
-  if (n.output_size() != 1 && n.op_type() != "Split" &&
+  // A Dropout's mask that nothing reads is left out (at inference it is all
+  // true); one that is read keeps the node as it is.
+  const bool unread_mask = n.op_type() == "Dropout" && n.output_size() == 2 &&
+                           (n.output(1).empty() || !read_names_.contains(n.output(1)));
+  if (n.output_size() != 1 && n.op_type() != "Split" && !unread_mask &&
       n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization")
     return refuse(fmt::format("{} outputs, where the IR operator has one", n.output_size()));
   if (in.empty() || in[0] < 0) return refuse("its first input is absent");
@@ -511,7 +515,7 @@ std::optional<Mapped> Importer::map_dropout(KnownNode& node) {
   }
   node.attrs.f("ratio");
   node.attrs.i("seed");
-  return Mapped{Op::kDropout, {}, node.first(1)};
+  return Mapped{Op::kDropout, {}, node.first(1), {0}};  // the mask, if any, unread
 }
 
 void Importer::set_probe_shapes(const onnx::NodeProto& n, std::span<const TensorType> outputs,

@@ -76,6 +76,19 @@ absl::StatusOr<Symbols> resolve_input_dims(onnx::ModelProto& model,
 
 namespace {
 
+// Adds every value the nodes of `g` (and of its subgraphs) read, and its
+// outputs, to `reads`.
+void collect_reads(const onnx::GraphProto& g, std::set<std::string>& reads) {
+  for (const onnx::NodeProto& n : g.node()) {
+    reads.insert(n.input().begin(), n.input().end());
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) collect_reads(a.g(), reads);
+      for (const onnx::GraphProto& sub : a.graphs()) collect_reads(sub, reads);
+    }
+  }
+  for (const onnx::ValueInfoProto& o : g.output()) reads.insert(o.name());
+}
+
 // The window attributes of convolutions and pools, checked before ONNX's
 // own shape inference runs: it divides by strides and groups without
 // checking them (a stride of 0 stops the process with SIGFPE).
@@ -182,6 +195,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   }
   if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
     return error("{}", message(st));
+  collect_reads(model.graph(), read_names_);
   // ONNX's shape inference, helped by the values of the shape arithmetic.
   // It types a subgraph's values in place, at the given sizes; a model with
   // symbolic sizes keeps its subgraphs as the file declares them (by its

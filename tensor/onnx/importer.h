@@ -324,6 +324,9 @@ class Importer {
   // values at the given sizes are graph_.size_values).
   ShapeValues probe_values_;
   std::set<std::string> output_names_;  // the graph's outputs
+  // Every value a node reads (in the graph or a subgraph of it) or the graph
+  // outputs: an ONNX output outside it is never read.
+  std::set<std::string> read_names_;
   // The nodes the opset lowering expanded (Gelu), by their output's name.
   ExpandedNodes expanded_;
   // The large external initializers, reading their mapped files in place.
