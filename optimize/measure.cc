@@ -16,7 +16,8 @@ namespace saturn {
 namespace {
 
 // The two ONNX files onnxruntime times, as the user runs them: the input
-// file (made self-contained, its symbolic dimensions kept) and the
+// file (itself where it is self-contained, else a self-contained copy, its
+// symbolic dimensions kept) and the
 // candidate as it is written, both fed inputs at the sizes the search used.
 // Timed with the dimensions fixed instead, onnxruntime folds the shape
 // arithmetic a symbolic model computes at run time, and a candidate that
@@ -26,11 +27,16 @@ absl::StatusOr<ort::Decision> time_candidate(const tensor::Graph& input,
                                              const tensor::Graph& candidate,
                                              const ort::TempDir& dir) {
   if (absl::Status s = dir.status(); !s.ok()) return s;
-  absl::StatusOr<std::string> bytes =
-      tensor::runtime_onnx_model(input.source, {}, tensor::InputSizes::kSymbolic);
-  if (!bytes.ok()) return bytes.status();
-  const std::string a = (dir.path() / "input.onnx").string();
-  if (absl::Status s = write_text_file(a, *bytes); !s.ok()) return s;
+  absl::StatusOr<bool> as_written = tensor::runs_as_written(input.source);
+  if (!as_written.ok()) return as_written.status();
+  std::string a = input.source;
+  if (!*as_written) {
+    absl::StatusOr<std::string> bytes =
+        tensor::runtime_onnx_model(input.source, {}, tensor::InputSizes::kSymbolic);
+    if (!bytes.ok()) return bytes.status();
+    a = (dir.path() / "input.onnx").string();
+    if (absl::Status s = write_text_file(a, *bytes); !s.ok()) return s;
+  }
   const std::string b = (dir.path() / "candidate.onnx").string();
   if (absl::Status s = tensor::save_onnx_model(candidate, b); !s.ok()) return s;
   return ort::decide_faster(a, b, input.symbols.sizes);

@@ -6,6 +6,7 @@
 #include "saturn/costmodel/cost_model.h"
 #include "fmt/format.h"
 #include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/ort/runtime.h"
 #include "saturn/tensor/onnx/onnx.h"
 
 namespace saturn {
@@ -86,11 +87,20 @@ OtherSizesCheck::OtherSizesCheck(const tensor::Graph& input) : input_(input) {
 
 std::string OtherSizesCheck::fails(const tensor::Graph& output,
                                    std::span<const RuleApplication> rules_applied) {
-  absl::StatusOr<std::string> bytes = tensor::to_onnx_model(output);
-  if (!bytes.ok()) return std::string(message(bytes.status()));
-  absl::StatusOr<tensor::Graph> resized_output =
-      tensor::parse_onnx_model(*bytes, "the optimized model", other_);
-  if (!resized_output.ok()) return std::string(message(resized_output.status()));
+  // Written to a file and read back mapped, its weights read in place: in
+  // memory the model would be held twice more (its bytes and their parse).
+  const ort::TempDir dir;
+  if (absl::Status s = dir.status(); !s.ok()) return std::string(message(s));
+  const std::string file = (dir.path() / "optimized.onnx").string();
+  auto named = [&](const absl::Status& s) {  // the file is ours, not the user's
+    std::string why(message(s));
+    for (std::size_t at; (at = why.find(file)) != std::string::npos;)
+      why.replace(at, file.size(), "the optimized model");
+    return why;
+  };
+  if (absl::Status s = tensor::save_onnx_model(output, file); !s.ok()) return named(s);
+  absl::StatusOr<tensor::Graph> resized_output = tensor::load_onnx_model(file, other_);
+  if (!resized_output.ok()) return named(resized_output.status());
   if (!resized_input_) {
     if (!input_.source.empty()) {
       resized_input_ = tensor::load_onnx_model(input_.source, other_);

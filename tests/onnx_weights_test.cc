@@ -73,6 +73,8 @@ TEST(OnnxExternalData, WeightsAreReadFromTheDataFile) {
 
   absl::StatusOr<Graph> g = load_onnx_model(path);
   ASSERT_TRUE(g.ok()) << g.status();
+  // onnxruntime is given a self-contained copy to time, not the file.
+  EXPECT_EQ(runs_as_written(path).value_or(true), false);
   ASSERT_TRUE(g->weights.contains("b"));
   ASSERT_TRUE(g->weights.at("b").data);
   const auto f = g->weights.at("b").data->floats();
@@ -251,6 +253,11 @@ TEST(OnnxWeightsInPlace, LargeInlineWeightsAreReadWhereTheyLieInTheFile) {
 
   const std::string path = (dir / "model.onnx").string();
   ASSERT_TRUE(write_text_file(path, file).ok());
+  // Self-contained: onnxruntime times the file itself, no copy is made; a
+  // model with seeded weights is not (its weights are made for the copy).
+  EXPECT_EQ(runs_as_written(path).value_or(false), true);
+  EXPECT_EQ(runs_as_written(std::string(SATURN_FIXTURES) + "/resnet50.onnx").value_or(true), false);
+  EXPECT_FALSE(runs_as_written((dir / "missing.onnx").string()).ok());
   absl::StatusOr<Graph> loaded = load_onnx_model(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const std::string written = (dir / "written.onnx").string();

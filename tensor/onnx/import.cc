@@ -555,6 +555,24 @@ absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
   return out;
 }
 
+absl::StatusOr<bool> runs_as_written(const std::string& path) {
+  absl::StatusOr<MappedFile> file = MappedFile::open(path);
+  if (!file.ok()) return file.status();
+  // Its weights are left in the file (not copied) to look at the rest.
+  const std::string location = std::filesystem::path(path).filename().string();
+  absl::StatusOr<onnx::ModelProto> model =
+      onnx_io::parse_leaving_weights(file->bytes(), location, /*min_bytes=*/1024);
+  if (!model.ok()) return not_onnx(path);
+  for (const auto& p : model->metadata_props())
+    if (p.key() == onnx_io::kSeededWeights) return false;
+  for (const onnx::TensorProto& t : model->graph().initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    for (const auto& e : t.external_data())
+      if (e.key() == "location" && e.value() != location) return false;
+  }
+  return true;
+}
+
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file) {
   onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))

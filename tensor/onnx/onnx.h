@@ -83,6 +83,10 @@ enum class InputSizes : std::uint8_t { kFixed, kSymbolic };
 absl::StatusOr<std::string> runtime_onnx_model(const std::string& path,
                                                const OnnxImportOptions& options = {},
                                                InputSizes sizes = InputSizes::kFixed);
+// Whether the file at `path` is already that model with kSymbolic (no
+// external data, no seeded weights): another runtime can read the file
+// itself, and no copy of it need be made (or held in memory).
+absl::StatusOr<bool> runs_as_written(const std::string& path);
 
 // Runs the ONNX checker on a serialized model.
 absl::Status check_onnx_model(std::string_view bytes, const std::string& file);
