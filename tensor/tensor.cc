@@ -148,6 +148,8 @@ std::span<const std::int64_t> Tensor::ints() const {
   return buffer_->i;
 }
 std::span<const std::byte> Tensor::data() const {
+  // Borrowed bytes are read as they lie: bytes need no alignment.
+  if (buffer_ && buffer_->owner) return buffer_->borrowed;
   switch (type_.dtype) {
     case DType::kFloat32: return std::as_bytes(floats());
     case DType::kInt64: return std::as_bytes(ints());

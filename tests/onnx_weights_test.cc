@@ -12,6 +12,7 @@
 #include "onnx/onnx_pb.h"
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
+#include "saturn/tensor/onnx/exporter.h"
 #include "saturn/tensor/onnx/importer.h"
 #include "saturn/tensor/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
@@ -264,7 +265,26 @@ TEST(OnnxWeightsInPlace, LargeInlineWeightsAreReadWhereTheyLieInTheFile) {
   ASSERT_TRUE(save_onnx_model(*loaded, written).ok());
   absl::StatusOr<Graph> reloaded = load_onnx_model(written);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
-  for (const Graph* graph : {&*loaded, &*reloaded}) {
+  // The file holds the model's serialization, byte for byte, though its
+  // weights went from the mapped input to the file without a proto between.
+  absl::StatusOr<std::string> serialized = to_onnx_model(*loaded);
+  ASSERT_TRUE(serialized.ok()) << serialized.status();
+  EXPECT_EQ(read_text_file(written).value_or(""), *serialized);
+  onnx_io::Exporter exporter(*loaded, /*defer_weights=*/true);
+  absl::StatusOr<onnx::ModelProto> deferred = exporter.run();
+  ASSERT_TRUE(deferred.ok()) << deferred.status();
+  EXPECT_EQ(exporter.deferred_weights().size(), 2u);
+  // Past protobuf's limit the same weights go to an external data file.
+  const fs::path external = dir / "external.onnx";
+  ASSERT_TRUE(onnx_io::write_external_data(*deferred, exporter.deferred_weights(),
+                                           external_data_file(external.string()))
+                  .ok());
+  ASSERT_TRUE(write_file_with(external.string(), [&](int fd) {
+                return onnx_io::write_model(*deferred, {}, fd);
+              }).ok());
+  absl::StatusOr<Graph> from_external = load_onnx_model(external.string());
+  ASSERT_TRUE(from_external.ok()) << from_external.status();
+  for (const Graph* graph : {&*loaded, &*reloaded, &*from_external}) {
     for (const auto& [name, want] : {std::pair{"b", &b}, {"c", &c}}) {
       const auto f = graph->weights.at(name).data->floats();
       EXPECT_EQ(std::vector<float>(f.begin(), f.end()), *want) << name;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -211,8 +212,30 @@ absl::Status Exporter::write_folded() {
   absl::StatusOr<std::vector<Tensor>> values = evaluate(cone, {});
   if (!values.ok()) return with_context(values.status(), "computing the weights");
   for (std::size_t k = 0; k < wanted.size(); ++k)
-    tensor_to_proto((*values)[k], names_[wanted[k]][0], out_->add_initializer());
+    add_initializer((*values)[k], names_[wanted[k]][0]);
   return absl::OkStatus();
+}
+
+void Exporter::add_initializer(const Tensor& value, const std::string& name,
+                               onnx::GraphProto* graph) {
+  if (graph == nullptr) graph = out_;
+  onnx::TensorProto* t = graph->add_initializer();
+  if (!defer_weights_ || graph != out_ || value.dtype() == DType::kString ||
+      value.data().size() < kLargeInitializerBytes) {
+    tensor_to_proto(value, name, t);
+    return;
+  }
+  t->set_name(name);
+  t->set_data_type(dtype_to_onnx(value.dtype()));
+  for (std::int64_t d : value.dims()) t->add_dims(d);
+  t->set_raw_data("");  // write_model writes the bytes
+  deferred_.insert_or_assign(name, value);
+}
+
+absl::StatusOr<Tensor> Exporter::initializer_value(int index) const {
+  const onnx::TensorProto& t = out_->initializer(index);
+  if (auto d = deferred_.find(t.name()); d != deferred_.end()) return d->second;
+  return tensor_from_proto(t);
 }
 
 absl::Status Exporter::value_type(int i, std::size_t p, onnx::TypeProto* type) const {
@@ -241,7 +264,7 @@ absl::Status Exporter::write_interface() {
     if (absl::Status s = name_interface_axes(v->name(), i, 0, v->mutable_type()); !s.ok())
       return s;
     if (auto d = g_.input_defaults.find(names_[i][0]); d != g_.input_defaults.end())
-      tensor_to_proto(*d->second, names_[i][0], out_->add_initializer());
+      add_initializer(*d->second, names_[i][0]);
   }
   std::set<std::string> outputs;
   for (const GraphOutput& o : g_.outputs) {
@@ -283,11 +306,8 @@ absl::Status Exporter::write_interface() {
 namespace {
 
 // A model passes protobuf's limit past 2 GiB; its initializers of at least
-// kExternalMinBytes then go to one external data file beside it, each at an
-// offset aligned to kExternalAlignment (as onnxruntime maps them).
+// kLargeInitializerBytes then go to one external data file beside it.
 constexpr std::size_t kMaxInlineBytes = INT_MAX;
-constexpr std::size_t kExternalMinBytes = 1024;
-constexpr std::size_t kExternalAlignment = 4096;
 
 absl::Status check_exported(const onnx::ModelProto& model, const std::string& dir) {
   try {
@@ -308,29 +328,6 @@ absl::Status check_exported(const onnx::ModelProto& model, const std::string& di
         fmt::format("the exported model fails the ONNX checker: {}", e.what()));
   }
   return absl::OkStatus();
-}
-
-// Moves the large initializers of `model` into `data`, to be written as
-// `location` beside the model file.
-void move_to_external_data(onnx::ModelProto& model, const std::string& location,
-                           std::string& data) {
-  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
-    if (!t.has_raw_data() || t.raw_data().size() < kExternalMinBytes) continue;
-    const std::size_t offset =
-        (data.size() + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
-    data.resize(offset);
-    data.append(t.raw_data());
-    auto entry = [&t](const char* key, std::string value) {
-      auto* e = t.add_external_data();
-      e->set_key(key);
-      e->set_value(std::move(value));
-    };
-    entry("location", location);
-    entry("offset", std::to_string(offset));
-    entry("length", std::to_string(t.raw_data().size()));
-    t.clear_raw_data();
-    t.set_data_location(onnx::TensorProto::EXTERNAL);
-  }
 }
 
 }  // namespace
@@ -354,21 +351,25 @@ absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
 }
 
 absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
-  absl::StatusOr<onnx::ModelProto> model = onnx_io::Exporter(graph).run();
+  // The weights go from the graph's tensors to the file (write_model), never
+  // copied into the proto.
+  onnx_io::Exporter exporter(graph, /*defer_weights=*/true);
+  absl::StatusOr<onnx::ModelProto> model = exporter.run();
   if (!model.ok()) return with_context(model.status(), path);
-  std::string data;
+  const std::map<std::string, Tensor>* weights = &exporter.deferred_weights();
+  const std::map<std::string, Tensor> none;
   std::string dir;
-  if (model->ByteSizeLong() > onnx_io::kMaxInlineBytes) {
+  if (onnx_io::written_size(*model, *weights) > onnx_io::kMaxInlineBytes) {
     const std::filesystem::path data_path = external_data_file(path);
-    onnx_io::move_to_external_data(*model, data_path.filename().string(), data);
+    if (absl::Status s = onnx_io::write_external_data(*model, *weights, data_path); !s.ok())
+      return s;
+    weights = &none;
     dir = data_path.parent_path().empty() ? "." : data_path.parent_path().string();
-    if (absl::Status s = write_text_file(data_path.string(), data); !s.ok()) return s;
   }
-  if (absl::Status s = onnx_io::check_exported(*model, dir); !s.ok())
+  if (absl::Status s = onnx_io::check_exported(onnx_io::checkable(*model, *weights), dir); !s.ok())
     return with_context(s, path);
   onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
-  // Written as it is serialized: the model's bytes are not held a second time.
-  return write_file_with(path, [&](int fd) { return model->SerializeToFileDescriptor(fd); });
+  return write_file_with(path, [&](int fd) { return onnx_io::write_model(*model, *weights, fd); });
 }
 
 }  // namespace saturn::tensor

@@ -55,7 +55,7 @@ Tensor int32_filled(Dims dims, std::int64_t value) {
 
 std::string Exporter::constant(const Tensor& value) {
   std::string name = fresh("saturn_const");
-  tensor_to_proto(value, name, out_->add_initializer());
+  add_initializer(value, name);
   return name;
 }
 

@@ -108,7 +108,7 @@ const Tensor* Exporter::shape_value(const std::string& name, bool probe) {
     if (shape_value_count(std::span<const std::int64_t>(t.dims().data(), t.dims().size())) >
         kMaxShapeValueElements)
       continue;
-    absl::StatusOr<Tensor> value = tensor_from_proto(t);
+    absl::StatusOr<Tensor> value = initializer_value(initializers_read_);
     if (!value.ok()) continue;
     base_values_[t.name()] = *value;
     probe_values_[t.name()] = *value;
@@ -162,10 +162,13 @@ absl::Status Exporter::probe_opaque(int i, int first_proto) {
     if (names_[x].empty() || probe_[x].is_tuple) continue;
     const std::string& name = names_[x][0];
     if (auto init = folded_initializers_.find(name);
-        folded_[x] && init != folded_initializers_.end())
-      *g->add_initializer() = out_->initializer(init->second);
-    else if (const Tensor* value = shape_value(name, true))
-      tensor_to_proto(*value, name, g->add_initializer());
+        folded_[x] && init != folded_initializers_.end()) {
+      absl::StatusOr<Tensor> folded = initializer_value(init->second);
+      if (!folded.ok()) return folded.status();
+      add_initializer(*folded, name, g);
+    } else if (const Tensor* value = shape_value(name, true)) {
+      add_initializer(*value, name, g);
+    }
     auto* v = g->add_input();
     v->set_name(name);
     if (absl::Status s = value_type(x, 0, v->mutable_type()); !s.ok()) return s;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,12 +43,45 @@ inline constexpr std::int64_t kDefaultOpset = 17;
 // know no opset past its own.
 void raise_to_opset(onnx::ModelProto& model, std::int64_t to);
 
+// Writes `model` to `fd` as its serialization would read, each initializer
+// named in `weights` with that tensor's bytes as its raw_data (the proto
+// holds it empty): the weights go from the graph's tensors (or the mapped
+// input file) to the file without another copy. False when writing fails.
+bool write_model(const onnx::ModelProto& model, const std::map<std::string, Tensor>& weights,
+                 int fd);
+// `model` as the ONNX checker can read it: each initializer named in
+// `weights` (its bytes not in the proto, which the checker refuses) a graph
+// input of its type instead.
+onnx::ModelProto checkable(const onnx::ModelProto& model,
+                           const std::map<std::string, Tensor>& weights);
+// The size of what write_model writes.
+std::size_t written_size(const onnx::ModelProto& model,
+                         const std::map<std::string, Tensor>& weights);
+// Writes the initializers of at least kLargeInitializerBytes (from
+// `weights` where deferred, else from the proto) to `data_path`, each at an
+// aligned offset, and makes them external data of `model` there.
+absl::Status write_external_data(onnx::ModelProto& model,
+                                 const std::map<std::string, Tensor>& weights,
+                                 const std::filesystem::path& data_path);
+
+// Initializers of at least this many bytes are what a file writer takes
+// from their tensors instead of the proto (Exporter::deferred_weights), and
+// what goes to an external data file past protobuf's limit.
+inline constexpr std::size_t kLargeInitializerBytes = 1024;
+
 class Exporter {
  public:
-  explicit Exporter(const Graph& graph) : g_(graph) {}
+  // With `defer_weights`, the large initializers are written without their
+  // bytes (an empty raw_data) and deferred_weights() holds their tensors,
+  // for write_model to stream into the file: the weights are not copied
+  // into the proto.
+  explicit Exporter(const Graph& graph, bool defer_weights = false)
+      : g_(graph), defer_weights_(defer_weights) {}
 
   // The model, not yet checked (see check_exported).
   absl::StatusOr<onnx::ModelProto> run();
+  // The initializers run() left without their bytes, by name.
+  const std::map<std::string, Tensor>& deferred_weights() const { return deferred_; }
 
  private:
   const TensorType& type(int node) const { return types_[node].parts[0]; }
@@ -103,6 +137,14 @@ class Exporter {
   // A graph input's or output's axes as the model named them.
   absl::Status name_interface_axes(const std::string& name, int i, std::size_t p,
                                    onnx::TypeProto* type) const;
+
+  // Writes `value` as initializer `name` of `graph` (out_ when null), its
+  // bytes deferred when the exporter defers weights and `graph` is out_.
+  void add_initializer(const Tensor& value, const std::string& name,
+                       onnx::GraphProto* graph = nullptr);
+  // Initializer `index` of out_ as a tensor, its bytes read where they are
+  // (deferred or in the proto).
+  absl::StatusOr<Tensor> initializer_value(int index) const;
 
   // The operators (export_ops.cc).
 
@@ -172,6 +214,8 @@ class Exporter {
   absl::Status emit_opaque(int i, std::vector<std::string> in);
 
   const Graph& g_;
+  const bool defer_weights_;
+  std::map<std::string, Tensor> deferred_;
   std::vector<ValueType> types_;
   std::int64_t opset_ = kDefaultOpset;
   onnx::ModelProto model_;

@@ -195,19 +195,12 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, TensorProto*
   proto->set_name(name);
   proto->set_data_type(dtype_to_onnx(tensor.dtype()));
   for (std::int64_t d : tensor.dims()) proto->add_dims(d);
-  switch (tensor.dtype()) {
-    case DType::kFloat32:
-      proto->set_raw_data(tensor.floats().data(), tensor.floats().size_bytes());
-      break;
-    case DType::kInt64:
-      proto->set_raw_data(tensor.ints().data(), tensor.ints().size_bytes());
-      break;
-    case DType::kString:
-      for (const std::string& s : tensor.strings()) proto->add_string_data(s);
-      break;
-    default:
-      proto->set_raw_data(tensor.bytes().data(), tensor.bytes().size());
+  if (tensor.dtype() == DType::kString) {
+    for (const std::string& s : tensor.strings()) proto->add_string_data(s);
+    return;
   }
+  const std::span<const std::byte> bytes = tensor.data();
+  proto->set_raw_data(bytes.data(), bytes.size());
 }
 
 std::string serialize_base64(const google::protobuf::MessageLite& message) {
