@@ -85,18 +85,19 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   m.rounds = d->rounds;
   m.runtime = fmt::format("onnxruntime {}, {} thread", d->json.value("onnxruntime", "?"),
                           d->json.value("threads", 1));
+  m.clock = d->clock;
   if (!d->outputs_match) {
     m.note = "its outputs differ from the input's in onnxruntime (or the ONNX checker fails it): "
              "the input was kept";
     take_input(input, result);
   } else if (!d->faster) {
     m.note = fmt::format(
-        "predicted {:.3f}x, not measurably faster ({:.3f}x, sessions [{:.3f}, {:.3f}], needed "
+        "predicted {:.3f}x, not measurably faster ({:.3f}x, phases [{:.3f}, {:.3f}], needed "
         "above {:.3f}): the input was kept",
         predicted, m.speedup, m.speedup_low, m.speedup_high, m.threshold);
     take_input(input, result);
   } else {
-    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, sessions [{:.3f}, "
+    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, phases [{:.3f}, "
                          "{:.3f}]): taken",
                          predicted, m.speedup, m.speedup_low, m.speedup_high);
   }

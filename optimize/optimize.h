@@ -183,13 +183,15 @@ struct Measurement {
   bool timed = false;  // the figures below are set
   bool outputs_match = false;
   bool faster = false;  // measurably faster: the candidate was taken
-  // The input's time over the candidate's: the median over rounds and
-  // session pairs, and the least and most session pair's median.
+  // The input's time over the candidate's: the median over the rounds of
+  // both phases, and the lesser and greater phase's median (each phase
+  // times a session of each model; ort::Decision).
   double speedup = 0, speedup_low = 0, speedup_high = 0;
-  double noise = 0;      // how far two sessions of one model differed (a fraction)
+  double noise = 0;      // how far the two phases' speedups differed (a fraction)
   double threshold = 0;  // what speedup_low had to beat
   int rounds = 0;
   std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"
+  std::string clock;    // what timed a run: "thread CPU time" or "wall clock"
 };
 
 struct OptimizeResult {

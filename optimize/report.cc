@@ -51,6 +51,7 @@ json measurement_json(const std::optional<Measurement>& m) {
   json out = {{"note", m->note}, {"timed", m->timed}};
   if (!m->timed) return out;
   out.update({{"runtime", m->runtime},
+              {"clock", m->clock},
               {"outputs_match", m->outputs_match},
               {"faster", m->faster},
               {"speedup", m->speedup},

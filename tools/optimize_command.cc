@@ -133,8 +133,8 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   const bool timed = r.measured && r.measured->timed;
   if (r.measured)
     fmt::print("  onnxruntime: {}{}\n", r.measured->note,
-               timed ? fmt::format(" ({} rounds, {}, sessions of one model {:.1f}% apart)",
-                                   r.measured->rounds, r.measured->runtime,
+               timed ? fmt::format(" ({} rounds, {}, timed by {}, the two phases {:.1f}% apart)",
+                                   r.measured->rounds, r.measured->runtime, r.measured->clock,
                                    100 * r.measured->noise)
                      : "");
   if (!r.regions_kept_for_sizes.empty())

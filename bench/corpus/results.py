@@ -33,6 +33,33 @@ def summarize(rows):
     return out
 
 
+def memory_bound_mb(r):
+    """What saturn may hold with its defaults (issue 69): twice the model
+    file plus 300 MB, for saturn's process and for onnxruntime's harness
+    (each its own process)."""
+    return 2 * r["file_mb"] + 300
+
+
+def memory_summary(rows):
+    """Peak memory against the bound, per process."""
+    done = [r for r in rows if r.get("file_mb") is not None]
+    if not done:
+        return "No memory figures (rows made before run.py recorded the file size)."
+    over = [f"{r['model']} ({r['peak_rss_mb']:.0f} / {r.get('harness_peak_mb') or 0:.0f} MB of "
+            f"{memory_bound_mb(r):.0f})" for r in done
+            if max(r["peak_rss_mb"], r.get("harness_peak_mb") or 0) > memory_bound_mb(r)]
+    heaviest = max(done, key=lambda r: r["peak_rss_mb"] / memory_bound_mb(r))
+    timed = [r for r in done if r.get("harness_peak_mb")]
+    return (f"Peak memory with the defaults against twice the model file plus 300 MB, for "
+            f"saturn's process and for onnxruntime's harness (which times saturn's result against "
+            f"the input in a process of its own): {len(done) - len(over)} of {len(done)} models "
+            f"within{' (not: ' + ', '.join(over) + ')' if over else ''}. saturn's closest: "
+            f"{heaviest['model']}, {heaviest['peak_rss_mb']:.0f} MB of {memory_bound_mb(heaviest):.0f} "
+            f"({heaviest['file_mb']:.0f} MB file)"
+            + (f"; the harness ran for {len(timed)} models, at most "
+               f"{max(r['harness_peak_mb'] for r in timed):.0f} MB" if timed else "") + ".")
+
+
 def time_summary(rows):
     """saturn's optimize seconds against its targets: under 300 operators in
     2 s, every model in 60 s (its own timing in onnxruntime apart)."""
@@ -147,7 +174,8 @@ def write_markdown(path, doc):
         "s shows; check s is the part of them its checks took (the self-check in its interpreter "
         "and the check at other sizes) (each shard pinned to one core, where the command line names shards); peak RSS "
         "is its resident "
-        "high-water mark (VmHWM)"
+        "high-water mark (VmHWM), harness MB that of onnxruntime's harness timing its result (from "
+        "saturn's report), file MB the materialized model's size"
         + (", read in a second run of the same command (`--remeasure-rss`)"
            if any(r.get("peak_rss_pass") == "separate" for r in rows) else "") + ".",
         "",
@@ -165,12 +193,13 @@ def write_markdown(path, doc):
     lines += ["", "## Models", "",
               "| model | family | exporter | opset | part | ops | opaque | ops after import | "
               "onnxsim ops | original ms | saturn predicted | saturn measured [p10, p90] | onnxsim | "
-              "ort transformers | optimize s | check s | timing s | peak RSS MB | outputs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ort transformers | optimize s | check s | timing s | file MB | peak RSS MB | harness MB | "
+              "outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['family']} | {r['exporter']} | {r['opset']} | "
-                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | | | |")
+                         f"{r['part']} | | | | | | | failed: {r['error']} | | | | | | | | | |")
             continue
         spread = r.get("speedup_p10_p90") or [None, None]
         measured = f"{fmt(r.get('speedup_measured'))} [{fmt(spread[0])}, {fmt(spread[1])}]"
@@ -184,9 +213,11 @@ def write_markdown(path, doc):
             f"{measured} | "
             f"{fmt(r['peers'].get('onnxsim'))} | {fmt(r['peers'].get('ort_transformers'))} | "
             f"{r.get('optimize_seconds')} | {r.get('check_seconds', '—')} | "
-            f"{r.get('timing_seconds', '—')} | {r.get('peak_rss_mb')} | "
+            f"{r.get('timing_seconds', '—')} | {r.get('file_mb', '—')} | {r.get('peak_rss_mb')} | "
+            f"{r.get('harness_peak_mb') or '—'} | "
             f"{'match' if r.get('outputs_match') else 'DIFFER'} |")
     lines += ["", fold_summary(rows), "", "## Time", "", time_summary(rows), "",
+              "## Memory", "", memory_summary(rows), "",
               "## Transformer blocks", "",
               "Blocks fused in the written model (a kept input counts its own fused operators) "
               "against the blocks present after import, spelled out or fused; in brackets, where "

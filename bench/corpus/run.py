@@ -407,6 +407,10 @@ def measure_model(entry, args):
         "check_seconds": round((rep.get("seconds") or {}).get("check") or 0.0, 2),
         "saturn_timed": rep.get("measured"),
         "peak_rss_mb": round(info["peak_rss_mb"], 1),
+        # onnxruntime's harness, in a process of its own while saturn waits.
+        "harness_peak_mb": round(((rep.get("peak_memory_mb") or {}).get("onnxruntime_harness")
+                                  or 0.0), 1),
+        "file_mb": round(os.path.getsize(original) / 1e6, 1),
         "ops_after_fold": rep.get("ops_before"),
         "opaque_ops": sum((rep.get("opaque_ops_before") or {}).values()) if rep else None,
         "opaque_by_type": rep.get("opaque_ops_before"),

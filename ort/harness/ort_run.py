@@ -16,14 +16,16 @@ runs it with that interpreter and reads the one JSON object it prints.
              [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
              [--seed S] [--threads T]
     Whether the candidate runs measurably faster than the input: outputs
-    compared and the candidate checked as for verify, then two sessions of
-    each model timed in rounds (each round runs the four once, in a
-    rotating order) until the answer is clear or the time is spent. A
-    session can run a few percent faster or slower than another session of
-    the same model for as long as it lives, so each pair of an input's and a
-    candidate's session gives a speedup (the median over rounds of their
-    time ratio), and the candidate is faster when the least of the four
-    beats 1 + min-gain by more than the two sessions of one model differ.
+    compared and the candidate checked as for verify, then, in each of two
+    phases, a session of each model timed in alternating rounds until the
+    answer is clear or the phase's time is spent (with one thread, by the
+    session thread's CPU time, which other load on the machine does not
+    inflate). A session can run a few percent faster or slower than another
+    session of the same model for as long as it lives, so each phase's pair
+    of sessions gives a speedup (the median over rounds of the time ratio),
+    and the candidate is faster when the lesser of the two beats
+    1 + min-gain by more than they differ. At most two sessions are held at
+    once: a phase's sessions are released before the next phase loads.
   ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
              [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
     The latency of each model (for measured cost tables): the wall time of
@@ -297,59 +299,96 @@ def median_ratio(x, y):
     return quantile(sorted(p / q for p, q in zip(x, y)), 0.5)
 
 
-def speedup_verdict(times, min_gain):
-    """times: per round, the input's two sessions then the candidate's two.
-    The speedup of each input session over each candidate session, how far
-    two sessions of one model differ (noise, a fraction), and whether the
-    least speedup beats 1 + min_gain by more than that."""
-    a = [times[0], times[1]]
-    b = [times[2], times[3]]
-    pairs = [median_ratio(x, y) for x in a for y in b]
-    noise = max(abs(median_ratio(a[0], a[1]) - 1), abs(median_ratio(b[0], b[1]) - 1))
+def clock_run(session, feeds, cpu):
+    """One run's time in microseconds: the calling thread's CPU time when
+    `cpu` (with one intra-op thread onnxruntime runs the kernels on the
+    calling thread, so time the machine's other load takes from it does
+    not count), else the wall clock."""
+    read = time.thread_time_ns if cpu else time.perf_counter_ns
+    t0 = read()
+    session.run(None, feeds)
+    return (read() - t0) / 1e3
+
+
+def speedup_verdict(phases, min_gain):
+    """phases: per phase, the input's and the candidate's times over its
+    rounds. Each phase's speedup is the median over its rounds of their
+    ratio; the two phases' sessions differ by `noise` (a fraction), and the
+    candidate is faster when the lesser speedup beats 1 + min_gain by more
+    than that."""
+    speedups = [median_ratio(a, b) for a, b in phases]
+    noise = abs(speedups[0] / speedups[-1] - 1)
     threshold = (1 + min_gain) * (1 + noise)
-    pooled = sorted(p / q for x in a for y in b for p, q in zip(x, y))
-    return {"speedup": quantile(pooled, 0.5), "speedup_low": min(pairs),
-            "speedup_high": max(pairs), "noise": noise, "threshold": threshold,
-            "faster": min(pairs) > threshold}
+    pooled = sorted(p / q for a, b in phases for p, q in zip(a, b))
+    return {"speedup": quantile(pooled, 0.5), "speedup_low": min(speedups),
+            "speedup_high": max(speedups), "noise": noise, "threshold": threshold,
+            "faster": len(phases) == 2 and min(speedups) > threshold}
+
+
+def time_phase(sessions, feeds, opts, cpu, deadline):
+    """Times the input's and the candidate's session in alternating rounds
+    (each round runs both, in turns first) until the phase's answer is
+    clear, its share of the rounds is run or the deadline passes."""
+    a, b = sessions
+    for _ in range(opts["warmup"]):
+        a.run(None, feeds)
+        b.run(None, feeds)
+    times = ([], [])
+    gain = 1 + opts["min-gain"]
+    for r in range(opts["max-rounds"]):
+        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+            times[k].append(clock_run(sessions[k], feeds, cpu))
+        if r + 1 < opts["min-rounds"]:
+            continue
+        ratios = sorted(p / q for p, q in zip(*times))
+        # Clear either way: not faster at the median, or faster at the
+        # lower quartile of the rounds.
+        if quantile(ratios, 0.5) <= gain or quantile(ratios, 0.25) > gain:
+            break
+        if time.perf_counter() > deadline:
+            break
+    return times
 
 
 def decide(opts, files):
+    """Two phases, each with one session of the input and one of the
+    candidate (released before the next phase opens its own): at most two
+    sessions are held at once, and the two phases' sessions show how much a
+    session's speed varies. A first phase that does not find the candidate
+    faster decides alone (the lesser of the two phases' speedups could not
+    beat it)."""
     if len(files) != 2:
         raise HarnessError("decide needs two models: INPUT CANDIDATE")
     fa, fb = files
     start = time.perf_counter()
-    sessions = [open_session(f, opts["threads"]) for f in (fa, fa, fb, fb)]
-    same_inputs(sessions[0], sessions[2], symbolic=True)
-    feeds = inputs_for(sessions[0], opts["seed"], opts["dims"])
-    outputs, ok = compare_outputs(sessions[0], sessions[2], feeds, opts)
-    checker = checker_report(fb)
-    result = {"input": fa, "candidate": fb, "outputs": outputs, "outputs_match": ok,
-              "checker": checker, "onnxruntime": ort.__version__, "threads": opts["threads"],
+    cpu = opts["threads"] == 1
+    result = {"input": fa, "candidate": fb, "onnxruntime": ort.__version__,
+              "threads": opts["threads"], "clock": "thread CPU time" if cpu else "wall clock",
               "min_gain": opts["min-gain"], "rounds": 0, "faster": False}
-    if not ok or not checker["ok"]:
-        result["seconds"] = time.perf_counter() - start
-        return result
-    for _ in range(opts["warmup"]):
-        for s in sessions:
-            s.run(None, feeds)
-    times = [[] for _ in sessions]
-    timing = time.perf_counter()
-    verdict = None
-    for r in range(opts["max-rounds"]):
-        for k in range(len(sessions)):
-            i = (k + r) % len(sessions)
-            times[i].append(timed_run(sessions[i], feeds)[1])
-        if r + 1 < opts["min-rounds"]:
-            continue
-        verdict = speedup_verdict(times, opts["min-gain"])
-        # Clear either way, or out of time.
-        if (verdict["speedup_high"] < 1 or verdict["faster"]
-                or time.perf_counter() - timing > opts["seconds"]):
+    # The checker first: it holds a parse of the candidate, which is released
+    # before the sessions load.
+    checker = checker_report(fb)
+    phases = []
+    deadline = time.perf_counter() + opts["seconds"]
+    for phase in range(2):
+        sessions = [open_session(f, opts["threads"]) for f in (fa, fb)]
+        if phase == 0:
+            same_inputs(sessions[0], sessions[1], symbolic=True)
+            feeds = inputs_for(sessions[0], opts["seed"], opts["dims"])
+            outputs, ok = compare_outputs(sessions[0], sessions[1], feeds, opts)
+            result.update(outputs=outputs, outputs_match=ok, checker=checker)
+            if not ok or not checker["ok"]:
+                result["seconds"] = time.perf_counter() - start
+                return result
+        phase_deadline = start + (deadline - start) * (phase + 1) / 2
+        phases.append(time_phase(sessions, feeds, opts, cpu, phase_deadline))
+        del sessions  # released before the next phase's sessions load
+        if median_ratio(*phases[0]) <= 1 + opts["min-gain"]:
             break
-    result.update(verdict or speedup_verdict(times, opts["min-gain"]))
-    result["rounds"] = len(times[0])
-    result["input_median_us"] = quantile(sorted(times[0] + times[1]), 0.5)
-    result["candidate_median_us"] = quantile(sorted(times[2] + times[3]), 0.5)
+    result.update(speedup_verdict(phases, opts["min-gain"]))
+    result["rounds"] = sum(len(a) for a, _ in phases)
+    result["input_median_us"] = quantile(sorted(t for a, _ in phases for t in a), 0.5)
+    result["candidate_median_us"] = quantile(sorted(t for _, b in phases for t in b), 0.5)
     result["seconds"] = time.perf_counter() - start
     return result
 

@@ -117,3 +117,48 @@ def test_bad_command_lines_exit_with_a_message(tmp_path):
     for args in (["verify", "only_one.onnx"], ["time", "--runs", "x"], ["fly"], ["time", "--bogus", "1"]):
         done = run_harness(*args)
         assert done.returncode == 1 and done.stderr.startswith("ort_run: "), args
+
+
+def matmul_chain(path, count, width=192):
+    """y = x W W ... W (`count` products of a [width, width] weight), with the
+    same output for every count when W is the identity."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])
+    w = onnx.numpy_helper.from_array(np.eye(width, dtype=np.float32), "w")
+    nodes, last = [], "x"
+    for k in range(count):
+        out = "y" if k == count - 1 else f"h{k}"
+        nodes.append(helper.make_node("MatMul", [last, "w"], [out]))
+        last = out
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_decide_holds_two_sessions_at_once_and_finds_removed_work(tmp_path, monkeypatch):
+    slow, fast = matmul_chain(tmp_path / "slow.onnx", 24), matmul_chain(tmp_path / "fast.onnx", 4)
+    live, peak = [], [0]
+    opened = ort_run.open_session
+
+    def counting(file, threads, profile_prefix=None):
+        session = opened(file, threads, profile_prefix)
+        live.append(__import__("weakref").ref(session))
+        peak[0] = max(peak[0], sum(ref() is not None for ref in live))
+        return session
+
+    monkeypatch.setattr(ort_run, "open_session", counting)
+    opts, files = ort_run.parse_args([slow, fast, "--threads", "1", "--dim", "batch=64",
+                                      "--seconds", "5"])
+    faster = ort_run.decide(opts, files)
+    assert faster["outputs_match"] and faster["faster"], faster
+    assert faster["clock"] == "thread CPU time"
+    assert faster["speedup_low"] > 2 and len(live) == 4, faster
+    assert peak[0] == 2
+    # The same model is not faster than itself; the first phase decides.
+    live.clear()
+    opts, files = ort_run.parse_args([slow, slow, "--threads", "1", "--dim", "batch=64"])
+    same = ort_run.decide(opts, files)
+    assert same["outputs_match"] and not same["faster"], same
+    assert len(live) == 2 and same["rounds"] >= opts["min-rounds"]
