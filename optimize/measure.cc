@@ -92,12 +92,12 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
     take_input(input, result);
   } else if (!d->faster) {
     m.note = fmt::format(
-        "predicted {:.3f}x, not measurably faster ({:.3f}x, phases [{:.3f}, {:.3f}], needed "
+        "predicted {:.3f}x, not measurably faster ({:.3f}x, sessions [{:.3f}, {:.3f}], needed "
         "above {:.3f}): the input was kept",
         predicted, m.speedup, m.speedup_low, m.speedup_high, m.threshold);
     take_input(input, result);
   } else {
-    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, phases [{:.3f}, "
+    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, sessions [{:.3f}, "
                          "{:.3f}]): taken",
                          predicted, m.speedup, m.speedup_low, m.speedup_high);
   }

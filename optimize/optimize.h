@@ -183,11 +183,10 @@ struct Measurement {
   bool timed = false;  // the figures below are set
   bool outputs_match = false;
   bool faster = false;  // measurably faster: the candidate was taken
-  // The input's time over the candidate's: the median over the rounds of
-  // both phases, and the lesser and greater phase's median (each phase
-  // times a session of each model; ort::Decision).
+  // The input's median time over the candidate's, and the least and most
+  // of a session pair's (ort::Decision).
   double speedup = 0, speedup_low = 0, speedup_high = 0;
-  double noise = 0;      // how far the two phases' speedups differed (a fraction)
+  double noise = 0;      // how far two sessions of one model differed (a fraction)
   double threshold = 0;  // what speedup_low had to beat
   int rounds = 0;
   std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"

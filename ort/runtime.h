@@ -75,19 +75,22 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
 std::string describe(const VerifyReport& report);
 
 // Whether a candidate runs measurably faster than its input (ort_run.py's
-// decide): in each of two phases, one session of each model (a phase's
-// sessions released before the next loads: at most two are held at once),
-// timed in alternating rounds until the phase's answer is clear (at least
-// min_rounds, at most max_rounds) or its half of `seconds` is spent. With
-// one intra-op thread a run is timed by the session thread's CPU time, so
-// that other load on the machine does not count. A session of a model can
-// run a few percent off another session of the same model for its whole
-// life (on this machine up to 7% on a 30 ms decoder step), so each phase
-// gives a speedup, and the candidate is faster when the lesser of the two
-// beats 1 + min_gain by more than they differ; a first phase that does not
-// beat 1 + min_gain decides alone. One intra-op thread: on 2 cores, two
-// threads' timings spread several times wider (SqueezeNet's paired ratios:
-// p10-p90 0.83-1.86 with two, 0.96-1.07 with one).
+// decide): four sessions, one at a time, in the order input, candidate,
+// candidate, input (a linear drift in the machine's speed weighs on both
+// models alike), each released before the next loads: onnxruntime holds one
+// model's weights at a time. Each session runs at least min_rounds and at
+// most max_rounds times, until its median is known to a quarter of min_gain
+// or its quarter of `seconds` is spent. With one intra-op thread a run is
+// timed by the session thread's CPU time, so that other load on the machine
+// does not count. A session of a model can run a few percent off another
+// session of the same model for its whole life (on this machine up to 7% on
+// a 30 ms decoder step), so every pairing of an input's session with a
+// candidate's gives a speedup, and the candidate is faster when the least of
+// them beats 1 + min_gain by more than two sessions of one model differ; a
+// first pair that does not beat 1 + min_gain decides alone. One intra-op
+// thread: on 2 cores, two threads' timings spread several times wider
+// (SqueezeNet's paired ratios: p10-p90 0.83-1.86 with two, 0.96-1.07 with
+// one).
 struct DecideOptions {
   RuntimeOptions runtime{.warmup = 2, .threads = 1};
   double seconds = 10;
@@ -97,11 +100,11 @@ struct DecideOptions {
 struct Decision {
   bool outputs_match = false;  // and PyPI's ONNX checker passes the candidate
   bool faster = false;
-  double speedup = 0;  // the median over every round of both phases
-  double speedup_low = 0, speedup_high = 0;  // the lesser and greater phase's
-  double noise = 0;      // how far the two phases' speedups differed (a fraction)
+  double speedup = 0;  // the input's median time over the candidate's
+  double speedup_low = 0, speedup_high = 0;  // the least and most session pair's
+  double noise = 0;      // how far two sessions of one model differed (a fraction)
   double threshold = 0;  // what speedup_low had to beat
-  int rounds = 0;
+  int rounds = 0;  // runs timed, over all sessions
   std::string clock;  // what timed a run: "thread CPU time" or "wall clock"
   double seconds = 0;
   nlohmann::json json;  // everything the harness measured

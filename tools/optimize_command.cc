@@ -133,7 +133,7 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   const bool timed = r.measured && r.measured->timed;
   if (r.measured)
     fmt::print("  onnxruntime: {}{}\n", r.measured->note,
-               timed ? fmt::format(" ({} rounds, {}, timed by {}, the two phases {:.1f}% apart)",
+               timed ? fmt::format(" ({} runs, {}, timed by {}, sessions of one model {:.1f}% apart)",
                                    r.measured->rounds, r.measured->runtime, r.measured->clock,
                                    100 * r.measured->noise)
                      : "");

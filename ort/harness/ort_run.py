@@ -16,16 +16,16 @@ runs it with that interpreter and reads the one JSON object it prints.
              [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
              [--seed S] [--threads T]
     Whether the candidate runs measurably faster than the input: outputs
-    compared and the candidate checked as for verify, then, in each of two
-    phases, a session of each model timed in alternating rounds until the
-    answer is clear or the phase's time is spent (with one thread, by the
-    session thread's CPU time, which other load on the machine does not
-    inflate). A session can run a few percent faster or slower than another
-    session of the same model for as long as it lives, so each phase's pair
-    of sessions gives a speedup (the median over rounds of the time ratio),
-    and the candidate is faster when the lesser of the two beats
-    1 + min-gain by more than they differ. At most two sessions are held at
-    once: a phase's sessions are released before the next phase loads.
+    compared and the candidate checked as for verify, then four sessions
+    timed one at a time, in the order input, candidate, candidate, input,
+    each until its median is settled or its quarter of the time is spent
+    (with one thread, by the session thread's CPU time, which other load on
+    the machine does not inflate). Only one session is held at once. A
+    session can run a few percent faster or slower than another session of
+    the same model for as long as it lives, so each pairing of an input's
+    and a candidate's session gives a speedup (the ratio of their medians),
+    and the candidate is faster when the least of the four beats
+    1 + min-gain by more than the two sessions of one model differ.
   ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
              [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
     The latency of each model (for measured cost tables): the wall time of
@@ -44,11 +44,13 @@ Exit codes: 0 with the JSON on stdout; 1 with a message on stderr; 3 when
 onnxruntime, onnx or numpy cannot be imported (the environment is missing).
 """
 import json
+import mmap
 import os
 import shutil
 import sys
 import tempfile
 import time
+import types
 import zlib
 
 try:
@@ -210,13 +212,112 @@ def compare(a, b, rtol, atol):
     return {"ratio": float(np.max(ratio)), "max_abs": float(np.max(d))}
 
 
+def read_varint(buf, pos):
+    value, shift = 0, 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
+        byte = buf[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def wire_fields(buf, start, end):
+    """The fields of the message in buf[start:end]: (number, start of the
+    field, start of its value, end), length-delimited values only decoded
+    for their bounds."""
+    pos = start
+    while pos < end:
+        field_start = pos
+        tag, pos = read_varint(buf, pos)
+        number, kind = tag >> 3, tag & 7
+        if kind == 0:
+            _, pos = read_varint(buf, pos)
+            value_start = pos
+        elif kind == 1:
+            value_start, pos = pos, pos + 8
+        elif kind == 5:
+            value_start, pos = pos, pos + 4
+        elif kind == 2:
+            length, value_start = read_varint(buf, pos)
+            pos = value_start + length
+        else:
+            raise ValueError(f"wire type {kind}")
+        if pos > end:
+            raise ValueError("field past its message")
+        yield number, field_start, value_start, pos
+
+
+LARGE_WEIGHT = 1024
+
+
+def without_weights(buf, location):
+    """A model file's bytes with each large inline initializer's raw data
+    made external data of the file itself (`location`, at the offset where
+    it lies): what the checker reads without loading the weights."""
+    def length_delimited(number, body):
+        return varint(number << 3 | 2) + varint(len(body)) + body
+
+    def tensor(start, end):
+        kept, raw = bytearray(), None
+        for number, f, v, e in wire_fields(buf, start, end):
+            if number == 9 and e - v >= LARGE_WEIGHT:
+                raw = (v, e - v)
+            else:
+                kept += buf[f:e]
+        if raw is None:
+            return bytes(buf[start:end])
+        t = onnx.TensorProto.FromString(bytes(kept))
+        for key, value in (("location", location), ("offset", raw[0]), ("length", raw[1])):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, str(value)
+        t.data_location = onnx.TensorProto.EXTERNAL
+        return t.SerializeToString()
+
+    def graph(start, end):
+        out = bytearray()
+        for number, f, v, e in wire_fields(buf, start, end):
+            out += length_delimited(5, tensor(v, e)) if number == 5 else buf[f:e]
+        return bytes(out)
+
+    out = bytearray()
+    for number, f, v, e in wire_fields(buf, 0, len(buf)):
+        out += length_delimited(7, graph(v, e)) if number == 7 else buf[f:e]
+    return bytes(out)
+
+
 def checker_verdict(file):
-    """PyPI's ONNX checker on a model: None when it passes, else its message."""
+    """PyPI's ONNX checker on a model (full check): None when it passes, else
+    its message. The checker reads a copy of the model whose large weights
+    are external data of the file itself, so that they are not loaded (with
+    them, the checker holds 2.6 times a 559 MB model)."""
+    stripped = None
     try:
-        onnx.checker.check_model(file, full_check=True)
+        with open(file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            body = without_weights(buf, os.path.basename(file))
+        fd, stripped = tempfile.mkstemp(suffix=".onnx", dir=os.path.dirname(os.path.abspath(file)))
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+        onnx.checker.check_model(stripped, full_check=True)
         return None
     except Exception as err:  # the checker and shape inference raise several types
         return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    finally:
+        if stripped:
+            os.unlink(stripped)
 
 
 def json_number(x):
@@ -226,19 +327,28 @@ def json_number(x):
 def same_inputs(a, b, symbolic=False):
     """Inputs are fed by name: the same names, types and shapes, in any order
     (with symbolic dimensions, the same ranks: one model may name an axis
-    the other leaves unnamed)."""
+    the other leaves unnamed). a, b: two sessions' get_inputs()."""
     def shape(m):
         return f"[rank {len(m.shape)}]" if symbolic else f"{m.shape}"
-    def names(s):
-        return " ".join(sorted(f"{m.name}:{m.type}{shape(m)}" for m in s.get_inputs()))
+    def names(inputs):
+        return " ".join(sorted(f"{m.name}:{m.type}{shape(m)}" for m in inputs))
     if names(a) != names(b):
         raise HarnessError(f"the models' inputs differ: {names(a)} vs {names(b)}")
 
 
-def compare_outputs(a, b, feeds, opts):
-    """Runs both sessions on the feeds; each of a's outputs compared with b's."""
-    out_a = dict(zip([o.name for o in a.get_outputs()], a.run(None, feeds)))
-    out_b = dict(zip([o.name for o in b.get_outputs()], b.run(None, feeds)))
+def input_metas(session):
+    """A session's inputs as plain values (onnxruntime's own keep the session
+    alive)."""
+    return [types.SimpleNamespace(name=m.name, type=m.type, shape=list(m.shape))
+            for m in session.get_inputs()]
+
+
+def outputs_by_name(session, feeds):
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+
+def compare_outputs(out_a, out_b, opts):
+    """Each of a's outputs (by name) compared with b's."""
     outputs, ok = [], True
     for name, value in out_a.items():
         if name not in out_b:
@@ -267,9 +377,9 @@ def verify(opts, files):
     fa, fb = files
     a = open_session(fa, opts["threads"])
     b = open_session(fb, opts["threads"])
-    same_inputs(a, b)
+    same_inputs(a.get_inputs(), b.get_inputs())
     feeds = inputs_for(a, opts["seed"])
-    outputs, ok = compare_outputs(a, b, feeds, opts)
+    outputs, ok = compare_outputs(outputs_by_name(a, feeds), outputs_by_name(b, feeds), opts)
     checker = checker_report(fb)
     for _ in range(opts["warmup"]):
         a.run(None, feeds)
@@ -295,10 +405,6 @@ def verify(opts, files):
     }
 
 
-def median_ratio(x, y):
-    return quantile(sorted(p / q for p, q in zip(x, y)), 0.5)
-
-
 def clock_run(session, feeds, cpu):
     """One run's time in microseconds: the calling thread's CPU time when
     `cpu` (with one intra-op thread onnxruntime runs the kernels on the
@@ -310,53 +416,56 @@ def clock_run(session, feeds, cpu):
     return (read() - t0) / 1e3
 
 
-def speedup_verdict(phases, min_gain):
-    """phases: per phase, the input's and the candidate's times over its
-    rounds. Each phase's speedup is the median over its rounds of their
-    ratio; the two phases' sessions differ by `noise` (a fraction), and the
-    candidate is faster when the lesser speedup beats 1 + min_gain by more
-    than that."""
-    speedups = [median_ratio(a, b) for a, b in phases]
-    noise = abs(speedups[0] / speedups[-1] - 1)
-    threshold = (1 + min_gain) * (1 + noise)
-    pooled = sorted(p / q for a, b in phases for p, q in zip(a, b))
-    return {"speedup": quantile(pooled, 0.5), "speedup_low": min(speedups),
-            "speedup_high": max(speedups), "noise": noise, "threshold": threshold,
-            "faster": len(phases) == 2 and min(speedups) > threshold}
+def median(samples):
+    return quantile(sorted(samples), 0.5)
 
 
-def time_phase(sessions, feeds, opts, cpu, deadline):
-    """Times the input's and the candidate's session in alternating rounds
-    (each round runs both, in turns first) until the phase's answer is
-    clear, its share of the rounds is run or the deadline passes."""
-    a, b = sessions
+def settled(samples, min_gain):
+    """Whether the median of `samples` is known to a quarter of the gain
+    sought: its standard error (1.253 sigma / sqrt(n), sigma from the
+    interquartile range) against the median."""
+    s = sorted(samples)
+    sigma = (quantile(s, 0.75) - quantile(s, 0.25)) / 1.349
+    return 1.253 * sigma / len(s) ** 0.5 <= quantile(s, 0.5) * min_gain / 4
+
+
+def time_session(session, feeds, opts, cpu, deadline):
+    """A session's run times: after the warm-up, at least min-rounds runs,
+    then until its median is settled, max-rounds are run or the deadline
+    passes."""
     for _ in range(opts["warmup"]):
-        a.run(None, feeds)
-        b.run(None, feeds)
-    times = ([], [])
-    gain = 1 + opts["min-gain"]
-    for r in range(opts["max-rounds"]):
-        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
-            times[k].append(clock_run(sessions[k], feeds, cpu))
-        if r + 1 < opts["min-rounds"]:
-            continue
-        ratios = sorted(p / q for p, q in zip(*times))
-        # Clear either way: not faster at the median, or faster at the
-        # lower quartile of the rounds.
-        if quantile(ratios, 0.5) <= gain or quantile(ratios, 0.25) > gain:
-            break
-        if time.perf_counter() > deadline:
+        session.run(None, feeds)
+    times = []
+    while len(times) < opts["max-rounds"]:
+        times.append(clock_run(session, feeds, cpu))
+        if len(times) >= opts["min-rounds"] and (
+                settled(times, opts["min-gain"]) or time.perf_counter() > deadline):
             break
     return times
 
 
+def speedup_verdict(a, b, min_gain):
+    """a, b: the run times of the input's and the candidate's sessions (one
+    or two each). Every pairing of an input session with a candidate session
+    gives a speedup (the ratio of their medians); two sessions of one model
+    differ by `noise` (a fraction); the candidate is faster when the least
+    speedup beats 1 + min_gain by more than that, with two sessions each."""
+    pairs = [median(x) / median(y) for x in a for y in b]
+    noise = max([abs(median(s[0]) / median(s[1]) - 1) for s in (a, b) if len(s) == 2] or [0])
+    threshold = (1 + min_gain) * (1 + noise)
+    return {"speedup": median([t for x in a for t in x]) / median([t for y in b for t in y]),
+            "speedup_low": min(pairs), "speedup_high": max(pairs), "noise": noise,
+            "threshold": threshold,
+            "faster": len(a) == 2 and len(b) == 2 and min(pairs) > threshold}
+
+
 def decide(opts, files):
-    """Two phases, each with one session of the input and one of the
-    candidate (released before the next phase opens its own): at most two
-    sessions are held at once, and the two phases' sessions show how much a
-    session's speed varies. A first phase that does not find the candidate
-    faster decides alone (the lesser of the two phases' speedups could not
-    beat it)."""
+    """One session at a time, in the order input, candidate, candidate,
+    input (a drift in the machine's speed that is linear in time weighs on
+    both alike); each session is released before the next loads, so at most
+    one model's weights are held in onnxruntime at once. With one intra-op
+    thread a run is timed by the session thread's CPU time. A first pair of
+    sessions whose speedup does not beat 1 + min-gain decides alone."""
     if len(files) != 2:
         raise HarnessError("decide needs two models: INPUT CANDIDATE")
     fa, fb = files
@@ -365,30 +474,33 @@ def decide(opts, files):
     result = {"input": fa, "candidate": fb, "onnxruntime": ort.__version__,
               "threads": opts["threads"], "clock": "thread CPU time" if cpu else "wall clock",
               "min_gain": opts["min-gain"], "rounds": 0, "faster": False}
-    # The checker first: it holds a parse of the candidate, which is released
-    # before the sessions load.
+    # The checker first: its parse of the candidate is released before any
+    # session loads.
     checker = checker_report(fb)
-    phases = []
-    deadline = time.perf_counter() + opts["seconds"]
-    for phase in range(2):
-        sessions = [open_session(f, opts["threads"]) for f in (fa, fb)]
-        if phase == 0:
-            same_inputs(sessions[0], sessions[1], symbolic=True)
-            feeds = inputs_for(sessions[0], opts["seed"], opts["dims"])
-            outputs, ok = compare_outputs(sessions[0], sessions[1], feeds, opts)
+    times = ([], [])  # per model, per session
+    inputs, feeds, expected = None, None, None
+    for k, (model, file) in enumerate([(0, fa), (1, fb), (1, fb), (0, fa)]):
+        session = open_session(file, opts["threads"])
+        if k == 0:
+            inputs = input_metas(session)
+            feeds = inputs_for(session, opts["seed"], opts["dims"])
+            expected = outputs_by_name(session, feeds)
+        elif k == 1:
+            same_inputs(inputs, input_metas(session), symbolic=True)
+            outputs, ok = compare_outputs(expected, outputs_by_name(session, feeds), opts)
             result.update(outputs=outputs, outputs_match=ok, checker=checker)
             if not ok or not checker["ok"]:
                 result["seconds"] = time.perf_counter() - start
                 return result
-        phase_deadline = start + (deadline - start) * (phase + 1) / 2
-        phases.append(time_phase(sessions, feeds, opts, cpu, phase_deadline))
-        del sessions  # released before the next phase's sessions load
-        if median_ratio(*phases[0]) <= 1 + opts["min-gain"]:
+        deadline = time.perf_counter() + opts["seconds"] / 4
+        times[model].append(time_session(session, feeds, opts, cpu, deadline))
+        del session  # released before the next session loads
+        if k == 1 and median(times[0][0]) / median(times[1][0]) <= 1 + opts["min-gain"]:
             break
-    result.update(speedup_verdict(phases, opts["min-gain"]))
-    result["rounds"] = sum(len(a) for a, _ in phases)
-    result["input_median_us"] = quantile(sorted(t for a, _ in phases for t in a), 0.5)
-    result["candidate_median_us"] = quantile(sorted(t for _, b in phases for t in b), 0.5)
+    result.update(speedup_verdict(*times, opts["min-gain"]))
+    result["rounds"] = sum(len(t) for model in times for t in model)
+    result["input_median_us"] = median([t for s in times[0] for t in s])
+    result["candidate_median_us"] = median([t for s in times[1] for t in s])
     result["seconds"] = time.perf_counter() - start
     return result
 
