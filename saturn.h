@@ -25,13 +25,13 @@
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/json/json_model.h"
-#include "saturn/tensor/models.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/models.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn {
 
-// Models by file name: ONNX, saturn's JSON, or a zoo model (tensor/models.h).
+// Models by file name: ONNX, saturn's JSON, or a zoo model (onnx/models.h).
 using tensor::load_model;
 using tensor::save_model;
 

@@ -34,7 +34,7 @@
 #include "nlohmann/json.hpp"
 #include "saturn/ort/runtime.h"
 #include "saturn/saturn.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 using namespace saturn;
 namespace fs = std::filesystem;
@@ -169,14 +169,14 @@ void print_row(const std::string& model, const std::string& strategy, const Opti
       fmt::format("{:.3f} [{:.3f}, {:.3f}]", v.speedup, v.json["speedup_p10"].get<double>(),
                   v.json["speedup_p90"].get<double>());
   std::string predicted = fmt::format("{:.1f} -> {:.1f}", r.cost_before, r.cost_after);
-  if (r.kept_input && r.found_cheaper())
+  if (r.kept_input() && r.found_cheaper())
     predicted += fmt::format(" (found {:.1f})", r.cost_found);
   fmt::print(
       "| {} | {} | {:.3f} [{:.3f}, {:.3f}] | {:.3f} [{:.3f}, {:.3f}] | {} | {} | {} | {:.1f} "
       "|\n",
       model, strategy, ms(a, "median_us"), ms(a, "p10_us"), ms(a, "p90_us"), ms(b, "median_us"),
       ms(b, "p10_us"), ms(b, "p90_us"),
-      r.kept_input ? "1 (input kept; noise " + measured + ")" : measured,
+      r.kept_input() ? "1 (input kept; noise " + measured + ")" : measured,
       v.ok ? "match" : "DIFFER", predicted, r.times.total);
   std::fflush(stdout);
 }
@@ -186,7 +186,7 @@ nlohmann::json row_json(const Model& m, const std::string& strategy, const Optim
   return {{"model", m.name},
           {"strategy", strategy},
           {"outputs_match", v.ok},
-          {"input_kept", r.kept_input},
+          {"input_kept", r.kept_input()},
           {"speedup", speedup},
           {"measured_speedup", v.speedup},
           {"speedup_p10", v.json["speedup_p10"]},
@@ -221,7 +221,7 @@ absl::Status measure_strategy(const Args& args, const Model& m, const std::strin
   // graph comes back (written anew): both files run the same kernels, so
   // the speedup is 1 and the measured ratio shows the noise of the
   // measurement.
-  const double speedup = r->kept_input ? 1.0 : v->speedup;
+  const double speedup = r->kept_input() ? 1.0 : v->speedup;
   print_row(m.name, strategy, *r, *v);
   results.all_match = results.all_match && v->ok;
   results.speedups[strategy].push_back(speedup);

@@ -24,7 +24,7 @@ install(TARGETS ${saturn_install_targets} EXPORT saturnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir base egraph rules tensor costmodel extract search optimize ort)
+foreach(dir base egraph rules tensor onnx costmodel extract search optimize ort)
   install(DIRECTORY ${SATURN_ROOT}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/saturn
     FILES_MATCHING PATTERN "*.h" PATTERN "fixtures" EXCLUDE)
 endforeach()

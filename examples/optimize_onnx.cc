@@ -8,7 +8,7 @@
 
 #include "fmt/format.h"
 #include "saturn/saturn.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) return std::fprintf(stderr, "usage: optimize_onnx IN.onnx OUT.onnx\n"), 2;

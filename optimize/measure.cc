@@ -9,7 +9,7 @@
 #include "saturn/base/stopwatch.h"
 #include "saturn/optimize/optimize_internal.h"
 #include "saturn/ort/runtime.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 
@@ -46,14 +46,23 @@ absl::StatusOr<ort::Decision> time_candidate(const tensor::Graph& input,
 
 void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
                     OptimizeResult& result) {
-  if (!options.measure) return;
+  if (!options.measure && !options.min_speedup) return;
   Measurement& m = result.measured.emplace();
-  if (result.kept_input) {
+  if (result.kept_input()) {
     m.note = "the input was kept: nothing to time";
     return;
   }
+  // Without a timing the prediction decides, unless a speedup was asked for.
+  auto untimed = [&](std::string why) {
+    if (!options.min_speedup) {
+      m.note = fmt::format("{}: the prediction decided", why);
+      return;
+    }
+    m.note = fmt::format("{}: the input was kept (--min-speedup needs a timing)", why);
+    refuse(input, result, Gate::kMeasured, m.note);
+  };
   if (input.source.empty()) {
-    m.note = "not read from an ONNX file: the prediction decided";
+    untimed("not read from an ONNX file");
     return;
   }
   if (options.before_timing) options.before_timing();
@@ -64,13 +73,13 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   // No onnxruntime, or a model onnxruntime cannot take in one piece: the
   // prediction decides.
   if (!d.ok() && (absl::IsFailedPrecondition(d.status()) || absl::IsResourceExhausted(d.status()))) {
-    m.note = fmt::format("not timed: {}; the prediction decided", message(d.status()));
+    untimed(fmt::format("not timed: {}", message(d.status())));
     return;
   }
   if (!d.ok()) {
     m.note = fmt::format("onnxruntime could not time the candidate ({}): the input was kept",
                          message(d.status()));
-    take_input(input, result);
+    refuse(input, result, Gate::kMeasured, m.note);
     return;
   }
   const double predicted = result.predicted_speedup();
@@ -89,18 +98,25 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   if (!d->outputs_match) {
     m.note = "its outputs differ from the input's in onnxruntime (or the ONNX checker fails it): "
              "the input was kept";
-    take_input(input, result);
   } else if (!d->faster) {
     m.note = fmt::format(
         "predicted {:.3f}x, not measurably faster ({:.3f}x, sessions [{:.3f}, {:.3f}], needed "
         "above {:.3f}): the input was kept",
         predicted, m.speedup, m.speedup_low, m.speedup_high, m.threshold);
-    take_input(input, result);
+  } else if (options.min_speedup && m.speedup < *options.min_speedup) {
+    m.faster = false;
+    m.note = fmt::format(
+        "predicted {:.3f}x, measured {:.3f}x (sessions [{:.3f}, {:.3f}]), below the {:.3f}x "
+        "asked for: the input was kept",
+        predicted, m.speedup, m.speedup_low, m.speedup_high, *options.min_speedup);
   } else {
     m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, sessions [{:.3f}, "
                          "{:.3f}]): taken",
                          predicted, m.speedup, m.speedup_low, m.speedup_high);
+    pass(result, Gate::kMeasured, m.note);
+    return;
   }
+  refuse(input, result, Gate::kMeasured, m.note);
 }
 
 }  // namespace saturn

@@ -13,8 +13,8 @@
 #include "saturn/optimize/runtime_view.h"
 #include "saturn/optimize/self_check.h"
 #include "saturn/rules/tensor/tensor_rules.h"
-#include "saturn/tensor/models.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/models.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 
@@ -144,10 +144,10 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
     return OptimizeResult{.worker = true};
   absl::StatusOr<OptimizeResult> result =
       regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, **prepared)
-                          : optimize_whole(graph, options, **prepared);
+                          : search_or_cut(graph, options, **prepared);
   if (result.ok() && !result->worker) {
     const Stopwatch checking;
-    keep_input_unless_generic(graph, *result);
+    gate_other_sizes(graph, *result);
     result->times.check += checking.seconds();
     optimize_subgraphs(options, *result);
     measure_result(graph, options, *result);
@@ -186,68 +186,35 @@ absl::StatusOr<PricedExtraction> extract_final(const Environment& env, const Ext
   return best;
 }
 
-}  // namespace
-
-void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result) {
-  if (result.kept_input || input.symbols.empty() || result.checked_at_other_sizes) return;
-  std::string why = fails_at_other_sizes(input, result.graph, result.rules_applied);
-  if (why.empty()) return;
-  take_input(input, result);
-  result.holds_only_at_given_sizes = std::move(why);
-}
-
-void take_input(const tensor::Graph& input, OptimizeResult& result) {
-  result.graph = input;
-  result.kept_input = true;
-  result.cost_after = result.cost_before;
-  result.weight_bytes_after = result.weight_bytes_before;
-  result.weight_spill = 0;
-  result.self_check = "the input was kept: nothing to check";
-}
-
-void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
-                 double weight_bytes, double min_gain, OptimizeResult& result) {
-  const auto [before, after] = comparable_costs(result.cost_before, cost);
-  if (after < before * (1 - std::max(min_gain, 1e-9))) {
-    result.graph = std::move(candidate);
-    result.cost_after = cost;
-    result.weight_spill = spill;
-    result.weight_bytes_after = weight_bytes;
-  } else {
-    take_input(input, result);
-  }
-}
-
-namespace {
-
 // A graph that does not fit the search budget, kept as it came and priced;
 // `why` says so in the result.
 absl::StatusOr<OptimizeResult> kept_unsearched(const tensor::Graph& graph,
                                                const OptimizeOptions& options,
-                                               const CostModel& cost_model, OptimizeResult result,
-                                               std::string why, const Stopwatch& total) {
+                                               const Prepared& prepared, std::string why) {
+  const Stopwatch total;
   if (options.search.processes != nullptr && options.search.processes->rank() != 0)
     return OptimizeResult{.worker = true};
+  const CostModel& cost_model = *prepared.cost_model;
+  OptimizeResult result;
+  result.cost_model = std::string(cost_model.name());
+  result.num_rules = prepared.rules.size();
   absl::StatusOr<double> before = input_price(graph, cost_model, options.cost_options);
   if (!before.ok()) return before.status();
   absl::StatusOr<HeldWeights> weights = held_weights(cost_model, graph, 0);
   if (!weights.ok()) return weights.status();
   result.cost_before = result.cost_found = *before;
   result.weight_bytes_before = weights->bytes;
-  // No candidate: keep_better keeps the input, as for one that gains nothing.
-  keep_better(graph, tensor::Graph{}, std::numeric_limits<double>::infinity(), 0, 0,
-              min_gain_of(options), result);
+  refuse(graph, result, Gate::kSearched, why);
   result.stats.strategy = std::string(to_string(options.search.strategy));
   result.stats.stop_reason = StopReason::kNotSearched;
   result.stop_counts = {{StopReason::kNotSearched, 1}};
   result.not_searched = std::move(why);
-  result.self_check = "the input was kept: nothing to check";
   result.times.total = total.seconds();
   return result;
 }
 
 // A graph too large for its search, cut into regions of about half its
-// operators (at the narrowest places, tensor/regions.h); one region where
+// operators (at the narrowest places, optimize/regions.h); one region where
 // no cut can be made (a single operator, or values no region can take as
 // inputs crossing every place).
 absl::StatusOr<std::vector<tensor::Region>> cut_in_two(const tensor::Graph& graph) {
@@ -258,6 +225,19 @@ absl::StatusOr<std::vector<tensor::Region>> cut_in_two(const tensor::Graph& grap
 }
 
 }  // namespace
+
+absl::StatusOr<OptimizeResult> search_or_cut(const tensor::Graph& graph,
+                                             const OptimizeOptions& options,
+                                             const Prepared& prepared) {
+  absl::StatusOr<OptimizeResult> whole = optimize_whole(graph, options, prepared);
+  if (whole.ok() || !absl::IsResourceExhausted(whole.status())) return whole;
+  absl::StatusOr<std::vector<tensor::Region>> smaller = cut_in_two(graph);
+  if (!smaller.ok()) return smaller.status();
+  if (smaller->size() > 1)
+    return optimize_regions(graph, *std::move(smaller), options, prepared,
+                            RegionBudget::kPerSearch);
+  return kept_unsearched(graph, options, prepared, std::string(message(whole.status())));
+}
 
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
@@ -280,16 +260,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                            .cost_options = options.cost_options,
                            .on_progress = options.on_progress};
   absl::StatusOr<SearchOutcome> outcome = run_search(config, options.search);
-  if (!outcome.ok() && absl::IsResourceExhausted(outcome.status())) {
-    absl::StatusOr<std::vector<tensor::Region>> smaller = cut_in_two(graph);
-    if (!smaller.ok()) return smaller.status();
-    if (smaller->size() > 1)
-      return optimize_regions(graph, *std::move(smaller), options, prepared,
-                              RegionBudget::kPerSearch);
-    return kept_unsearched(graph, options, *cost_model, std::move(result),
-                           std::string(message(outcome.status())), total);
-  }
-  if (!outcome.ok()) return outcome.status();
+  if (!outcome.ok()) return outcome.status();  // ResourceExhausted: search_or_cut cuts it
   if (options.search.processes != nullptr && options.search.processes->rank() != 0)
     return OptimizeResult{.worker = true};  // the root extracts and checks
   result.times.search = phase.seconds();
@@ -340,8 +311,8 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   // re-associated) that the cost model cannot tell apart but a runtime's own
   // pattern fusions can. And a heuristic extraction can miss the input graph
   // itself: never return something worse than what came in.
-  keep_better(graph, std::move(best->graph), best->total(), best->spill, best->weight_bytes,
-              min_gain_of(options), result);
+  gate_predicted_gain(graph, std::move(best->graph), best->total(), best->spill,
+                      best->weight_bytes, min_gain_of(options), result);
 
   auto named = [&](const std::vector<std::size_t>& per_rule) {
     std::vector<RuleApplication> counts;
@@ -372,7 +343,7 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
     result.self_check = "off";
     return absl::OkStatus();
   }
-  if (result.kept_input) {
+  if (result.kept_input()) {
     result.self_check = "the input was kept: nothing to check";
     return absl::OkStatus();
   }
@@ -383,7 +354,7 @@ absl::Status check_result(const tensor::Graph& input, const OptimizeOptions& opt
 }
 
 bool saves_a_copy(const OptimizeResult& result, const std::string& path) {
-  return result.kept_input && !result.graph.source.empty() && path.ends_with(".onnx");
+  return result.kept_input() && !result.graph.source.empty() && path.ends_with(".onnx");
 }
 
 absl::Status save_result(const OptimizeResult& result, const std::string& path) {

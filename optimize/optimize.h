@@ -23,7 +23,8 @@
 #include "saturn/search/search.h"
 #include "saturn/rules/tensor/rule_check.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/regions.h"
+#include "saturn/optimize/decide.h"
+#include "saturn/optimize/regions.h"
 
 namespace saturn {
 
@@ -43,7 +44,7 @@ struct OptimizeOptions {
   // Strategy, seed, threads and per-strategy settings: MCTS on 2 threads.
   SearchOptions search{.threads = 2};
   // A graph with more operators than regions.max_ops is cut into regions
-  // (tensor/regions.h), each searched on its own: the budget's e-nodes are
+  // (optimize/regions.h), each searched on its own: the budget's e-nodes are
   // then per region, its bytes for all the regions searched at once
   // (search.threads of them, kRegionTrees e-graphs each), and its time
   // limit for the whole search (each round of search.threads regions gets
@@ -104,6 +105,12 @@ struct OptimizeOptions {
   // onnxruntime the prediction decides, and the result says so. false: the
   // prediction alone decides.
   bool measure = true;
+  // Where set, the timing in onnxruntime must find the candidate at least
+  // this many times as fast as the input (its median speedup) besides
+  // measurably faster, and a candidate that cannot be timed keeps the
+  // input. 1: measurably faster, and timed (the command line's
+  // --keep-faster).
+  std::optional<double> min_speedup;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
   // Called once before the candidate is timed in onnxruntime: the command
@@ -197,8 +204,11 @@ struct OptimizeResult {
   // A process other than the root of search.processes: it searched
   // for the root, and the rest of this result is empty.
   bool worker = false;
-  tensor::Graph graph;      // the best graph found (the input when nothing is cheaper)
-  bool kept_input = false;  // whether `graph` is the input (nothing cheaper by min_gain)
+  tensor::Graph graph;  // the best graph found, or the input where the decision kept it
+  // Whether `graph` is the candidate or the input, and every gate's verdict
+  // (decide.h).
+  Decision decision;
+  bool kept_input() const { return !decision.taken; }
   // Why the graph, or a region of it, was not searched (it does not fit
   // the search budget: a budget limits the work, it never refuses a
   // model); empty when every part was searched. Such a part is kept as it
@@ -214,7 +224,7 @@ struct OptimizeResult {
   std::vector<std::string> regions_kept_for_sizes;
   // Whether `graph` was already checked at other sizes of the symbolic
   // dimensions (a graph cut into regions is, while its regions' results
-  // are chosen), so keep_input_unless_generic need not run it again.
+  // are chosen), so the other-sizes gate need not run it again.
   bool checked_at_other_sizes = false;
   double cost_before = 0;
   double cost_after = 0;  // weight_spill included
@@ -297,7 +307,7 @@ struct OptimizeResult {
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph, const OptimizeOptions& options);
 
 // Writes the result's graph to `path` (.onnx or .json): an input kept as it
-// came (kept_input) from an ONNX file to an ONNX file is written as a copy
+// came (kept_input()) from an ONNX file to an ONNX file is written as a copy
 // of that file, byte for byte.
 absl::Status save_result(const OptimizeResult& result, const std::string& path);
 // Whether save_result writes `path` as a copy of the input file.

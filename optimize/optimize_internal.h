@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "saturn/optimize/decide.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/rules/tensor/tensor_rules.h"
-#include "saturn/tensor/regions.h"
+#include "saturn/optimize/regions.h"
 
 namespace saturn {
 
@@ -34,13 +35,20 @@ struct Prepared {
 absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options,
                                                         std::int64_t opset);
 
-// optimize.cc: the search of a graph whole. A graph that does not fit the
-// budget is cut into smaller regions (optimize_regions, kPerSearch), down to
-// single operators; one that cannot be cut is kept as it came, and
-// `not_searched` says why.
+// optimize.cc: the search of a graph whole, its extraction and the
+// predicted-gain gate (and the self-check of what that takes); a
+// ResourceExhausted error where the graph does not fit the search budget.
 absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
                                               const OptimizeOptions& options,
                                               const Prepared& prepared);
+// optimize_whole, and where the graph does not fit the budget, the graph cut
+// into smaller regions (optimize_regions, kPerSearch), down to single
+// operators; one that cannot be cut is kept as it came (the searched gate),
+// and `not_searched` says why. What optimize() runs on a graph it does not
+// cut, and optimize_regions on each region structure.
+absl::StatusOr<OptimizeResult> search_or_cut(const tensor::Graph& graph,
+                                             const OptimizeOptions& options,
+                                             const Prepared& prepared);
 
 // What the input costs: `search_price` (the search's own price of it; the
 // graph's cost when not given), except under a measured table, where the
@@ -49,15 +57,30 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
                                    const EGraphCostOptions& options,
                                    std::optional<double> search_price = std::nullopt);
 
-// Takes the candidate (its cost, weight spill and held weight bytes) when it
-// is min_gain cheaper than the input, and otherwise keeps the input: a
-// heuristic extraction can miss the input graph itself, and a result must
-// never be worse than what came in. result.cost_before and
-// weight_bytes_before must be set.
-// Keeps the input where the result holds only at the given sizes of the
-// input's symbolic dimensions (fails_at_other_sizes), and says why in
-// result.holds_only_at_given_sizes.
-void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& result);
+// The decision stage (decide.h, decide.cc), the only code that sets a
+// result's Decision. pass records that `gate` passed the result's
+// candidate; refuse that it refused it, and makes the input the result (its
+// graph, cost and weights); leave_out marks a part's result (a region's
+// search) as not taken into the whole, its graph left as it is.
+void pass(OptimizeResult& result, Gate gate, std::string evidence);
+void refuse(const tensor::Graph& input, OptimizeResult& result, Gate gate, std::string evidence);
+void leave_out(OptimizeResult& part, Gate gate, std::string evidence);
+// The predicted gain: takes `candidate` (its cost, weight spill and held
+// weight bytes) when it is min_gain cheaper than the input, and otherwise
+// keeps the input: a heuristic extraction can miss the input graph itself,
+// and a result must never be worse than what came in. result.cost_before
+// and weight_bytes_before must be set.
+void gate_predicted_gain(const tensor::Graph& input, tensor::Graph candidate, double cost,
+                         double spill, double weight_bytes, double min_gain,
+                         OptimizeResult& result);
+// Other sizes: keeps the input where the result holds only at the given
+// sizes of the input's symbolic dimensions (fails_at_other_sizes), and says
+// why in result.holds_only_at_given_sizes; a result already checked there
+// (checked_at_other_sizes) passes.
+void gate_other_sizes(const tensor::Graph& input, OptimizeResult& result);
+// A result that kept its input becomes a candidate again (its subgraphs
+// optimized): `evidence` says why.
+void reopen(OptimizeResult& result, std::string evidence);
 
 // Which of several search results to take when all of them together do
 // not hold at other sizes of the symbolic dimensions: those with a gain,
@@ -66,12 +89,6 @@ void keep_input_unless_generic(const tensor::Graph& input, OptimizeResult& resul
 std::vector<char> take_while_holding(
     std::span<const double> gains,
     const std::function<bool(const std::vector<char>&, std::size_t)>& holds);
-
-// Makes the input the result (kept_input): its graph, cost and weights.
-void take_input(const tensor::Graph& input, OptimizeResult& result);
-
-void keep_better(const tensor::Graph& input, tensor::Graph candidate, double cost, double spill,
-                 double weight_bytes, double min_gain, OptimizeResult& result);
 
 // Runs the self-check (OptimizeOptions::self_check) of a result whose
 // rules_applied are set, and records what it checked; an output that

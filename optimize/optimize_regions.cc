@@ -96,11 +96,11 @@ std::string self_check_summary(const OptimizeOptions& options, const OptimizeRes
                                const std::vector<absl::StatusOr<OptimizeResult>>& found,
                                const std::vector<int>& first) {
   if (!options.self_check) return "off";
-  if (result.kept_input) return "the input was kept: nothing to check";
+  if (result.kept_input()) return "the input was kept: nothing to check";
   std::size_t matched = 0, unchanged = 0;
   std::string unchecked;
   for (std::size_t s = 0; s < found.size(); ++s) {
-    if (found[s]->kept_input) {
+    if (found[s]->kept_input()) {
       ++unchanged;
     } else if (found[s]->self_check.starts_with("not checked")) {
       unchecked += fmt::format("; region {} {}", first[s], found[s]->self_check);
@@ -165,7 +165,7 @@ absl::StatusOr<std::vector<char>> take_generic(
   if (check.fails(stitched, result.rules_applied).empty()) return taken;
   std::vector<double> gains(found.size());
   for (std::size_t s = 0; s < found.size(); ++s)
-    gains[s] = found[s]->kept_input ? 0 : found[s]->cost_before - found[s]->cost_after;
+    gains[s] = found[s]->kept_input() ? 0 : found[s]->cost_before - found[s]->cost_after;
   absl::Status error = absl::OkStatus();
   taken = take_while_holding(gains, [&](const std::vector<char>& with, std::size_t s) {
     absl::StatusOr<tensor::Graph> g = stitch_taken(graph, regions, structure_of, found, with);
@@ -193,7 +193,8 @@ absl::Status check_taken(const OptimizeOptions& options, const std::vector<tenso
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, found.size(), [&](std::size_t s) {
       OptimizeResult& f = *found[s];
-      if (!taken[s]) f.kept_input = true;  // left as it came
+      if (!taken[s] && !f.kept_input())
+        leave_out(f, Gate::kOtherSizes, "left as it came: the whole graph holds only without it");
       status[s] = check_result(regions[first[s]].graph, options, f);
     });
   });
@@ -262,7 +263,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
         options.on_progress(q);
       };
     }
-    found[s] = optimize_whole(regions[first[s]].graph, o, prepared);
+    found[s] = search_or_cut(regions[first[s]].graph, o, prepared);
     seconds[s] = clock.seconds();
     ++searched;
   };
@@ -359,10 +360,17 @@ absl::StatusOr<OptimizeResult> optimize_regions(
         held_weights(*cost_model, stitched, static_cast<double>(input_weights->bytes));
     if (!held.ok()) return held.status();
     result.cost_found = *after + held->spill;
-    keep_better(graph, std::move(stitched), result.cost_found, held->spill, held->bytes,
-                min_gain_of(options), result);
+    gate_predicted_gain(graph, std::move(stitched), result.cost_found, held->spill, held->bytes,
+                        min_gain_of(options), result);
     return absl::OkStatus();
   };
+  if (unsearched == static_cast<int>(first.size())) {
+    // Nothing was searched: the graph as it came, priced.
+    refuse(graph, result, Gate::kSearched, result.not_searched);
+    result.cost_found = result.cost_before;
+    result.times.total = total.seconds();
+    return result;
+  }
   std::vector<char> taken(first.size(), 1);
   absl::StatusOr<tensor::Graph> stitched = stitch_taken(graph, regions, structure_of, found, taken);
   if (!stitched.ok()) return stitched.status();
@@ -371,7 +379,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
   // What the minimum gain leaves out needs no check at other sizes nor in
   // the interpreter.
   const Stopwatch checking;
-  if (!result.kept_input) {
+  if (!result.kept_input()) {
     absl::StatusOr<std::vector<char>> generic =
         take_generic(graph, result.graph, regions, structure_of, found, first, result);
     if (!generic.ok()) return generic.status();
@@ -383,8 +391,8 @@ absl::StatusOr<OptimizeResult> optimize_regions(
     }
   }
   // The graph taken has held at other sizes in take_generic.
-  result.checked_at_other_sizes = !result.kept_input && !graph.symbols.empty();
-  if (!result.kept_input && options.self_check) {
+  result.checked_at_other_sizes = !result.kept_input() && !graph.symbols.empty();
+  if (!result.kept_input() && options.self_check) {
     if (absl::Status s = check_taken(options, regions, first, taken, found, threads); !s.ok())
       return s;
   }

@@ -15,7 +15,7 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 16> kOptions = {{
+constexpr std::array<OptionInfo, 17> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
@@ -47,6 +47,9 @@ constexpr std::array<OptionInfo, 16> kOptions = {{
     {"no-measure", Kind::kFlag, "",
      "take the predicted result without timing it against the input in onnxruntime (by "
      "default an ONNX model is kept unless the result runs measurably faster there)"},
+    {"min-speedup", Kind::kValue, "X",
+     "keep the input unless onnxruntime runs the result at least X times as fast (and "
+     "measurably faster); a result that cannot be timed keeps the input"},
 }};
 
 absl::Status bad_value(std::string_view name, std::string_view value, std::string_view wanted) {
@@ -157,6 +160,12 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     o.measure = !*off;
     return absl::OkStatus();
   }
+  if (name == "min-speedup") {
+    absl::StatusOr<double> x = number(name, value, 1e-9, 1e9, "a speedup above 0");
+    if (!x.ok()) return x.status();
+    o.min_speedup = *x;
+    return absl::OkStatus();
+  }
   return absl::NotFoundError(std::string(name));
 }
 
@@ -204,6 +213,7 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "min-gain") return o.min_gain ? fmt::format("{}", *o.min_gain * 100) : "";
   if (name == "no-check") return flag(!o.self_check);
   if (name == "no-measure") return flag(!o.measure);
+  if (name == "min-speedup") return o.min_speedup ? fmt::format("{}", *o.min_speedup) : "";
   return "";
 }
 

@@ -14,6 +14,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "saturn/base/status.h"
+#include "saturn/optimize/report.h"
 #include "saturn/optimize/optimize_internal.h"
 #include "saturn/tensor/ops.h"
 
@@ -22,18 +23,6 @@ namespace saturn {
 namespace {
 
 using nlohmann::json;
-
-json counts_json(const std::vector<RuleApplication>& counts) {
-  json out = json::array();
-  for (const RuleApplication& a : counts) out.push_back({a.name, a.count});
-  return out;
-}
-
-std::vector<RuleApplication> counts_of(const json& j) {
-  std::vector<RuleApplication> out;
-  for (const json& a : j) out.push_back({a.at(0).get<std::string>(), a.at(1).get<std::size_t>()});
-  return out;
-}
 
 // An attribute value as [alternative, value]; a double by its bits (JSON
 // has no infinities).
@@ -100,13 +89,13 @@ absl::StatusOr<tensor::Graph> graph_of(const json& j, const tensor::Graph& regio
 json result_json(const OptimizeResult& r) {
   const SearchStats& s = r.stats;
   return {{"graph", graph_json(r.graph)},
-          {"kept_input", r.kept_input},
+          {"decision", decision_json(r.decision)},
           {"cost_before", r.cost_before},
           {"cost_after", r.cost_after},
           {"cost_found", r.cost_found},
           {"extraction", static_cast<int>(r.extraction)},
-          {"rules_applied", counts_json(r.rules_applied)},
-          {"rules_conflicting", counts_json(r.rules_conflicting)},
+          {"rules_applied", counts_json(r.rules_applied, "count")},
+          {"rules_conflicting", counts_json(r.rules_conflicting, "count")},
           {"num_rules", r.num_rules},
           {"self_check", r.self_check},
           {"not_searched", r.not_searched},
@@ -132,13 +121,15 @@ absl::StatusOr<OptimizeResult> result_of(const json& j, const tensor::Graph& reg
   if (!graph.ok()) return graph.status();
   OptimizeResult r;
   r.graph = *std::move(graph);
-  r.kept_input = j.at("kept_input").get<bool>();
+  absl::StatusOr<Decision> decision = decision_of(j.at("decision"));
+  if (!decision.ok()) return decision.status();
+  r.decision = *std::move(decision);
   r.cost_before = j.at("cost_before").get<double>();
   r.cost_after = j.at("cost_after").get<double>();
   r.cost_found = j.at("cost_found").get<double>();
   r.extraction = static_cast<ExtractionStatus>(j.at("extraction").get<int>());
-  r.rules_applied = counts_of(j.at("rules_applied"));
-  r.rules_conflicting = counts_of(j.at("rules_conflicting"));
+  r.rules_applied = counts_of(j.at("rules_applied"), "count");
+  r.rules_conflicting = counts_of(j.at("rules_conflicting"), "count");
   r.num_rules = j.at("num_rules").get<std::size_t>();
   r.self_check = j.at("self_check").get<std::string>();
   r.not_searched = j.at("not_searched").get<std::string>();

@@ -11,8 +11,6 @@
 
 namespace saturn {
 
-namespace {
-
 using json = nlohmann::json;
 
 json counts_json(const std::vector<RuleApplication>& counts, const char* what) {
@@ -20,6 +18,14 @@ json counts_json(const std::vector<RuleApplication>& counts, const char* what) {
   for (const RuleApplication& a : counts) out.push_back({{"rule", a.name}, {what, a.count}});
   return out;
 }
+
+std::vector<RuleApplication> counts_of(const json& j, const char* what) {
+  std::vector<RuleApplication> out;
+  for (const json& a : j) out.push_back({a.at("rule").get<std::string>(), a.at(what).get<std::size_t>()});
+  return out;
+}
+
+namespace {
 
 json regions_json(const OptimizeResult& r) {
   json regions = json::array();
@@ -138,6 +144,33 @@ std::string stop_summary(const OptimizeResult& r) {
   return out;
 }
 
+json decision_json(const Decision& d) {
+  json verdicts = json::array();
+  for (const Verdict& v : d.verdicts)
+    verdicts.push_back({{"gate", to_string(v.gate)}, {"passed", v.passed}, {"evidence", v.evidence}});
+  const Verdict* deciding = d.deciding();
+  return {{"taken", d.taken},
+          {"decided_by", deciding ? json(to_string(deciding->gate)) : json()},
+          {"evidence", deciding ? json(deciding->evidence) : json()},
+          {"verdicts", std::move(verdicts)}};
+}
+
+absl::StatusOr<Decision> decision_of(const json& j) {
+  Decision d;
+  try {
+    d.taken = j.at("taken").get<bool>();
+    for (const json& v : j.at("verdicts")) {
+      const std::string name = v.at("gate").get<std::string>();
+      std::optional<Gate> gate = gate_named(name);
+      if (!gate) return absl::InvalidArgumentError(fmt::format("no gate '{}'", name));
+      d.verdicts.push_back({*gate, v.at("passed").get<bool>(), v.at("evidence").get<std::string>()});
+    }
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("a decision: {}", e.what()));
+  }
+  return d;
+}
+
 json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
                      const OptimizeOptions& options) {
   json stops = json::object();
@@ -151,7 +184,8 @@ json optimize_report(const tensor::Graph& input, const OptimizeResult& r,
           {"cost_before", r.cost_before},
           {"cost_after", r.cost_after},
           {"improvement_percent", r.improvement_percent()},
-          {"kept_input", r.kept_input},
+          {"kept_input", r.kept_input()},
+          {"decision", decision_json(r.decision)},
           {"not_searched", text_or_null(r.not_searched)},
           {"symbolic_dimensions", input.symbols.sizes},
           {"holds_only_at_given_sizes", text_or_null(r.holds_only_at_given_sizes)},

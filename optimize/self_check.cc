@@ -7,7 +7,7 @@
 #include "fmt/format.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/ort/runtime.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 
@@ -37,7 +37,7 @@ absl::StatusOr<SelfCheck> self_check(const tensor::Graph& input, const tensor::G
 
 // Why `output`, optimized from `input` with symbolic dimensions, does not
 // hold at other sizes; empty when it does. The ONNX export must write it
-// for any size (tensor/onnx/export_symbolic.cc), and the input and the
+// for any size (onnx/export_symbolic.cc), and the input and the
 // export, both read with every symbol 2 larger than it was, must compute
 // the same in the interpreter. The input is read again from its source
 // file, or from its own export when it has none.

@@ -7,7 +7,7 @@
 #include "fmt/format.h"
 #include "saturn/base/status.h"
 #include "saturn/optimize/optimize_internal.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 
@@ -45,7 +45,7 @@ SubgraphSummary optimize_subgraph(tensor::Graph& graph, const tensor::Subgraph& 
   s.ops_after = tensor::total_ops(r->graph);
   s.cost_before = r->cost_before;
   s.cost_after = r->cost_after;
-  if (r->kept_input) {
+  if (r->kept_input()) {
     s.note = "kept: nothing cheaper found";
     return s;
   }
@@ -82,10 +82,10 @@ void optimize_subgraphs(const OptimizeOptions& options, OptimizeResult& result) 
     }
     return;
   }
-  if (result.kept_input) {
+  if (result.kept_input()) {
     // The enclosing graph as it came, its subgraphs optimized: a candidate
     // of its own, which the timing in onnxruntime decides.
-    result.kept_input = false;
+    reopen(result, "the enclosing graph as it came, its subgraphs optimized");
     result.self_check = "the enclosing graph kept; each subgraph replaced was checked in its own run";
   }
 }

@@ -18,7 +18,7 @@
 #include "saturn/ort/harness_internal.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/ort/signatures.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn::ort {
 

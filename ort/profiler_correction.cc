@@ -11,7 +11,7 @@
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn::ort {
 

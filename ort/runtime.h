@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn::ort {
 

@@ -8,7 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "saturn/ort/harness_internal.h"
 #include "saturn/ort/runtime.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn::ort {
 

@@ -121,7 +121,7 @@ struct Result {
   }
   void save(const std::string& path) const {
     OptimizeResult view;
-    view.kept_input = result.kept_input;
+    view.decision = result.decision;
     view.graph = *model.graph;
     check(save_result(view, path));
   }
@@ -401,7 +401,7 @@ PYBIND11_MODULE(saturn, m) {
       .def_readonly("model", &Result::model)
       .def_property_readonly("cost_before", [](const Result& r) { return r.result.cost_before; })
       .def_property_readonly("cost_after", [](const Result& r) { return r.result.cost_after; })
-      .def_property_readonly("kept_input", [](const Result& r) { return r.result.kept_input; })
+      .def_property_readonly("kept_input", [](const Result& r) { return r.result.kept_input(); })
       .def_property_readonly("rules_applied", &Result::rules_applied)
       .def_property_readonly("report", &Result::report)
       .def("save", &Result::save,

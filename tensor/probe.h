@@ -3,7 +3,7 @@
 // what holds at any size, a graph is typed a second time with each symbol at
 // its probe size (the base plus a prime of its own, so that no two symbols
 // nor their products are mistaken for each other). The exporter does it to
-// write a model for any size (tensor/onnx/export_symbolic.cc); the shape
+// write a model for any size (onnx/export_symbolic.cc); the shape
 // analysis does it so that a rewrite that holds at the base sizes only (a
 // broadcast over a batch of 1 taken for equal shapes) is refused.
 //

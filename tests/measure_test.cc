@@ -17,7 +17,7 @@
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/builder.h"
 #include "onnx/onnx_pb.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn {
 namespace {
@@ -64,8 +64,15 @@ TEST(Measure, APredictedGainThatRunsSlowerKeepsTheInputByteForByte) {
   EXPECT_TRUE(r->measured->outputs_match);
   EXPECT_FALSE(r->measured->faster) << r->measured->note;
   EXPECT_LT(r->measured->speedup, 1.0) << r->measured->note;
-  EXPECT_TRUE(r->kept_input);
+  EXPECT_TRUE(r->kept_input());
   EXPECT_EQ(r->cost_after, r->cost_before);
+  // The prediction passed the candidate; the timing refused it.
+  ASSERT_EQ(r->decision.verdicts.size(), 2u) << r->decision.summary();
+  EXPECT_EQ(r->decision.verdicts[0].gate, Gate::kPredictedGain);
+  EXPECT_TRUE(r->decision.verdicts[0].passed);
+  EXPECT_EQ(r->decision.deciding()->gate, Gate::kMeasured);
+  EXPECT_FALSE(r->decision.deciding()->passed);
+  EXPECT_EQ(r->decision.deciding()->evidence, r->measured->note);
   std::cout << r->measured->note << "\n";
   ort::TempDir dir;
   const std::string out = (dir.path() / "out.onnx").string();
@@ -111,9 +118,22 @@ TEST(Measure, AMeasuredGainIsTakenAndTheSameSeedDecidesAlike) {
         << (r->measured ? r->measured->note : "") << "; " << r->holds_only_at_given_sizes;
     EXPECT_TRUE(r->measured->faster) << r->measured->note;
     EXPECT_GT(r->measured->speedup_low, 2.0) << r->measured->note;
-    EXPECT_FALSE(r->kept_input);
+    EXPECT_FALSE(r->kept_input());
+    EXPECT_EQ(r->decision.deciding()->gate, Gate::kMeasured);
+    EXPECT_TRUE(r->decision.deciding()->passed);
     std::cout << r->measured->note << "\n";
   }
+  // A speedup asked for and not reached keeps the input, in the same gate.
+  OptimizeOptions asked = greedy_options();
+  asked.min_speedup = 1000;
+  absl::StatusOr<OptimizeResult> r = optimize(*g, asked);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->kept_input());
+  EXPECT_FALSE(r->measured->faster);
+  EXPECT_EQ(r->decision.deciding()->gate, Gate::kMeasured);
+  EXPECT_NE(r->decision.deciding()->evidence.find("below the 1000.000x asked for"),
+            std::string::npos)
+      << r->decision.summary();
 }
 
 TEST(Measure, OnlyAGraphReadFromAnOnnxFileIsTimed) {
@@ -127,7 +147,15 @@ TEST(Measure, OnlyAGraphReadFromAnOnnxFileIsTimed) {
   ASSERT_TRUE(r->measured.has_value());
   EXPECT_FALSE(r->measured->timed);
   EXPECT_NE(r->measured->note.find("not read from an ONNX file"), std::string::npos);
-  EXPECT_FALSE(r->kept_input) << "the prediction decides";
+  EXPECT_FALSE(r->kept_input()) << "the prediction decides";
+  // A speedup asked for needs a timing: without one the input is kept.
+  OptimizeOptions asked = greedy_options();
+  asked.min_speedup = 1.0;
+  absl::StatusOr<OptimizeResult> kept = optimize(*g, asked);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->kept_input());
+  EXPECT_NE(kept->decision.summary().find("--min-speedup needs a timing"), std::string::npos)
+      << kept->decision.summary();
   OptimizeOptions off = greedy_options();
   off.measure = false;
   r = optimize(*g, off);

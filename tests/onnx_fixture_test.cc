@@ -17,7 +17,7 @@
 #include "saturn/optimize/optimize.h"
 #include "saturn/search/search.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {

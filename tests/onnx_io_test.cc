@@ -20,8 +20,8 @@
 #include "onnx/onnx_pb.h"
 #include "saturn/tensor/interpreter/interpreter.h"
 #include "saturn/tensor/json/json_model.h"
-#include "saturn/tensor/onnx/importer.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {

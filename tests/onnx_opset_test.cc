@@ -12,7 +12,7 @@
 #include "saturn/base/status.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {

@@ -11,7 +11,7 @@
 #include "onnx/onnx_pb.h"
 #include "saturn/base/status.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {

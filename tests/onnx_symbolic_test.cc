@@ -8,8 +8,8 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "saturn/tensor/builder.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tensor/probe.h"
 #include "saturn/tests/onnx_models.h"
 

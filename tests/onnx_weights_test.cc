@@ -12,9 +12,9 @@
 #include "onnx/onnx_pb.h"
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/importer.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/onnx_models.h"
 
 namespace saturn::tensor {

@@ -12,8 +12,8 @@
 #include "saturn/tensor/infer.h"
 #include "fmt/format.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
-#include "saturn/tensor/regions.h"
+#include "saturn/onnx/onnx.h"
+#include "saturn/optimize/regions.h"
 #include "saturn/tensor/zoo/zoo.h"
 
 namespace saturn::tensor {

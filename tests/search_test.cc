@@ -112,7 +112,7 @@ TEST(Search, EveryZooModelStaysInTheByteBudget) {
       if (!r->not_searched.empty()) {
         EXPECT_NE(r->not_searched.find("does not fit the search budget"), std::string::npos)
             << model.name << " at " << bytes << ": " << r->not_searched;
-        EXPECT_TRUE(r->kept_input);
+        EXPECT_TRUE(r->kept_input());
         continue;
       }
       EXPECT_LE(r->stats.peak_bytes, bytes) << model.name;
@@ -141,7 +141,7 @@ TEST_P(SearchTest, ABudgetTooSmallForAnyOperatorKeepsTheInputAndSaysWhy) {
   o.regions.target_ops = 0;
   absl::StatusOr<OptimizeResult> r = optimize(g, o);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->kept_input);
+  EXPECT_TRUE(r->kept_input());
   EXPECT_EQ(r->cost_after, r->cost_before);
   EXPECT_GT(r->cost_before, 0);
   EXPECT_EQ(tensor::op_counts(r->graph), tensor::op_counts(g));
@@ -284,7 +284,7 @@ TEST(Search, GainsBelowTheMinimumKeepTheInput) {
   OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
   absl::StatusOr<OptimizeResult> taken = optimize(g, o);
   ASSERT_TRUE(taken.ok()) << taken.status();
-  ASSERT_FALSE(taken->kept_input);
+  ASSERT_FALSE(taken->kept_input());
   const double gain = 1 - taken->cost_after / taken->cost_before;
   ASSERT_GT(gain, 0.01);
   EXPECT_EQ(taken->cost_found, taken->cost_after);
@@ -292,14 +292,27 @@ TEST(Search, GainsBelowTheMinimumKeepTheInput) {
   o.min_gain = gain * 0.99;
   absl::StatusOr<OptimizeResult> still = optimize(g, o);
   ASSERT_TRUE(still.ok()) << still.status();
-  EXPECT_FALSE(still->kept_input);
+  EXPECT_FALSE(still->kept_input());
   EXPECT_EQ(still->cost_after, taken->cost_after);
 
   o.min_gain = gain * 1.01;
   absl::StatusOr<OptimizeResult> kept = optimize(g, o);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  EXPECT_TRUE(kept->kept_input);
+  EXPECT_TRUE(kept->kept_input());
   EXPECT_EQ(kept->cost_after, kept->cost_before);
+  // The decision names the gate and its evidence: the predicted gain
+  // passed, then refused (squeezenet has no symbolic sizes, and a zoo
+  // model is not timed).
+  ASSERT_NE(taken->decision.deciding(), nullptr);
+  EXPECT_EQ(taken->decision.verdicts.front().gate, Gate::kPredictedGain);
+  EXPECT_TRUE(taken->decision.verdicts.front().passed);
+  const Verdict* refused = kept->decision.deciding();
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->gate, Gate::kPredictedGain);
+  EXPECT_FALSE(refused->passed);
+  EXPECT_NE(refused->evidence.find("needed"), std::string::npos) << refused->evidence;
+  EXPECT_TRUE(kept->decision.summary().starts_with("kept the input (predicted gain: "))
+      << kept->decision.summary();
   EXPECT_EQ(kept->cost_found, taken->cost_after);
   EXPECT_EQ(tensor::op_counts(kept->graph), tensor::op_counts(g));
 

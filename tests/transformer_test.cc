@@ -30,7 +30,7 @@
 #include "saturn/tensor/blocks.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace saturn::tensor {
 namespace {

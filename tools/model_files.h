@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/models.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/models.h"
+#include "saturn/onnx/onnx.h"
 
 namespace CLI {
 class App;

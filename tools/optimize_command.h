@@ -9,7 +9,7 @@
 #include "saturn/optimize/optimize.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace CLI {
 class App;
@@ -20,7 +20,6 @@ namespace saturn::tools {
 struct OptimizeCommandOptions {
   std::string model, out, report, dot_dir;
   bool quiet = false, verify = false, keep_faster = false;
-  std::optional<double> min_speedup;
   ort::RuntimeOptions verify_options;
   tensor::OnnxImportOptions onnx;
   OptimizeOptions optimize;  // set by the options of optimize/options.h

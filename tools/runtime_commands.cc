@@ -19,20 +19,10 @@ namespace saturn::tools {
 
 using tensor::Graph;
 
-namespace {
-
-absl::Status write_runtime_copy(const std::string& from, const std::string& to) {
-  absl::StatusOr<std::string> bytes = read_text_file(from);
-  if (!bytes.ok()) return bytes.status();
-  return write_text_file(to, *bytes);
-}
-
-}  // namespace
-
 int run_verify(const std::string& original, const Graph& original_graph,
                const std::string& optimized, const Graph& optimized_graph,
                const ort::RuntimeOptions& options, const std::string& json,
-               const tensor::OnnxImportOptions& onnx, std::optional<double> min_speedup) {
+               const tensor::OnnxImportOptions& onnx) {
   ort::TempDir dir;
   absl::StatusOr<std::string> a =
       ort::runtime_file(original, original_graph, dir, "original", onnx);
@@ -45,18 +35,6 @@ int run_verify(const std::string& original, const Graph& original_graph,
   r->json["original"] = original;
   r->json["optimized"] = optimized;
   fmt::print("verify {} against {}:\n{}", optimized, original, ort::describe(*r));
-  if (min_speedup && r->ok && r->speedup < *min_speedup) {
-    // The input as it came: an ONNX file byte for byte (its symbolic
-    // dimensions and external data kept), a zoo or JSON model as exported.
-    absl::Status s = original.ends_with(".onnx") ? tensor::copy_onnx_model(original, optimized)
-                                                 : write_runtime_copy(*a, optimized);
-    if (!s.ok()) return fail(s);
-    fmt::print(
-        "kept the input model: the optimized one ran {:.3f}x as fast (below {:.3f}x); wrote {} "
-        "unchanged\n",
-        r->speedup, *min_speedup, optimized);
-    r->json["kept_input"] = true;
-  }
   if (!json.empty()) {
     if (absl::Status s = write_text_file(json, r->json.dump(2) + "\n"); !s.ok()) return fail(s);
   }

@@ -2,12 +2,11 @@
 // `saturn optimize --verify` runs on its output.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 
 namespace CLI {
 class App;
@@ -16,13 +15,13 @@ class App;
 namespace saturn::tools {
 
 // Runs ORIGINAL and OPTIMIZED in onnxruntime and prints the comparison
-// (and writes it to `json` when given); 0 when the outputs match. An
-// OPTIMIZED whose median speedup is below `min_speedup` (when given) is
-// replaced by the ORIGINAL model as onnxruntime ran it.
+// (and writes it to `json` when given); 0 when the outputs match. It
+// reports: whether saturn writes its result or the input is decided before
+// (optimize's measured gate, --min-speedup).
 int run_verify(const std::string& original, const tensor::Graph& original_graph,
                const std::string& optimized, const tensor::Graph& optimized_graph,
                const ort::RuntimeOptions& options, const std::string& json,
-               const tensor::OnnxImportOptions& onnx, std::optional<double> min_speedup = {});
+               const tensor::OnnxImportOptions& onnx);
 
 // The options every onnxruntime command takes: --runs, --warmup, --seed,
 // --threads; with `compares`, also --rtol and --atol.

@@ -4,7 +4,7 @@
 // the sizes the self-check tries (every symbol 2 larger). Nothing may crash.
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/onnx.h"
+#include "saturn/onnx/onnx.h"
 #include "saturn/tests/fuzz/harness.h"
 
 namespace {

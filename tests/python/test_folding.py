@@ -1,4 +1,4 @@
-"""Folding at import (tensor/onnx/import_prepare.cc): every value computed
+"""Folding at import (onnx/import_prepare.cc): every value computed
 from constants, weights and static sizes becomes a constant before the
 e-graph sees the model, whether the model's batch axis is fixed or symbolic;
 a value that follows a symbolic size stays computed, typed, and the model

@@ -1,4 +1,4 @@
-"""Shape arithmetic computed at import (tensor/onnx/shape_values.h): a value
+"""Shape arithmetic computed at import (onnx/shape_values.h): a value
 sliced by the input's length (as Hugging Face's BERT embeddings slice their
 position ids) no longer leaves every later operator shapeless, and the
 optimized model, written with that arithmetic kept, runs at any size.

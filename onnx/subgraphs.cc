@@ -11,9 +11,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/onnx.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/onnx.h"
+#include "saturn/onnx/proto.h"
 #include "saturn/tensor/probe.h"
 
 namespace saturn::tensor {

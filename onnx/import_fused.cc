@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
-#include "saturn/tensor/onnx/importer.h"
+#include "saturn/onnx/importer.h"
 
 namespace saturn::tensor::onnx_io {
 

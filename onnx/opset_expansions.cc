@@ -1,5 +1,5 @@
 // Operators of later opsets in opset 17's operators (opset_expansions.h).
-#include "saturn/tensor/onnx/opset_expansions.h"
+#include "saturn/onnx/opset_expansions.h"
 
 #include <cmath>
 #include <cstdint>

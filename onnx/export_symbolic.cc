@@ -37,9 +37,9 @@
 #include "onnx/shape_inference/implementation.h"
 #include "saturn/base/status.h"
 #include "saturn/tensor/infer.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/proto.h"
-#include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/onnx/shape_values.h"
 #include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {

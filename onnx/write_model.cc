@@ -23,7 +23,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "saturn/base/file.h"
-#include "saturn/tensor/onnx/exporter.h"
+#include "saturn/onnx/exporter.h"
 
 namespace saturn::tensor::onnx_io {
 

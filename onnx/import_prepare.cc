@@ -17,9 +17,9 @@
 #include "fmt/format.h"
 #include "onnx/checker.h"
 #include "saturn/tensor/interpreter/kernels.h"
-#include "saturn/tensor/onnx/importer.h"
-#include "saturn/tensor/onnx/proto.h"
-#include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/onnx/shape_values.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "saturn/tensor/infer.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

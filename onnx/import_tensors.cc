@@ -22,8 +22,8 @@
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
 #include "saturn/tensor/graph.h"
-#include "saturn/tensor/onnx/importer.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

@@ -1,4 +1,4 @@
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/proto.h"
 
 #include <cstring>
 

@@ -1,6 +1,6 @@
 // The evaluator of shape_values.h: the shape arithmetic's operators on
 // small values.
-#include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/onnx/shape_values.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 
 #include "fmt/format.h"
 #include "saturn/tensor/infer.h"
-#include "saturn/tensor/onnx/proto.h"
-#include "saturn/tensor/onnx/shape_eval_internal.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/onnx/shape_eval_internal.h"
 
 namespace saturn::tensor::onnx_io {
 

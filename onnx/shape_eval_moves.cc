@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "saturn/tensor/infer.h"
-#include "saturn/tensor/onnx/proto.h"
-#include "saturn/tensor/onnx/shape_eval_internal.h"
-#include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/onnx/shape_eval_internal.h"
+#include "saturn/onnx/shape_values.h"
 
 namespace saturn::tensor::onnx_io::shape_eval {
 

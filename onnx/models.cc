@@ -1,4 +1,4 @@
-#include "saturn/tensor/models.h"
+#include "saturn/onnx/models.h"
 
 #include <filesystem>
 

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "saturn/tensor/infer.h"
-#include "saturn/tensor/onnx/importer.h"
+#include "saturn/onnx/importer.h"
 #include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {

@@ -1,4 +1,4 @@
-#include "saturn/tensor/onnx/shape_values.h"
+#include "saturn/onnx/shape_values.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "fmt/format.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/proto.h"
 #include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {

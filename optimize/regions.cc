@@ -1,6 +1,6 @@
 // Cutting a graph into regions and stitching the regions' results back.
 // See regions.h.
-#include "saturn/tensor/regions.h"
+#include "saturn/optimize/regions.h"
 
 #include <algorithm>
 #include <cstdint>

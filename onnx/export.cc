@@ -24,9 +24,9 @@
 #include "onnx/checker.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/interpreter/interpreter.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/onnx.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/onnx.h"
+#include "saturn/onnx/proto.h"
 
 namespace saturn::tensor {
 

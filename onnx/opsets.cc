@@ -15,10 +15,10 @@
 #include "fmt/format.h"
 #include "onnx/defs/schema.h"
 #include "saturn/base/status.h"
-#include "saturn/tensor/onnx/exporter.h"
-#include "saturn/tensor/onnx/importer.h"
-#include "saturn/tensor/onnx/opset_expansions.h"
-#include "saturn/tensor/onnx/proto.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/opset_expansions.h"
+#include "saturn/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
 

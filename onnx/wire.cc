@@ -13,7 +13,7 @@
 #include "fmt/format.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "saturn/tensor/onnx/importer.h"
+#include "saturn/onnx/importer.h"
 
 namespace saturn::tensor::onnx_io {
 
