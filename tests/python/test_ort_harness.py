@@ -156,12 +156,14 @@ def test_decide_holds_one_session_at_once_and_finds_removed_work(tmp_path, monke
     assert faster["clock"] == "thread CPU time"
     assert faster["speedup_low"] > 2 and len(live) == 4, faster
     assert peak[0] == 1
-    # The same model is not faster than itself; the first phase decides.
+    # The same model is not faster than itself (most often the first pair of
+    # sessions decides alone).
     live.clear()
     opts, files = ort_run.parse_args([slow, slow, "--threads", "1", "--dim", "batch=64"])
     same = ort_run.decide(opts, files)
     assert same["outputs_match"] and not same["faster"], same
-    assert len(live) == 2 and same["rounds"] >= opts["min-rounds"]
+    assert len(live) in (2, 4) and same["rounds"] >= 2 * opts["min-rounds"]
+    assert peak[0] == 1
 
 
 def test_checker_reads_large_weights_in_place_and_still_checks_shapes(tmp_path):
