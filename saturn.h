@@ -4,7 +4,7 @@
 //
 //   #include "saturn/saturn.h"
 //   absl::StatusOr<saturn::tensor::Graph> g = saturn::load_model("model.onnx");  // .json, a zoo name
-//   saturn::OptimizeOptions options;                        // MCTS, 2,000 e-nodes, roofline cost
+//   saturn::OptimizeOptions options;  // MCTS, 2,000 e-nodes, onnxruntime cost (search/defaults.h)
 //   options.cost_model = saturn::cost_model_by_name("roofline:gpu-a100").value();
 //   absl::StatusOr<saturn::OptimizeResult> r = saturn::optimize(*g, options);
 //   if (r.ok()) absl::Status s = saturn::save_model(r->graph, "model.opt.onnx");

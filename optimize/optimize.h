@@ -42,7 +42,7 @@ enum class Target { kOnnxRuntime, kOnnx };
 // sets them by name.
 struct OptimizeOptions {
   // Strategy, seed, threads and per-strategy settings: MCTS on 2 threads.
-  SearchOptions search{.threads = 2};
+  SearchOptions search{.threads = kDefaultThreads};
   // A graph with more operators than regions.max_ops is cut into regions
   // (optimize/regions.h), each searched on its own: the budget's e-nodes are
   // then per region, its bytes for all the regions searched at once
@@ -51,7 +51,7 @@ struct OptimizeOptions {
   // an equal share). Regions with one structure are searched once.
   // target_ops 0: never cut.
   tensor::RegionOptions regions;
-  SearchBudget budget{.max_nodes = 2000, .max_bytes = Budget::kUnlimited, .time_limit_seconds = 60};
+  SearchBudget budget;  // search/defaults.h
   // The search of a graph (or of a region) ends after this many seconds per
   // operator, or at the time limit if that comes first, and after
   // kMinSearchSeconds at the least: search time follows the size of what is
@@ -71,7 +71,7 @@ struct OptimizeOptions {
   // part) the roofline's best graphs ran 1.011x and 1.007x in onnxruntime,
   // within the noise, and were kept; the shipped table's ran 1.040x and
   // 1.048x, and were taken.
-  std::string cost = "onnxruntime";
+  std::string cost = std::string(kDefaultCost);
   std::shared_ptr<const CostModel> cost_model;
   EGraphCostOptions cost_options;
   // Rule files; empty means the shipped tensor rules. Every rule of these

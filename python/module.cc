@@ -422,8 +422,8 @@ PYBIND11_MODULE(saturn, m) {
       .def(py::init<const Model&, const std::vector<std::string>&, const std::string&, std::size_t,
                     double>(),
            py::arg("model"), py::arg("rules") = std::vector<std::string>{},
-           py::arg("cost") = "roofline", py::arg("budget_nodes") = 2000,
-           py::arg("time_limit") = 60.0)
+           py::arg("cost") = std::string(kDefaultCost), py::arg("budget_nodes") = kDefaultMaxNodes,
+           py::arg("time_limit") = kDefaultTimeLimitSeconds)
       .def("reset", &PyEnvironment::reset)
       .def("step", &PyEnvironment::step, py::arg("action"),
            "Applies a rule (or stops): (reward, done, info)")

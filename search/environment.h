@@ -34,6 +34,7 @@
 #include "saturn/base/stopwatch.h"
 #include "saturn/extract/extractor.h"
 #include "saturn/search/class_reach.h"
+#include "saturn/search/defaults.h"
 #include "saturn/rules/rewrite.h"
 #include "saturn/rules/rule.h"
 #include "saturn/rules/stop_reason.h"
@@ -43,9 +44,9 @@
 namespace saturn {
 
 struct SearchBudget {
-  std::size_t max_nodes = 10'000;              // e-nodes; default 10,000
+  std::size_t max_nodes = kDefaultMaxNodes;    // e-nodes
   std::size_t max_bytes = Budget::kUnlimited;  // EGraph::memory_bytes(); default unlimited
-  double time_limit_seconds = 60;              // wall time from reset(); default 60 s
+  double time_limit_seconds = kDefaultTimeLimitSeconds;  // wall time from reset()
 };
 
 // Reported after every step (real or simulated) to an optional observer, for

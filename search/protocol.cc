@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<Session>> reset(const json& request, const ModelL
   session->rules = std::move(*rules);
 
   absl::StatusOr<std::shared_ptr<const CostModel>> cost =
-      cost_model_by_name(request.value("cost", std::string("roofline")));
+      cost_model_by_name(request.value("cost", std::string(kDefaultCost)));
   if (!cost.ok()) return cost.status();
   session->cost_model = *cost;
 

@@ -75,6 +75,9 @@ def test_a_length_sliced_buffer_keeps_the_model_typed_and_it_runs_at_any_size(tm
     # the products after the Slice are typed IR operators.
     assert set(r["opaque_ops_before"]) <= {"Shape", "Unsqueeze", "Slice"}, r["opaque_ops_before"]
     assert not r["kept_input"], r["holds_only_at_given_sizes"]
+    # The decision: the prediction took it, and it holds at other sizes.
+    gates = [(v["gate"], v["passed"]) for v in r["decision"]["verdicts"]]
+    assert gates == [("predicted gain", True), ("other sizes", True)], r["decision"]
     # The checks (in the interpreter, and at other sizes) are timed apart.
     assert r["seconds"]["check"] > 0 and r["seconds"]["check"] <= r["seconds"]["total"]
     assert r["cost_after"] <= r["cost_before"] - 1  # the two products are one
@@ -144,6 +147,7 @@ def test_a_rewrite_that_holds_at_batch_1_only_is_not_made(tmp_path):
     r = json.loads(report.read_text())
     # The search kept to what holds at any batch, so its result was taken.
     assert r["holds_only_at_given_sizes"] is None and not r["kept_input"], r
+    assert r["decision"]["taken"] and r["decision"]["decided_by"] == "other sizes", r["decision"]
     assert "SkipLayerNormalization" not in {n.op_type for n in onnx.load(str(out)).graph.node}
     rng = np.random.default_rng(1)
     for batch, seq in [(1, 6), (3, 4), (4, 16)]:
