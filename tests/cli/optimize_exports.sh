@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `saturn optimize` with its defaults on exports of every kind it reads:
-# both PyTorch exporters at opsets 14 to 21, paddle2onnx at opset 11, symbolic
+# both PyTorch exporters at opsets 14 to 21, paddle2onnx at opset 11, the ends
+# of the range (opset 9 and 23, tests/data/opsets/make_models.py), symbolic
 # sizes, float16, Gather and Slice on computed indices and int32 sizes. Each
 # exits 0 and writes its output. tools/test.sh runs this again with the
 # sanitized build (ASan + UBSan) as SATURN, where a bad read stops the run.
@@ -10,6 +11,8 @@ SEEDS=$SATURN_ROOT/tests/fuzz/corpus/onnx_model
 
 exports=(
   "$DATA/exports/ppocr_cls_mobile_v2.onnx --dim unk__x_2=48 --dim unk__x_3=192"
+  "$DATA/opsets/opset9_convnet.onnx --dim batch=3"
+  "$DATA/opsets/opset23_encoder.onnx --dim seq=16"
   "$SEEDS/gather_computed_indices.onnx"
   "$SEEDS/slice_int32_sizes.onnx --dim batch=3"
   "$FIXTURES/dyn_encoder.onnx --dim seq=16"

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Writes the models at the ends of the opset range saturn reads, for
+tests/cli/optimize_exports.sh (run again under ASan + UBSan by tools/test.sh):
+
+  opset9_convnet.onnx   a small convolutional network at opset 9 (Slice with
+                        its attributes, Reshape to a shape the graph computes
+                        from its symbolic batch, BatchNormalization, Gemm)
+  opset23_encoder.onnx  tensor/fixtures/dyn_encoder.onnx raised to opset 23
+                        by onnx's version converter
+
+Needs the project's virtual environment (onnx and numpy from PyPI):
+
+  build/venv/bin/python tests/data/opsets/make_models.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper, version_converter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..", "..")
+
+
+def weight(rng, name, shape):
+    return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+
+
+def convnet_opset9():
+    rng = np.random.default_rng(9)
+    init = [weight(rng, "conv_w", (8, 3, 3, 3)), weight(rng, "conv_b", (8,)),
+            numpy_helper.from_array(np.ones(8, np.float32), "bn_scale"),
+            weight(rng, "bn_bias", (8,)), weight(rng, "bn_mean", (8,)),
+            numpy_helper.from_array(np.ones(8, np.float32), "bn_var"),
+            weight(rng, "fc_w", (10, 8 * 4 * 4)), weight(rng, "fc_b", (10,)),
+            numpy_helper.from_array(np.array([0], np.int64), "zero"),
+            numpy_helper.from_array(np.array([-1], np.int64), "minus_one")]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv_w", "conv_b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "bn_scale", "bn_bias", "bn_mean", "bn_var"],
+                         ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        # Opset 9's Slice: starts, ends and axes as attributes.
+        helper.make_node("Slice", ["p"], ["s"], starts=[0, 0], ends=[4, 4], axes=[2, 3]),
+        helper.make_node("Shape", ["s"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Concat", ["batch", "minus_one"], ["flat_shape"], axis=0),
+        helper.make_node("Reshape", ["s", "flat_shape"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["y"], axis=1),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 10, 10])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])
+    graph = helper.make_graph(nodes, "opset9_convnet", [x], [y], initializer=init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def encoder_opset23():
+    model = onnx.load(os.path.join(ROOT, "tensor", "fixtures", "dyn_encoder.onnx"))
+    raised = version_converter.convert_version(model, 23)
+    onnx.checker.check_model(raised, full_check=True)
+    return raised
+
+
+if __name__ == "__main__":
+    onnx.save(convnet_opset9(), os.path.join(HERE, "opset9_convnet.onnx"))
+    onnx.save(encoder_opset23(), os.path.join(HERE, "opset23_encoder.onnx"))
