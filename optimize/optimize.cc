@@ -1,7 +1,6 @@
 #include "saturn/optimize/optimize.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 
 #include "saturn/base/status.h"

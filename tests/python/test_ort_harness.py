@@ -19,6 +19,7 @@ import saturn
 ROOT = os.environ.get("SATURN_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "ort", "harness"))
 import ort_run  # noqa: E402  (the harness is a script, not a package)
+import onnx_checker  # noqa: E402
 
 HARNESS = os.path.join(ROOT, "ort", "harness", "ort_run.py")
 
@@ -65,8 +66,8 @@ def test_inputs_are_seeded_per_name():
 
 
 def test_checker_rejects_an_operator_of_no_opset(tmp_path):
-    assert ort_run.checker_verdict(relu_model(tmp_path / "ok.onnx")) is None
-    assert "NoSuchOp" in ort_run.checker_verdict(relu_model(tmp_path / "bad.onnx", "NoSuchOp"))
+    assert onnx_checker.checker_verdict(relu_model(tmp_path / "ok.onnx")) is None
+    assert "NoSuchOp" in onnx_checker.checker_verdict(relu_model(tmp_path / "bad.onnx", "NoSuchOp"))
 
 
 def test_what_saturn_writes_passes_pypis_checker(tmp_path):
@@ -76,7 +77,7 @@ def test_what_saturn_writes_passes_pypis_checker(tmp_path):
     result = saturn.optimize(model, search="default", cost="opcount", ilp_seconds=0)
     out = tmp_path / "llama_block.opt.onnx"
     result.save(str(out))
-    assert ort_run.checker_verdict(str(out)) is None
+    assert onnx_checker.checker_verdict(str(out)) is None
 
 
 def run_harness(*args):
@@ -168,13 +169,13 @@ def test_decide_holds_one_session_at_once_and_finds_removed_work(tmp_path, monke
 
 def test_checker_reads_large_weights_in_place_and_still_checks_shapes(tmp_path):
     good = matmul_chain(tmp_path / "good.onnx", 2)
-    assert ort_run.checker_verdict(good) is None
+    assert onnx_checker.checker_verdict(good) is None
     model = onnx.load(good)
     model.graph.initializer[0].CopyFrom(
         onnx.numpy_helper.from_array(np.zeros((100, 192), np.float32), "w"))
     onnx.save(model, str(tmp_path / "bad.onnx"))
-    verdict = ort_run.checker_verdict(str(tmp_path / "bad.onnx"))
+    verdict = onnx_checker.checker_verdict(str(tmp_path / "bad.onnx"))
     assert verdict is not None and "Incompatible dimensions" in verdict, verdict
     assert sorted(os.listdir(tmp_path)) == ["bad.onnx", "good.onnx"]  # no copy left behind
     (tmp_path / "empty.onnx").write_bytes(b"")
-    assert ort_run.checker_verdict(str(tmp_path / "empty.onnx")) is not None
+    assert onnx_checker.checker_verdict(str(tmp_path / "empty.onnx")) is not None
