@@ -53,7 +53,7 @@ absl::StatusOr<onnx::ModelProto> Exporter::run() {
   std::vector<std::pair<std::string, std::int64_t>> opsets = g_.opsets;
   if (opsets.empty()) opsets.emplace_back("", kDefaultOpset);
   for (auto [domain, version] : opsets) {
-    // Written in the spelling libonnx checks; raise_to_opset respells it.
+    // Written in the spelling libonnx checks; raise_to_versions respells it.
     if (is_default_domain(domain)) opset_ = version = std::min(version, max_onnx_opset());
     auto* op = model_.add_opset_import();
     op->set_domain(domain);
@@ -344,7 +344,7 @@ absl::StatusOr<std::string> to_onnx_model(const Graph& graph) {
         "the ONNX model is larger than protobuf's 2 GB limit (saved to a file, its weights go to "
         "an external data file)");
   if (absl::Status s = onnx_io::check_exported(*model, ""); !s.ok()) return s;
-  onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
+  onnx_io::raise_to_versions(*model, default_domain_opset(graph.opsets), graph.ir_version);
   std::string bytes;
   model->SerializeToString(&bytes);
   return bytes;
@@ -368,7 +368,7 @@ absl::Status save_onnx_model(const Graph& graph, const std::string& path) {
   }
   if (absl::Status s = onnx_io::check_exported(onnx_io::checkable(*model, *weights), dir); !s.ok())
     return with_context(s, path);
-  onnx_io::raise_to_opset(*model, default_domain_opset(graph.opsets));
+  onnx_io::raise_to_versions(*model, default_domain_opset(graph.opsets), graph.ir_version);
   return write_file_with(path, [&](int fd) { return onnx_io::write_model(*model, *weights, fd); });
 }
 

@@ -360,7 +360,7 @@ absl::Status Exporter::emit_simplified_layer_norm(const Attributes& a,
   // From opset 23 on the operator is standard ONNX, RMSNormalization:
   // written here as onnxruntime's SimplifiedLayerNormalization (the same
   // inputs and attributes), which libonnx's checker passes and
-  // raise_to_opset renames.
+  // raise_to_versions renames.
   if (default_domain_opset(g_.opsets) >= 23) {
     auto* r = domain_node("com.microsoft", "SimplifiedLayerNormalization", in, {out});
     set_int(r, "axis", *a.get_int("axis"));
@@ -402,7 +402,7 @@ absl::Status Exporter::emit_group_query_attention(int i, const Attributes& a,
                                                   const std::vector<std::string>& in,
                                                   const std::string& out) {
   // Without a cache: every sequence holds all its tokens. From opset 23 on
-  // the node is written without its sequence lengths, which raise_to_opset
+  // the node is written without its sequence lengths, which raise_to_versions
   // reads as the standard Attention (whole sequences, causal), at any size.
   std::vector<std::string> inputs = {in[0], in[1], in[2]};
   if (needs_runtime_domain(Op::kGroupQueryAttention, default_domain_opset(g_.opsets))) {
@@ -422,7 +422,7 @@ absl::Status Exporter::emit_rotary_embedding(const Attributes& a,
                                              const std::string& out) {
   // Position ids of shape [1] give the first position; token s then reads
   // row (first + s) of the tables. From opset 23 on the node is written
-  // without them, which raise_to_opset reads as the standard
+  // without them, which raise_to_versions reads as the standard
   // RotaryEmbedding with position ids 0..S-1 computed from x's shape.
   std::vector<std::string> inputs = {in[0], in[1], in[2]};
   if (needs_runtime_domain(Op::kRotaryEmbedding, default_domain_opset(g_.opsets)))

@@ -34,14 +34,16 @@ using Ints = std::vector<std::int64_t>;
 inline constexpr std::int64_t kDefaultOpset = 17;
 
 // A model the exporter wrote (at libonnx's newest opset, max_onnx_opset(),
-// or older), respelled for the newer default-domain opset `to` its source
+// or older), respelled for the newer default-domain opset `opset` its source
 // was written for: the reductions' axes attribute becomes their input
 // (opset 18), a Split without sizes names its num_outputs (18), GridSample's
 // modes take their opset-20 names, and the IR version rises to the one that
-// introduced `to`. Nothing happens when the model is at `to` already. The
-// inverse of lower_to_opset (importer.h), run after libonnx's checks, which
-// know no opset past its own.
-void raise_to_opset(onnx::ModelProto& model, std::int64_t to);
+// introduced `opset`. Nothing of that happens when the model is at `opset`
+// already. The IR version then rises to `ir_version` where that is later
+// (the source file's: a model is written back at its own). The inverse of
+// lower_to_opset (importer.h), run after libonnx's checks, which know no
+// opset or IR version past their own.
+void raise_to_versions(onnx::ModelProto& model, std::int64_t opset, std::int64_t ir_version);
 
 // Writes `model` to `fd` as its serialization would read, each initializer
 // named in `weights` with that tensor's bytes as its raw_data (the proto

@@ -52,6 +52,7 @@ absl::StatusOr<Graph> Importer::run(std::shared_ptr<onnx::ModelProto> owned) {
   const onnx::GraphProto& g = model.graph();
   // Exporters name graphs generically ("torch_jit", "main_graph"): the file names the model.
   graph_.name = std::filesystem::path(file_).stem().string();
+  graph_.ir_version = source_ir_version_;
   for (const auto& op : model.opset_import()) {
     // The opset the model was written at, which the export writes back.
     graph_.opsets.emplace_back(op.domain(), is_default_domain(op.domain()) ? source_opset_ : op.version());

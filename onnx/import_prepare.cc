@@ -162,6 +162,8 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
                    kNewestReadOpset);
     }
   }
+  source_ir_version_ = model.ir_version();
+  if (model.ir_version() > kCheckedIrVersion) model.set_ir_version(kCheckedIrVersion);
   // A newer opset than libonnx knows: read through the newest it knows
   // (its checker and shape inference run on that spelling).
   source_opset_ = opset_;

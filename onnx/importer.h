@@ -65,6 +65,13 @@ absl::StatusOr<onnx::ModelProto> parse_leaving_weights(std::string_view bytes,
 absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
     const onnx::ModelProto& model);
 
+// The IR version of ONNX 1.12, the newest libonnx's checker knows (it
+// refuses a model that states a later one). A later model is checked at it:
+// IR 9 to 11 added element types (float8, int4, float4) and function
+// overloads, which the import refuses by name where a model uses them, and
+// nothing a graph of IR 8's features means otherwise.
+inline constexpr std::int64_t kCheckedIrVersion = 8;
+
 // The newest default-domain opset the import reads. Opsets newer than
 // libonnx's (max_onnx_opset()) are lowered to it by lower_to_opset.
 inline constexpr std::int64_t kNewestReadOpset = 23;
@@ -310,6 +317,7 @@ class Importer {
   const OnnxImportOptions& options_;
   std::int64_t opset_ = 0;         // the default-domain opset read (after lowering)
   std::int64_t source_opset_ = 0;  // the one the model was written at
+  std::int64_t source_ir_version_ = 0;  // the file's, before the checker's
   Graph graph_;
   std::vector<ValueType> types_;
   absl::flat_hash_map<std::string, int> values_;

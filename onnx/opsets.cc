@@ -1,6 +1,6 @@
 // Models written for a newer default-domain opset than this build's libonnx
 // knows: read through the newest opset it knows (lower_to_opset, see
-// importer.h) and written back at their own (raise_to_opset, exporter.h).
+// importer.h) and written back at their own (raise_to_versions, exporter.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,11 +23,6 @@
 namespace saturn::tensor::onnx_io {
 
 namespace {
-
-// The IR version of ONNX 1.12 (libonnx's checker refuses later ones); IR 9
-// and 10 added element types (float8, int4) and function overloads, which
-// the import refuses by name where a model uses them.
-constexpr std::int64_t kKnownIrVersion = 8;
 
 // The reductions whose axes became an input in opset 18 (ReduceSum did in 13).
 const absl::flat_hash_set<std::string>& reductions_with_axes_input() {
@@ -61,7 +56,7 @@ class Lowering {
       : model_(model), from_(from), to_(to), expanded_(expanded) {}
 
   absl::Status run() {
-    if (model_.ir_version() > kKnownIrVersion) model_.set_ir_version(kKnownIrVersion);
+    if (model_.ir_version() > kCheckedIrVersion) model_.set_ir_version(kCheckedIrVersion);
     if (absl::Status s = lower_graph(*model_.mutable_graph()); !s.ok()) return s;
     for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
       if (is_default_domain(op.domain())) op.set_version(to_);
@@ -456,10 +451,12 @@ class Raising {
 
 }  // namespace
 
-void raise_to_opset(onnx::ModelProto& model, std::int64_t to) {
+void raise_to_versions(onnx::ModelProto& model, std::int64_t opset, std::int64_t ir_version) {
+  bool at_opset = false;
   for (const onnx::OperatorSetIdProto& op : model.opset_import())
-    if (is_default_domain(op.domain()) && op.version() >= to) return;
-  Raising(model, to).run();
+    at_opset = at_opset || (is_default_domain(op.domain()) && op.version() >= opset);
+  if (!at_opset) Raising(model, opset).run();
+  model.set_ir_version(std::max(model.ir_version(), ir_version));
 }
 
 }  // namespace saturn::tensor::onnx_io

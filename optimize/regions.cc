@@ -273,6 +273,7 @@ class Stitcher {
     out_.weights = graph.weights;
     out_.input_defaults = graph.input_defaults;
     out_.opsets = graph.opsets;
+    out_.ir_version = graph.ir_version;
     out_.typed_at_load = graph.typed_at_load;
     out_.symbols = graph.symbols;
     for (int i = 0; i < graph.size(); ++i) {

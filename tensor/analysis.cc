@@ -137,9 +137,10 @@ namespace {
 
 // The source's graph inputs, all of them and in their order, come first
 // (they are the model's interface, used or not); the source's opsets,
-// input defaults and symbolic dimensions carry over.
+// IR version, input defaults and symbolic dimensions carry over.
 void keep_interface(const Graph& source, Graph& out) {
   out.opsets = source.opsets;
+  out.ir_version = source.ir_version;
   out.typed_at_load = source.typed_at_load;
   out.symbols = source.symbols;
   out.input_defaults = source.input_defaults;

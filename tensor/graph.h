@@ -83,6 +83,10 @@ struct Graph {
   // ({"", 13} is the default domain at version 13); empty for models built
   // in saturn. Exporters write the model back for the same opsets.
   Opsets opsets;
+  // The ONNX IR version of the file the graph was read from (0: built in
+  // saturn); exporters write the model at it, or at the one their opset
+  // needs where that is later.
+  std::int64_t ir_version = 0;
   Symbols symbols;
   // Whether onnxruntime can type the graph's values when it loads the
   // source model, which its fusions of a sum with the normalization after

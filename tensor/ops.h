@@ -138,7 +138,7 @@ std::optional<std::string_view> runtime_domain(Op op);
 inline bool is_runtime_operator(Op op) { return runtime_domain(op).has_value(); }
 // The default-domain opset from which the export writes runtime operator
 // `op` as a standard one (GroupQueryAttention as opset 23's Attention,
-// RotaryEmbedding as its RotaryEmbedding: raise_to_opset); nullopt for none.
+// RotaryEmbedding as its RotaryEmbedding: raise_to_versions); nullopt for none.
 std::optional<std::int64_t> standard_since(Op op);
 // Whether a model at default-domain `opset` needs onnxruntime's domain for `op`.
 inline bool needs_runtime_domain(Op op, std::int64_t opset) {

@@ -35,7 +35,8 @@ class ModelReader {
     }
     for (const auto& [key, value] : root.items()) {
       if (key != "format" && key != "version" && key != "name" && key != "inputs" &&
-          key != "weights" && key != "nodes" && key != "outputs" && key != "opsets") {
+          key != "weights" && key != "nodes" && key != "outputs" && key != "opsets" &&
+          key != "ir_version") {
         return error(key, "unknown field");
       }
     }
@@ -49,6 +50,11 @@ class ModelReader {
           return error("opsets", fmt::format("'{}' must map to a positive version", domain));
         graph_.opsets.emplace_back(domain, version.get<std::int64_t>());
       }
+    }
+    if (auto v = root.find("ir_version"); v != root.end()) {
+      if (!v->is_number_integer() || v->get<std::int64_t>() < 1)
+        return error("ir_version", "must be a positive integer (the ONNX IR version)");
+      graph_.ir_version = v->get<std::int64_t>();
     }
     if (absl::Status s = read_leaves(root, "inputs", Op::kInput); !s.ok()) return s;
     if (absl::Status s = read_leaves(root, "weights", Op::kWeight); !s.ok()) return s;
@@ -499,6 +505,7 @@ std::string to_json_model(const Graph& graph) {
     for (const auto& [domain, version] : graph.opsets) opsets[domain] = version;
     root["opsets"] = std::move(opsets);
   }
+  if (graph.ir_version > 0) root["ir_version"] = graph.ir_version;
   return root.dump(1) + "\n";
 }
 
