@@ -1,5 +1,6 @@
 #include "saturn/optimize/measure.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,7 @@ namespace {
 // DistilBERT measured 1.04-1.05x that way and 0.98-0.99x as written.
 absl::StatusOr<ort::Decision> time_candidate(const tensor::Graph& input,
                                              const tensor::Graph& candidate,
+                                             const ort::DecideOptions& options,
                                              const ort::TempDir& dir) {
   if (absl::Status s = dir.status(); !s.ok()) return s;
   absl::StatusOr<bool> as_written = tensor::runs_as_written(input.source);
@@ -39,7 +41,7 @@ absl::StatusOr<ort::Decision> time_candidate(const tensor::Graph& input,
   }
   const std::string b = (dir.path() / "candidate.onnx").string();
   if (absl::Status s = tensor::save_onnx_model(candidate, b); !s.ok()) return s;
-  return ort::decide_faster(a, b, input.symbols.sizes);
+  return ort::decide_faster(a, b, input.symbols.sizes, options);
 }
 
 }  // namespace
@@ -68,7 +70,12 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   if (options.before_timing) options.before_timing();
   const Stopwatch clock;
   ort::TempDir dir;
-  absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, dir);
+  ort::DecideOptions timing;
+  timing.runtime.threads = options.runtime_threads > 0 ? options.runtime_threads
+                                                       : ort::default_runtime_threads();
+  // The timing takes at most the search's time limit.
+  timing.seconds = std::min(timing.seconds, options.budget.time_limit_seconds);
+  absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, timing, dir);
   result.times.measure = clock.seconds();
   // No onnxruntime, or a model onnxruntime cannot take in one piece: the
   // prediction decides.
@@ -92,25 +99,27 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   m.noise = d->noise;
   m.threshold = d->threshold;
   m.rounds = d->rounds;
-  m.runtime = fmt::format("onnxruntime {}, {} thread", d->json.value("onnxruntime", "?"),
-                          d->json.value("threads", 1));
+  m.sessions = d->sessions;
+  const int threads = d->json.value("threads", 1);
+  m.runtime = fmt::format("onnxruntime {}, {} thread{}", d->json.value("onnxruntime", "?"), threads,
+                          threads == 1 ? "" : "s");
   m.clock = d->clock;
   if (!d->outputs_match) {
     m.note = "its outputs differ from the input's in onnxruntime (or the ONNX checker fails it): "
              "the input was kept";
   } else if (!d->faster) {
     m.note = fmt::format(
-        "predicted {:.3f}x, not measurably faster ({:.3f}x, sessions [{:.3f}, {:.3f}], needed "
+        "predicted {:.3f}x, not measurably faster ({:.3f}x, 95% interval [{:.3f}, {:.3f}], needed "
         "above {:.3f}): the input was kept",
         predicted, m.speedup, m.speedup_low, m.speedup_high, m.threshold);
   } else if (options.min_speedup && m.speedup < *options.min_speedup) {
     m.faster = false;
     m.note = fmt::format(
-        "predicted {:.3f}x, measured {:.3f}x (sessions [{:.3f}, {:.3f}]), below the {:.3f}x "
+        "predicted {:.3f}x, measured {:.3f}x (95% interval [{:.3f}, {:.3f}]), below the {:.3f}x "
         "asked for: the input was kept",
         predicted, m.speedup, m.speedup_low, m.speedup_high, *options.min_speedup);
   } else {
-    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, sessions [{:.3f}, "
+    m.note = fmt::format("predicted {:.3f}x, measurably faster ({:.3f}x, 95% interval [{:.3f}, "
                          "{:.3f}]): taken",
                          predicted, m.speedup, m.speedup_low, m.speedup_high);
     pass(result, Gate::kMeasured, m.note);

@@ -111,6 +111,14 @@ struct OptimizeOptions {
   // input. 1: measurably faster, and timed (the command line's
   // --keep-faster).
   std::optional<double> min_speedup;
+  // onnxruntime's intra-op threads when the candidate is timed, which
+  // should be those the model will run with: a gain measured on one thread
+  // need not hold on two (the corpus's 1.46x, 1.10x and 1.11x on one ran
+  // 1.31x, 1.06x and 1.01x on two). One thread is timed by the session
+  // thread's CPU time, which the machine's other load does not change; more
+  // by the wall clock. 0: onnxruntime's default here (one per core:
+  // default_runtime_threads()).
+  int runtime_threads = kDefaultRuntimeThreads;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
   // Called once before the candidate is timed in onnxruntime: the command
@@ -190,11 +198,12 @@ struct Measurement {
   bool timed = false;  // the figures below are set
   bool outputs_match = false;
   bool faster = false;  // measurably faster: the candidate was taken
-  // The input's median time over the candidate's, and the least and most
-  // of a session pair's (ort::Decision).
+  // The input's time over the candidate's and its one-sided 95% interval
+  // (ort::Decision).
   double speedup = 0, speedup_low = 0, speedup_high = 0;
-  double noise = 0;      // how far two sessions of one model differed (a fraction)
-  double threshold = 0;  // what speedup_low had to beat
+  double noise = 0;      // the spread of one model's sessions (a fraction)
+  double threshold = 0;  // what speedup_low had to beat: 1 + the gain sought
+  int sessions = 0;      // onnxruntime sessions timed, both models together
   int rounds = 0;
   std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"
   std::string clock;    // what timed a run: "thread CPU time" or "wall clock"

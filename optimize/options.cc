@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "saturn/ort/runtime.h"
 
 namespace saturn {
 
@@ -15,7 +16,7 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 17> kOptions = {{
+constexpr std::array<OptionInfo, 18> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
@@ -47,6 +48,9 @@ constexpr std::array<OptionInfo, 17> kOptions = {{
     {"no-measure", Kind::kFlag, "",
      "take the predicted result without timing it against the input in onnxruntime (by "
      "default an ONNX model is kept unless the result runs measurably faster there)"},
+    {"runtime-threads", Kind::kValue, "N",
+     "onnxruntime intra-op threads when the result is timed against the input; 0: onnxruntime's "
+     "default, one per core"},
     {"min-speedup", Kind::kValue, "X",
      "keep the input unless onnxruntime runs the result at least X times as fast (and "
      "measurably faster); a result that cannot be timed keeps the input"},
@@ -160,6 +164,13 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     o.measure = !*off;
     return absl::OkStatus();
   }
+  if (name == "runtime-threads") {
+    absl::StatusOr<int> n = integer<int>(name, value, 0, ort::kMaxRuntimeThreads,
+                                         fmt::format("a thread count from 0 to {}", ort::kMaxRuntimeThreads));
+    if (!n.ok()) return n.status();
+    o.runtime_threads = *n;
+    return absl::OkStatus();
+  }
   if (name == "min-speedup") {
     absl::StatusOr<double> x = number(name, value, 1e-9, 1e9, "a speedup above 0");
     if (!x.ok()) return x.status();
@@ -214,6 +225,7 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "no-check") return flag(!o.self_check);
   if (name == "no-measure") return flag(!o.measure);
   if (name == "min-speedup") return o.min_speedup ? fmt::format("{}", *o.min_speedup) : "";
+  if (name == "runtime-threads") return std::to_string(o.runtime_threads);
   return "";
 }
 

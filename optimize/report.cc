@@ -65,6 +65,7 @@ json measurement_json(const std::optional<Measurement>& m) {
               {"speedup_high", m->speedup_high},
               {"noise", m->noise},
               {"threshold", m->threshold},
+              {"sessions", m->sessions},
               {"rounds", m->rounds}});
   return out;
 }

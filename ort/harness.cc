@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -43,10 +45,21 @@ fs::path harness_python() {
 // The harness's exit code when onnxruntime, onnx or numpy cannot be imported.
 constexpr int kHarnessMissingPackages = 3;
 
-// The most onnxruntime threads a run asks for.
-constexpr int kMaxRuntimeThreads = 256;
-
 }  // namespace
+
+int default_runtime_threads() {
+  // onnxruntime's default intra-op pool has a thread per physical core; a
+  // core's hardware threads are counted as one where the kernel says so.
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  int per_core = 1;
+  if (std::ifstream f("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"); f) {
+    std::string list;
+    std::getline(f, list);
+    // "0-1" or "0,8": two siblings; "0": one.
+    if (list.find_first_of(",-") != std::string::npos) per_core = 2;
+  }
+  return std::clamp(hardware / per_core, 1, kMaxRuntimeThreads);
+}
 
 absl::Status check_options(const RuntimeOptions& o) {
   if (o.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");

@@ -35,6 +35,11 @@ struct RuntimeOptions {
   double kernel_offset_us = 0, kernel_floor_us = 0;
 };
 
+// The intra-op threads onnxruntime runs a session with by default on this
+// machine: one per physical core. A run asks for kMaxRuntimeThreads at most.
+int default_runtime_threads();
+inline constexpr int kMaxRuntimeThreads = 256;
+
 // A directory removed (with its files) when this object goes away.
 class TempDir {
  public:
@@ -100,10 +105,14 @@ struct DecideOptions {
 struct Decision {
   bool outputs_match = false;  // and PyPI's ONNX checker passes the candidate
   bool faster = false;
-  double speedup = 0;  // the input's median time over the candidate's
-  double speedup_low = 0, speedup_high = 0;  // the least and most session pair's
-  double noise = 0;      // how far two sessions of one model differed (a fraction)
-  double threshold = 0;  // what speedup_low had to beat
+  // The input's time over the candidate's: the ratio of the geometric
+  // means of their sessions' medians, and its one-sided 95% interval
+  // (Student's t from the spread of one model's sessions).
+  double speedup = 0;
+  double speedup_low = 0, speedup_high = 0;
+  double noise = 0;      // the spread of one model's sessions (a fraction)
+  double threshold = 0;  // what speedup_low had to beat: 1 + min_gain
+  int sessions = 0;      // sessions timed, both models together
   int rounds = 0;  // runs timed, over all sessions
   std::string clock;  // what timed a run: "thread CPU time" or "wall clock"
   double seconds = 0;

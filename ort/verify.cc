@@ -68,6 +68,8 @@ absl::StatusOr<Decision> decide_faster(const std::string& input, const std::stri
   d.noise = j->value("noise", 0.0);
   d.threshold = j->value("threshold", 0.0);
   d.rounds = j->value("rounds", 0);
+  if (const auto s = j->find("sessions"); s != j->end() && s->is_array())
+    for (const nlohmann::json& n : *s) d.sessions += n.is_number_integer() ? n.get<int>() : 0;
   d.clock = j->value("clock", "");
   d.seconds = j->value("seconds", 0.0);
   d.json = std::move(*j);

@@ -18,5 +18,8 @@ inline constexpr double kDefaultTimeLimitSeconds = 60;
 inline constexpr std::string_view kDefaultCost = "onnxruntime";
 // Search threads.
 inline constexpr int kDefaultThreads = 2;
+// onnxruntime's intra-op threads where a result is timed: 0 is the
+// runtime's own default (ort::default_runtime_threads()).
+inline constexpr int kDefaultRuntimeThreads = 0;
 
 }  // namespace saturn

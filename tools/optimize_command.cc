@@ -134,9 +134,10 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
   const bool timed = r.measured && r.measured->timed;
   if (r.measured)
     fmt::print("  onnxruntime: {}{}\n", r.measured->note,
-               timed ? fmt::format(" ({} runs, {}, timed by {}, sessions of one model {:.1f}% apart)",
-                                   r.measured->rounds, r.measured->runtime, r.measured->clock,
-                                   100 * r.measured->noise)
+               timed ? fmt::format(" ({} runs in {} sessions, {}, timed by {}, one model's sessions "
+                                   "{:.1f}% apart)",
+                                   r.measured->rounds, r.measured->sessions, r.measured->runtime,
+                                   r.measured->clock, 100 * r.measured->noise)
                      : "");
   if (!r.regions_kept_for_sizes.empty())
     fmt::print("  kept {} region{} as {} came: {} only at the given sizes of the symbolic "

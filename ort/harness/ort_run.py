@@ -16,16 +16,18 @@ runs it with that interpreter and reads the one JSON object it prints.
              [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
              [--seed S] [--threads T]
     Whether the candidate runs measurably faster than the input: outputs
-    compared and the candidate checked as for verify, then four sessions
-    timed one at a time, in the order input, candidate, candidate, input,
-    each until its median is settled or its quarter of the time is spent
-    (with one thread, by the session thread's CPU time, which other load on
-    the machine does not inflate). Only one session is held at once. A
-    session can run a few percent faster or slower than another session of
-    the same model for as long as it lives, so each pairing of an input's
-    and a candidate's session gives a speedup (the ratio of their medians),
-    and the candidate is faster when the least of the four beats
-    1 + min-gain by more than the two sessions of one model differ.
+    compared and the candidate checked as for verify, then sessions timed
+    one at a time (only one is held at once), in blocks of four whose order
+    reverses each block (input, candidate, candidate, input; then candidate,
+    input, input, candidate; ...), each until its median is settled or its
+    share of the time is spent (with one thread, by the session thread's
+    CPU time, which other load on the machine does not inflate). A session
+    can run a few percent faster or slower than another session of the same
+    model for as long as it lives, so each session's median is one sample:
+    the speedup is the ratio of the models' geometric means of them, with a
+    one-sided 95% interval from their spread (Student's t), and blocks are
+    added until the interval clears 1 + min-gain (faster) or lies below it,
+    up to three blocks within the time.
   ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
              [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
     The latency of each model (for measured cost tables): the wall time of
@@ -46,6 +48,7 @@ onnxruntime, onnx or numpy cannot be imported (the environment is missing).
 import ctypes
 import gc
 import json
+import math
 import os
 import shutil
 import sys
@@ -344,28 +347,61 @@ def time_session(session, feeds, opts, cpu, deadline):
     return times
 
 
+# Student's t at one-sided 95% by degrees of freedom (any table of the t
+# distribution); past the last entry, 1.645.
+T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860,
+       9: 1.833, 10: 1.812, 12: 1.782, 14: 1.761, 16: 1.746, 20: 1.725, 30: 1.697}
+
+
+def t95(df):
+    return next((T95[k] for k in sorted(T95) if k >= df), 1.645)
+
+
 def speedup_verdict(a, b, min_gain):
-    """a, b: the run times of the input's and the candidate's sessions (one
-    or two each). Every pairing of an input session with a candidate session
-    gives a speedup (the ratio of their medians); two sessions of one model
-    differ by `noise` (a fraction); the candidate is faster when the least
-    speedup beats 1 + min_gain by more than that, with two sessions each."""
-    pairs = [median(x) / median(y) for x in a for y in b]
-    noise = max([abs(median(s[0]) / median(s[1]) - 1) for s in (a, b) if len(s) == 2] or [0])
-    threshold = (1 + min_gain) * (1 + noise)
-    return {"speedup": median([t for x in a for t in x]) / median([t for y in b for t in y]),
-            "speedup_low": min(pairs), "speedup_high": max(pairs), "noise": noise,
-            "threshold": threshold,
-            "faster": len(a) == 2 and len(b) == 2 and min(pairs) > threshold}
+    """a, b: the run times of the input's and the candidate's sessions. A
+    session's median is one sample of the model's time: two sessions of one
+    model differ by more than their runs vary (where the runtime's buffers
+    fall in memory). The speedup is the ratio of the geometric means of the
+    session medians; its one-sided 95% interval comes from their spread
+    within each model (Student's t on the logs, pooled). The candidate is
+    faster when the interval's low end clears 1 + min_gain; it is clearly
+    not when the high end does not."""
+    la = [math.log(median(s)) for s in a]
+    lb = [math.log(median(s)) for s in b]
+    d = sum(la) / len(la) - sum(lb) / len(lb)
+    df = len(la) + len(lb) - 2
+    result = {"speedup": math.exp(d), "sessions": [len(la), len(lb)],
+              "threshold": 1 + min_gain, "faster": False, "settled": False}
+    if df < 1:
+        result.update(speedup_low=math.exp(d), speedup_high=math.exp(d), noise=0.0,
+                      settled=d <= 0)
+        return result
+    ss = sum((x - sum(la) / len(la)) ** 2 for x in la) + \
+        sum((x - sum(lb) / len(lb)) ** 2 for x in lb)
+    spread = math.sqrt(ss / df)
+    half = t95(df) * spread * math.sqrt(1 / len(la) + 1 / len(lb))
+    goal = math.log(1 + min_gain)
+    result.update(speedup_low=math.exp(d - half), speedup_high=math.exp(d + half),
+                  noise=math.exp(spread) - 1, faster=d - half > goal,
+                  settled=d - half > goal or d + half <= goal)
+    return result
+
+
+# The order of the sessions, input (0) and candidate (1): blocks of four
+# whose order reverses each time, so that a drift in the machine's speed
+# that is linear in time weighs on both alike within each block.
+SESSION_ORDER = [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0]
 
 
 def decide(opts, files):
-    """One session at a time, in the order input, candidate, candidate,
-    input (a drift in the machine's speed that is linear in time weighs on
-    both alike); each session is released before the next loads, so at most
-    one model's weights are held in onnxruntime at once. With one intra-op
-    thread a run is timed by the session thread's CPU time. A first pair of
-    sessions whose speedup does not beat 1 + min-gain decides alone."""
+    """One session at a time (each released before the next loads, so at
+    most one model's weights are held in onnxruntime at once), in blocks of
+    four (SESSION_ORDER) until the speedup's interval settles against 1 +
+    min-gain (speedup_verdict), the sessions run out or the next block would
+    not end within `seconds`. With
+    one intra-op thread a run is timed by the session thread's CPU time. A
+    first candidate session that is no faster than the first input session
+    decides alone."""
     if len(files) != 2:
         raise HarnessError("decide needs two models: INPUT CANDIDATE")
     fa, fb = files
@@ -379,8 +415,15 @@ def decide(opts, files):
     checker = checker_report(fb)
     times = ([], [])  # per model, per session
     inputs, feeds, expected = None, None, None
-    for k, (model, file) in enumerate([(0, fa), (1, fb), (1, fb), (0, fa)]):
-        session = open_session(file, opts["threads"])
+    per_session = opts["seconds"] / len(SESSION_ORDER)
+    for k, model in enumerate(SESSION_ORDER):
+        # Another block only while undecided and its time (as long as the
+        # blocks so far took each) fits in the budget.
+        elapsed = time.perf_counter() - start
+        if k % 4 == 0 and k > 0 and (speedup_verdict(*times, opts["min-gain"])["settled"] or
+                                     elapsed * (k + 4) / k > opts["seconds"]):
+            break
+        session = open_session(fb if model else fa, opts["threads"])
         if k == 0:
             inputs = input_metas(session)
             feeds = inputs_for(session, opts["seed"], opts["dims"])
@@ -392,11 +435,11 @@ def decide(opts, files):
             if not ok or not checker["ok"]:
                 result["seconds"] = time.perf_counter() - start
                 return result
-        deadline = time.perf_counter() + opts["seconds"] / 4
+        deadline = time.perf_counter() + per_session
         times[model].append(time_session(session, feeds, opts, cpu, deadline))
         del session  # released before the next session loads
         release_memory()
-        if k == 1 and median(times[0][0]) / median(times[1][0]) <= 1 + opts["min-gain"]:
+        if k == 1 and median(times[0][0]) <= median(times[1][0]):
             break
     result.update(speedup_verdict(*times, opts["min-gain"]))
     result["rounds"] = sum(len(t) for model in times for t in model)
