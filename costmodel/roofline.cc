@@ -72,6 +72,10 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
   }
   w.bytes += bytes_of(output);
   const double out = elements(output);
+  if (is_reduction(op)) {  // one operation per element read
+    w.flops = elements(inputs[0]);
+    return w;
+  }
   switch (op) {
     case Op::kMatMul:
       w.flops = 2 * out * static_cast<double>(inputs[0].tensor().dims.back());
@@ -102,7 +106,6 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
       break;
     }
     case Op::kGlobalAveragePool:
-    case Op::kReduceMean:
       w.flops = elements(inputs[0]);
       break;
     case Op::kTranspose:

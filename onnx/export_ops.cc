@@ -125,6 +125,7 @@ absl::Status Exporter::emit(int i) {
   const std::string out = names_[i].empty() ? std::string() : names_[i][0];
   const std::size_t rank = types_[i].parts[0].rank();
   float_type_ = is_float(types_[i].parts[0].dtype) ? types_[i].parts[0].dtype : DType::kFloat32;
+  if (is_reduction(n.op)) return emit_reduce(n.op, a, in, out);
   switch (n.op) {
     case Op::kInput:
     case Op::kTupleGet:
@@ -173,8 +174,6 @@ absl::Status Exporter::emit(int i) {
     case Op::kInstanceNorm:
       set_float(node("InstanceNormalization", in, {out}), "epsilon", *a.get_float("epsilon"));
       return absl::OkStatus();
-    case Op::kReduceMean:
-      return emit_reduce_mean(a, in, out);
     case Op::kTranspose:
       return emit_transpose(a, in, out);
     case Op::kReshape:
@@ -381,10 +380,16 @@ absl::Status Exporter::emit_simplified_layer_norm(const Attributes& a,
   return absl::OkStatus();
 }
 
-absl::Status Exporter::emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
-                                        const std::string& out) {
-  auto* r = node("ReduceMean", in, {out});
-  if (!a.get_ints("axes")->empty()) set_ints(r, "axes", *a.get_ints("axes"));
+absl::Status Exporter::emit_reduce(Op op, const Attributes& a, const std::vector<std::string>& in,
+                                    const std::string& out) {
+  const Ints& axes = *a.get_ints("axes");
+  // ReduceSum takes its axes as an input from opset 13 on (the others from
+  // 18, which raise_to_versions respells).
+  const bool axes_input = op == Op::kReduceSum && opset_ >= 13;
+  std::vector<std::string> inputs = in;
+  if (axes_input && !axes.empty()) inputs.push_back(ints_constant(axes));
+  auto* r = node(op_name(op), inputs, {out});
+  if (!axes_input && !axes.empty()) set_ints(r, "axes", axes);
   set_int(r, "keepdims", *a.get_int("keepdims"));
   return absl::OkStatus();
 }

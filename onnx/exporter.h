@@ -193,8 +193,8 @@ class Exporter {
                                std::size_t rank);
   absl::Status emit_simplified_layer_norm(const Attributes& a, const std::vector<std::string>& in,
                                           const std::string& out, std::size_t rank);
-  absl::Status emit_reduce_mean(const Attributes& a, const std::vector<std::string>& in,
-                                const std::string& out);
+  absl::Status emit_reduce(Op op, const Attributes& a, const std::vector<std::string>& in,
+                           const std::string& out);
   // onnxruntime's fused operators, in its domain.
   absl::Status emit_skip_layer_norm(int i, const Attributes& a, const std::vector<std::string>& in);
   absl::Status emit_group_query_attention(int i, const Attributes& a,

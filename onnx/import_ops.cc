@@ -143,12 +143,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     r.f("momentum");  // training only
     return Mapped{Op::kBatchNorm, {{"epsilon", r.f("epsilon").value_or(1e-5)}}, node.in};
   }
-  if (t == "ReduceMean") {
-    Mapped m{Op::kReduceMean, {}, node.in};
-    m.attributes.set("axes", r.ints("axes").value_or(Ints{}));
-    m.attributes.set("keepdims", r.i("keepdims").value_or(1));
-    return m;
-  }
+  if (const std::optional<Op> op = find_op(t); op && is_reduction(*op)) return map_reduce(node, *op);
   if (t == "Transpose")
     return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
   if (t == "Reshape") return map_reshape(node);
@@ -413,6 +408,22 @@ void Importer::compose_layout(Mapped& m, Attributes& a) const {
     default:
       return;
   }
+}
+
+std::optional<Mapped> Importer::map_reduce(KnownNode& node, Op op) {
+  AttrReader& r = node.attrs;
+  // ReduceSum's axes are an input from opset 13 on (the others' from 18,
+  // which the import reads through opset 17's spelling: lower_to_opset).
+  const bool axes_input = op == Op::kReduceSum && opset_ >= 13;
+  std::optional<Ints> axes = axes_input ? constant_ints(node.input(1)) : r.ints("axes");
+  if (axes_input && node.present(1) && !axes) return std::nullopt;  // computed axes
+  // No axes with noop_with_empty_axes: the input as it is.
+  if (!axes && r.i("noop_with_empty_axes").value_or(0) != 0)
+    return Mapped{Op::kIdentity, {}, node.first(1)};
+  Mapped m{op, {}, node.first(1)};
+  m.attributes.set("axes", axes.value_or(Ints{}));
+  m.attributes.set("keepdims", r.i("keepdims").value_or(1));
+  return m;
 }
 
 std::optional<Mapped> Importer::map_split(KnownNode& node) {

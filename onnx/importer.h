@@ -306,6 +306,7 @@ class Importer {
                                           const std::string& output) const;
   std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
+  std::optional<Mapped> map_reduce(KnownNode& node, Op op);
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);
   std::optional<Mapped> map_expand(KnownNode& node);

@@ -45,6 +45,7 @@ absl::StatusOr<ValueType> Inference::run() {
 absl::StatusOr<ValueType> Inference::infer() {
   if (is_unary_elementwise(op_)) return unary();
   if (is_value_op(op_)) return value_op();
+  if (is_reduction(op_)) return reduce();
   switch (op_) {
     case Op::kInput:
     case Op::kWeight:
@@ -79,8 +80,6 @@ absl::StatusOr<ValueType> Inference::infer() {
       return batch_norm();
     case Op::kInstanceNorm:
       return instance_norm();
-    case Op::kReduceMean:
-      return reduce_mean();
     case Op::kTranspose:
       return transpose();
     case Op::kReshape:

@@ -237,7 +237,7 @@ absl::StatusOr<ValueType> Inference::instance_norm() {
   return in_[0];
 }
 
-absl::StatusOr<ValueType> Inference::reduce_mean() {
+absl::StatusOr<ValueType> Inference::reduce() {
   if (auto s = need_float(0); !s.ok()) return s;
   const Ints& axes = ints(a_, "axes");
   std::vector<bool> reduced(t(0).rank(), axes.empty());

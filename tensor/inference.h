@@ -86,7 +86,7 @@ class Inference {
   absl::StatusOr<ValueType> rotary_embedding();
   absl::StatusOr<ValueType> group_query_attention();
   absl::StatusOr<ValueType> batch_norm();
-  absl::StatusOr<ValueType> reduce_mean();
+  absl::StatusOr<ValueType> reduce();
 
   // infer_shape.cc
   absl::StatusOr<ValueType> transpose();

@@ -38,6 +38,7 @@ using Ints = std::vector<std::int64_t>;
 std::vector<AttrSpec> schema(Op op) {
   const AttrValue one_one = Ints{1, 1};
   const AttrValue no_pads = Ints{0, 0, 0, 0};
+  if (is_reduction(op) && op != Op::kReduceMean) return schema(Op::kReduceMean);
   switch (op) {
     case Op::kInput:
       // `onnx_type`: a serialized ONNX TypeProto (base64) for an input that
@@ -94,7 +95,7 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"num_heads", Kind::kInt, {}},
               {"kv_num_heads", Kind::kInt, {}},
               {"scale", Kind::kFloat, 0.0}};
-    case Op::kReduceMean:
+    case Op::kReduceMean:  // every reduction's (is_reduction)
       return {{"axes", Kind::kInts, Ints{}}, {"keepdims", Kind::kInt, std::int64_t{1}}};
     case Op::kTranspose:
       return {{"perm", Kind::kInts, Ints{}}};
@@ -219,6 +220,24 @@ bool is_unary_elementwise(Op op) {
 bool is_comparison(Op op) {
   return op == Op::kEqual || op == Op::kLess || op == Op::kLessOrEqual || op == Op::kGreater ||
          op == Op::kGreaterOrEqual;
+}
+
+bool is_reduction(Op op) {
+  switch (op) {
+    case Op::kReduceMean:
+    case Op::kReduceSum:
+    case Op::kReduceMax:
+    case Op::kReduceMin:
+    case Op::kReduceProd:
+    case Op::kReduceL1:
+    case Op::kReduceL2:
+    case Op::kReduceSumSquare:
+    case Op::kReduceLogSum:
+    case Op::kReduceLogSumExp:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool is_value_op(Op op) {

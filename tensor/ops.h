@@ -69,6 +69,15 @@ namespace saturn::tensor {
   X(kBatchNorm, "BatchNormalization", 5)        \
   X(kInstanceNorm, "InstanceNormalization", 3)  \
   X(kReduceMean, "ReduceMean", 1)               \
+  X(kReduceSum, "ReduceSum", 1)                 \
+  X(kReduceMax, "ReduceMax", 1)                 \
+  X(kReduceMin, "ReduceMin", 1)                 \
+  X(kReduceProd, "ReduceProd", 1)               \
+  X(kReduceL1, "ReduceL1", 1)                   \
+  X(kReduceL2, "ReduceL2", 1)                   \
+  X(kReduceSumSquare, "ReduceSumSquare", 1)     \
+  X(kReduceLogSum, "ReduceLogSum", 1)           \
+  X(kReduceLogSumExp, "ReduceLogSumExp", 1)     \
   X(kTranspose, "Transpose", 1)                 \
   X(kReshape, "Reshape", 1)                     \
   X(kFlatten, "Flatten", 1)                     \
@@ -131,6 +140,10 @@ bool is_binary_elementwise(Op op);
 bool is_value_op(Op op);
 // The comparisons: two inputs of one element type, a bool result.
 bool is_comparison(Op op);
+// ONNX's reductions over `axes` (all axes where empty), `keepdims` or not:
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+// ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp.
+bool is_reduction(Op op);
 
 // The ONNX domain of an operator that is one of onnxruntime's fused kernels
 // rather than standard ONNX ("com.microsoft"); nullopt for the others.

@@ -118,6 +118,7 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
   }
   auto one = [](Tensor t) { return std::vector<Tensor>{std::move(t)}; };
   if (is_unary_elementwise(op)) return one(kernels::unary(op, a, in[0]));
+  if (is_reduction(op)) return one(kernels::reduce(op, a, in[0]));
   if (is_binary_elementwise(op)) return one(kernels::binary(op, in[0], in[1]));
   switch (op) {
     case Op::kConstant:
@@ -145,8 +146,6 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
       return one(kernels::rotary_embedding(a, in));
     case Op::kGroupQueryAttention:
       return one(kernels::group_query_attention(a, in));
-    case Op::kReduceMean:
-      return one(kernels::reduce_mean(a, in[0]));
     case Op::kMaxPool:
     case Op::kAveragePool:
       return one(kernels::pool(op, a, in[0]));

@@ -5,7 +5,7 @@
 //   kernels_elementwise.cc  unary and binary elementwise operators
 //   kernels_matmul.cc       MatMul, Gemm and the blocked product under them
 //   kernels_conv.cc         convolution and pooling
-//   kernels_norm.cc         Softmax, LayerNorm, BatchNorm and ReduceMean
+//   kernels_norm.cc         Softmax, LayerNorm, BatchNorm and the reductions
 //   kernels_fused.cc        onnxruntime's fused normalizations and rotary
 //                           embedding
 //   kernels_shape.cc        data movement (Transpose to Pad) and the
@@ -92,7 +92,8 @@ Tensor softmax(const Attributes& attrs, const Tensor& x);
 Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in);
-Tensor reduce_mean(const Attributes& attrs, const Tensor& x);
+// The reductions (is_reduction), accumulated in double.
+Tensor reduce(Op op, const Attributes& attrs, const Tensor& x);
 
 // onnxruntime's fused operators (kernels_fused.cc).
 Tensor simplified_layer_norm(const Attributes& attrs, std::span<const Tensor> in);

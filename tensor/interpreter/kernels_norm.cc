@@ -1,6 +1,7 @@
 // Reference kernels: the normalizations (Softmax, LayerNorm, InstanceNorm,
-// BatchNorm) and ReduceMean.
+// BatchNorm) and the reductions (ReduceMean, ReduceSum, ...).
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -109,7 +110,7 @@ Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in) {
   return out;
 }
 
-Tensor reduce_mean(const Attributes& attrs, const Tensor& x) {
+Tensor reduce(Op op, const Attributes& attrs, const Tensor& x) {
   const Ints& axes = *attrs.get_ints("axes");
   std::size_t r = x.dims().size();
   std::vector<bool> reduced(r, axes.empty());
@@ -122,21 +123,79 @@ Tensor reduce_mean(const Attributes& attrs, const Tensor& x) {
       kept[i] = 1;
     }
   }
-  Ints out_strides = broadcast_strides(kept, x.dims());
-  Tensor acc(TensorType{DType::kFloat32, kept});
-  std::vector<double> sums(static_cast<std::size_t>(acc.size()), 0.0);
+  const Ints out_strides = broadcast_strides(kept, x.dims());
+  Tensor result(TensorType{DType::kFloat32, kept});
+  const auto count = static_cast<std::size_t>(result.size());
   const float* in = x.floats().data();
-  for_each_index(x.dims(), out_strides, Ints(r, 0),
-                 [&](std::int64_t i, std::int64_t o, std::int64_t) { sums[o] += in[i]; });
-  std::span<float> a = acc.mutable_floats();
-  for (std::size_t i = 0; i < sums.size(); ++i)
-    a[i] = static_cast<float>(sums[i] / static_cast<double>(n));
-  if (*attrs.get_int("keepdims") != 0) return acc;
+  // Each output's elements, visited in order: fold(acc, x).
+  auto over = [&](double start, auto fold) {
+    std::vector<double> acc(count, start);
+    for_each_index(x.dims(), out_strides, Ints(r, 0),
+                   [&](std::int64_t i, std::int64_t o, std::int64_t) {
+                     acc[o] = fold(acc[o], static_cast<double>(in[i]));
+                   });
+    return acc;
+  };
+  auto sum = [](double a, double v) { return a + v; };
+  // Max and Min propagate a NaN, as onnxruntime's kernels do.
+  auto max = [](double a, double v) { return std::isnan(a) || v > a || std::isnan(v) ? v : a; };
+  auto min = [](double a, double v) { return std::isnan(a) || v < a || std::isnan(v) ? v : a; };
+  std::vector<double> acc;
+  switch (op) {
+    case Op::kReduceMean:
+      acc = over(0.0, sum);
+      for (double& a : acc) a /= static_cast<double>(n);
+      break;
+    case Op::kReduceSum:
+      acc = over(0.0, sum);
+      break;
+    case Op::kReduceMax:  // an empty reduction: the lowest value
+      acc = over(-INFINITY, max);
+      break;
+    case Op::kReduceMin:
+      acc = over(INFINITY, min);
+      break;
+    case Op::kReduceProd:
+      acc = over(1.0, [](double a, double v) { return a * v; });
+      break;
+    case Op::kReduceL1:
+      acc = over(0.0, [](double a, double v) { return a + std::abs(v); });
+      break;
+    case Op::kReduceL2:
+      acc = over(0.0, [](double a, double v) { return a + v * v; });
+      for (double& a : acc) a = std::sqrt(a);
+      break;
+    case Op::kReduceSumSquare:
+      acc = over(0.0, [](double a, double v) { return a + v * v; });
+      break;
+    case Op::kReduceLogSum:
+      acc = over(0.0, sum);
+      for (double& a : acc) a = std::log(a);
+      break;
+    case Op::kReduceLogSumExp: {
+      // log(sum(exp(x - m))) + m, m the largest: no overflow.
+      const std::vector<double> top = over(-INFINITY, max);
+      std::vector<double> total(count, 0.0);
+      for_each_index(x.dims(), out_strides, Ints(r, 0),
+                     [&](std::int64_t i, std::int64_t o, std::int64_t) {
+                       total[o] += std::exp(static_cast<double>(in[i]) - top[o]);
+                     });
+      acc.resize(count);
+      for (std::size_t o = 0; o < count; ++o)
+        acc[o] = std::isinf(top[o]) ? top[o] : std::log(total[o]) + top[o];
+      break;
+    }
+    default:
+      assert(false && "not a reduction");
+  }
+  std::span<float> out = result.mutable_floats();
+  for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(acc[i]);
+  if (*attrs.get_int("keepdims") != 0) return result;
   Dims squeezed;
   for (std::size_t i = 0; i < r; ++i) {
     if (!reduced[i]) squeezed.push_back(kept[i]);
   }
-  return acc.reshaped(squeezed);
+  return result.reshaped(squeezed);
 }
 
 }  // namespace saturn::tensor::kernels
