@@ -126,6 +126,12 @@ absl::Status Exporter::emit(int i) {
   const std::size_t rank = types_[i].parts[0].rank();
   float_type_ = is_float(types_[i].parts[0].dtype) ? types_[i].parts[0].dtype : DType::kFloat32;
   if (is_reduction(n.op)) return emit_reduce(n.op, a, in, out);
+  if (is_quantization(n.op)) {
+    // A per-axis scale names its axis (opset 13 on, where it was read).
+    auto* q = node(op_name(n.op), in, {out});
+    if (types_[n.inputs[1]].parts[0].num_elements() > 1) set_int(q, "axis", axis_of(n, 0));
+    return absl::OkStatus();
+  }
   switch (n.op) {
     case Op::kInput:
     case Op::kTupleGet:

@@ -144,6 +144,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     return Mapped{Op::kBatchNorm, {{"epsilon", r.f("epsilon").value_or(1e-5)}}, node.in};
   }
   if (const std::optional<Op> op = find_op(t); op && is_reduction(*op)) return map_reduce(node, *op);
+  if (t == "QuantizeLinear" || t == "DequantizeLinear") return map_quantization(node);
   if (t == "Transpose")
     return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
   if (t == "Reshape") return map_reshape(node);
@@ -424,6 +425,26 @@ std::optional<Mapped> Importer::map_reduce(KnownNode& node, Op op) {
   m.attributes.set("axes", axes.value_or(Ints{}));
   m.attributes.set("keepdims", r.i("keepdims").value_or(1));
   return m;
+}
+
+std::optional<Mapped> Importer::map_quantization(KnownNode& node) {
+  AttrReader& r = node.attrs;
+  const bool quantize = node.proto.op_type() == "QuantizeLinear";
+  // Blocked scales (opset 21) stay opaque; `saturate` concerns float8 only,
+  // which the import refuses by type.
+  if (r.i("block_size").value_or(0) != 0) return std::nullopt;
+  r.i("saturate");
+  // Without a zero point, QuantizeLinear writes uint8 unless output_dtype
+  // (opset 21) names another type.
+  if (const std::optional<std::int64_t> to = r.i("output_dtype"); to && *to != 0) {
+    const std::optional<DType> named = dtype_from_onnx(static_cast<int>(*to));
+    const std::optional<DType> given =
+        node.present(2) ? std::optional<DType>(node.dtype(2)) : DType::kUInt8;
+    if (!quantize || named != given) return std::nullopt;
+  }
+  const std::int64_t axis = r.i("axis").value_or(1);
+  return Mapped{quantize ? Op::kQuantizeLinear : Op::kDequantizeLinear, {{"axis", axis}},
+                node.first(node.present(2) ? 3 : 2)};
 }
 
 std::optional<Mapped> Importer::map_split(KnownNode& node) {

@@ -234,7 +234,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
 absl::StatusOr<std::optional<Tensor>> Importer::fold_weights_only(
     Op op, const Attributes& attributes, const std::vector<int>& inputs, const ValueType& type,
     const std::string& output) const {
-  if (op == Op::kOpaque || type.is_tuple || output_names_.contains(output) ||
+  if (!computed_ahead(op) || type.is_tuple || output_names_.contains(output) ||
       !is_plain_number(type.tensor().dtype))
     return std::nullopt;
   std::vector<Tensor> values;

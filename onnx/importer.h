@@ -307,6 +307,7 @@ class Importer {
   std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
   std::optional<Mapped> map_reduce(KnownNode& node, Op op);
+  std::optional<Mapped> map_quantization(KnownNode& node);
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);
   std::optional<Mapped> map_expand(KnownNode& node);

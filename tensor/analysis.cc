@@ -17,7 +17,7 @@ std::optional<TensorInfo> TensorAnalysis::make_data(const EGraph& egraph, const 
   std::vector<ValueType> inputs;
   inputs.reserve(node.children.size());
   bool weight_only = op == Op::kWeight || op == Op::kConstant;
-  if (op != Op::kInput && op != Op::kOpaque && !node.children.empty()) weight_only = true;
+  if (computed_ahead(op) && !node.children.empty()) weight_only = true;
   for (Id child : node.children) {
     const TensorInfo& c = data(egraph.find(child));
     inputs.push_back(c.type);

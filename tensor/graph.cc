@@ -47,7 +47,7 @@ std::vector<bool> weight_only_nodes(const Graph& graph) {
     const Node& n = graph.nodes[i];
     if (n.op == Op::kWeight || n.op == Op::kConstant) {
       w[i] = true;
-    } else if (n.op != Op::kInput && n.op != Op::kOpaque) {
+    } else if (computed_ahead(n.op)) {
       bool all = true;
       for (int in : n.inputs) all = all && w[in];
       w[i] = all;

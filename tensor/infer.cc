@@ -46,6 +46,7 @@ absl::StatusOr<ValueType> Inference::infer() {
   if (is_unary_elementwise(op_)) return unary();
   if (is_value_op(op_)) return value_op();
   if (is_reduction(op_)) return reduce();
+  if (is_quantization(op_)) return quantization();
   switch (op_) {
     case Op::kInput:
     case Op::kWeight:

@@ -257,4 +257,36 @@ absl::StatusOr<ValueType> Inference::reduce() {
   return like(0, out);
 }
 
+absl::StatusOr<ValueType> Inference::quantization() {
+  const bool quantize = op_ == Op::kQuantizeLinear;
+  auto integer = [&](DType d) {
+    return d == DType::kInt8 || d == DType::kUInt8 || d == DType::kInt16 || d == DType::kUInt16 ||
+           (!quantize && d == DType::kInt32);
+  };
+  if (quantize ? t(0).dtype != DType::kFloat32 : !integer(t(0).dtype))
+    return fail(op_, "input 0 must be {}, is {}",
+                quantize ? "float32" : "int8, uint8, int16, uint16 or int32", to_string(t(0)));
+  if (t(1).dtype != DType::kFloat32)
+    return fail(op_, "the scale must be float32, is {}", to_string(t(1)));
+  // A scale per tensor (a scalar, or one value) or per axis (one per index
+  // of the axis); the zero point like the scale.
+  const std::int64_t axis = int_attr(a_, "axis");
+  const std::optional<std::int64_t> along = normalize_axis(axis, t(0).rank());
+  const bool per_tensor = t(1).num_elements() == 1 && t(1).rank() <= 1;
+  if (!per_tensor && (t(1).rank() != 1 || !along || d(1)[0] != d(0)[*along]))
+    return fail(op_, "the scale {} is neither a scalar nor one value per index of axis {} of {}",
+                to_string(t(1)), axis, to_string(t(0)));
+  DType out = quantize ? DType::kUInt8 : DType::kFloat32;
+  if (in_.size() == 3) {
+    if (d(2) != d(1) && !(per_tensor && t(2).num_elements() == 1 && t(2).rank() <= 1))
+      return fail(op_, "the zero point {} must have the scale's shape {}", to_string(t(2)),
+                  to_string(d(1)));
+    if (!integer(t(2).dtype) || (!quantize && t(2).dtype != t(0).dtype))
+      return fail(op_, "the zero point {} must be of {}", to_string(t(2)),
+                  quantize ? "an integer type" : "input 0's type");
+    if (quantize) out = t(2).dtype;
+  }
+  return ValueType::of(TensorType{out, d(0)});
+}
+
 }  // namespace saturn::tensor::inference

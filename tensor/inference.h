@@ -87,6 +87,7 @@ class Inference {
   absl::StatusOr<ValueType> group_query_attention();
   absl::StatusOr<ValueType> batch_norm();
   absl::StatusOr<ValueType> reduce();
+  absl::StatusOr<ValueType> quantization();
 
   // infer_shape.cc
   absl::StatusOr<ValueType> transpose();

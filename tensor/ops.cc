@@ -116,6 +116,9 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"axis", Kind::kInt, std::int64_t{0}}};
     case Op::kPad:
       return {{"pads", Kind::kInts, {}}, {"value", Kind::kFloat, 0.0}};
+    case Op::kQuantizeLinear:  // the axis of a per-axis scale (ONNX's default)
+    case Op::kDequantizeLinear:
+      return {{"axis", Kind::kInt, std::int64_t{1}}};
     case Op::kExpand:  // the input broadcast to `shape` (ONNX's Expand rule)
       return {{"shape", Kind::kInts, {}}};
     case Op::kMaxPool:
@@ -240,6 +243,14 @@ bool is_reduction(Op op) {
   }
 }
 
+bool is_quantization(Op op) {
+  return op == Op::kQuantizeLinear || op == Op::kDequantizeLinear;
+}
+
+bool computed_ahead(Op op) {
+  return op != Op::kInput && op != Op::kOpaque && !is_quantization(op);
+}
+
 bool is_value_op(Op op) {
   return is_comparison(op) || op == Op::kShape || op == Op::kCast || op == Op::kWhere ||
          op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kExpand;
@@ -271,6 +282,8 @@ std::pair<int, int> input_count(Op op) {
     case Op::kGemm:
       return {2, 3};
     case Op::kConv:
+    case Op::kQuantizeLinear:
+    case Op::kDequantizeLinear:
       return {2, 3};
     case Op::kConcat:
       return {1, 1 << 20};

@@ -112,6 +112,8 @@ namespace saturn::tensor {
   X(kOr, "Or", 2)                               \
   X(kNot, "Not", 1)                             \
   X(kExpand, "Expand", 1)                       \
+  X(kQuantizeLinear, "QuantizeLinear", -1)      \
+  X(kDequantizeLinear, "DequantizeLinear", -1)  \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -140,6 +142,17 @@ bool is_binary_elementwise(Op op);
 bool is_value_op(Op op);
 // The comparisons: two inputs of one element type, a bool result.
 bool is_comparison(Op op);
+// QuantizeLinear and DequantizeLinear (x, scale, [zero point]): per tensor
+// (a scalar scale) or per axis (a 1-D scale along `axis`), between float32
+// and int8, uint8, int16 or uint16 (DequantizeLinear reads int32 too).
+bool is_quantization(Op op);
+// Whether a node of `op` whose inputs are all weights or constants is a
+// weight itself: computed ahead of time (at import and export) and free to
+// the extraction. Not an opaque operator (the runtime's to compute), nor
+// QuantizeLinear and DequantizeLinear: a quantized weight stays integer and
+// its DequantizeLinear stays, which onnxruntime fuses with the operator
+// reading it into an integer kernel.
+bool computed_ahead(Op op);
 // ONNX's reductions over `axes` (all axes where empty), `keepdims` or not:
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
 // ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp.

@@ -165,6 +165,8 @@ absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::sp
     return std::vector<Tensor>{*std::move(out)};
   }
   if (moves_data(op)) return move_data(op, a, in, type);
+  if (is_quantization(op))  // float32 and integers, never float16 (inference)
+    return std::vector<Tensor>{kernels::quantization(op, a, in, type.tensor())};
   if (op == Op::kOpaque) {
     absl::StatusOr<Tensor> t = kernels::onnx_op(a, in);
     if (!t.ok()) return t.status();

@@ -12,6 +12,7 @@
 //                           rewrites of convolution kernels
 //   kernels_values.cc       Shape, Cast, Where, comparisons and logic on
 //                           any plain element type
+//   kernels_quant.cc        QuantizeLinear and DequantizeLinear
 //
 // Each kernel takes normalized attributes and inputs that type-check.
 #pragma once
@@ -92,6 +93,9 @@ Tensor softmax(const Attributes& attrs, const Tensor& x);
 Tensor layer_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor batch_norm(const Attributes& attrs, std::span<const Tensor> in);
 Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in);
+// QuantizeLinear and DequantizeLinear (is_quantization) into `out_type`.
+Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
+                    const TensorType& out_type);
 // The reductions (is_reduction), accumulated in double.
 Tensor reduce(Op op, const Attributes& attrs, const Tensor& x);
 

@@ -4,7 +4,6 @@ model's own opset, in that opset's spelling, which PyPI's ONNX checker
 accepts and onnxruntime runs with the original's outputs. Run by CTest
 (python_tests, the venv's python, SATURN_CLI set).
 """
-import json
 import os
 import subprocess
 
@@ -13,6 +12,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from optimizing import optimize
 
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
@@ -52,15 +52,6 @@ def newer_opset_model(path, opset):
 def run(path, x):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
-
-
-def optimize(path, out, report, *extra):
-    """saturn optimize with the greedy search and the operator count; the report."""
-    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
-                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
-                           "--report", str(report), *extra], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(report.read_text())
 
 
 def saved_and_optimized(tmp_path, model, *extra):

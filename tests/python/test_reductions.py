@@ -8,15 +8,14 @@ by the interpreter into the written model, whose outputs onnxruntime then
 compares with the original's. Run by CTest (python_tests, the venv's python,
 SATURN_CLI set).
 """
-import json
 import os
-import subprocess
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from optimizing import optimize
 
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
@@ -77,11 +76,7 @@ def test_a_reduction_is_read_folded_and_written_as_onnxruntime_computes_it(tmp_p
         path, out = tmp_path / "m.onnx", tmp_path / "m.opt.onnx"
         report = tmp_path / "r.json"
         onnx.save(model(op, opset, axes, keepdims), str(path))
-        done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
-                               "--cost", "opcount", "--ilp-seconds", "0", "--no-measure",
-                               "--quiet", "--report", str(report)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout + done.stderr
-        r = json.loads(report.read_text())
+        r = optimize(path, out, report)
         assert not r["opaque_ops_before"], r["opaque_reasons_before"]
         assert r["decision"]["taken"], r["decision"]
         written = onnx.load(str(out))
@@ -112,10 +107,7 @@ def test_reduce_sum_without_axes_reduces_all_or_nothing(tmp_path):
         m = onnx.shape_inference.infer_shapes(m)
         path, out = tmp_path / f"s{noop}.onnx", tmp_path / f"s{noop}.opt.onnx"
         onnx.save(m, str(path))
-        done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
-                               "--cost", "opcount", "--ilp-seconds", "0", "--no-measure",
-                               "--quiet"], capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout + done.stderr
+        optimize(path, out, tmp_path / f"s{noop}.json")
         x = np.random.default_rng(noop).standard_normal(SHAPE).astype(np.float32)
         got, want = outputs(out, x)[0], outputs(path, x)[0]
         assert got.shape == want.shape == (() if not noop else tuple(SHAPE))

@@ -1,0 +1,105 @@
+// Reference kernels: QuantizeLinear and DequantizeLinear as ONNX defines
+// them, bit for bit: y = saturate(round_half_to_even(x / scale) + zero
+// point), the division in float32; x = (q - zero point) * scale, the
+// difference in integers.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
+
+namespace saturn::tensor::kernels {
+
+namespace {
+
+// The integer element types of a quantized tensor, read and written as
+// int64.
+template <typename T>
+std::int64_t read_as(std::span<const std::byte> bytes, std::int64_t i) {
+  T x;
+  std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+std::int64_t read_integer(const Tensor& t, std::int64_t i) {
+  const std::span<const std::byte> b = t.data();
+  switch (t.dtype()) {
+    case DType::kInt8: return read_as<std::int8_t>(b, i);
+    case DType::kUInt8: return read_as<std::uint8_t>(b, i);
+    case DType::kInt16: return read_as<std::int16_t>(b, i);
+    case DType::kUInt16: return read_as<std::uint16_t>(b, i);
+    case DType::kInt32: return read_as<std::int32_t>(b, i);
+    default: return 0;  // inference admits no other
+  }
+}
+
+template <typename T>
+void fill_saturated(std::span<const float> values, std::span<std::byte> out) {
+  constexpr auto lo = static_cast<float>(std::numeric_limits<T>::min());
+  constexpr auto hi = static_cast<float>(std::numeric_limits<T>::max());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    const T x = std::isnan(v) ? T{0} : static_cast<T>(v < lo ? lo : v > hi ? hi : v);
+    std::memcpy(out.data() + i * sizeof(T), &x, sizeof(T));
+  }
+}
+
+// Which scale (and zero point) element `i` of x [outer, extent, inner]
+// reads: the one of its index along the axis, or the only one.
+struct ScaleIndex {
+  std::int64_t extent = 1, inner = 1;
+  bool per_axis = false;
+  std::int64_t operator()(std::int64_t i) const { return per_axis ? (i / inner) % extent : 0; }
+};
+
+ScaleIndex scale_index(const Attributes& a, const Tensor& x, const Tensor& scale) {
+  ScaleIndex s;
+  if (scale.size() == 1) return s;
+  const std::int64_t axis = *normalize_axis(*a.get_int("axis"), x.dims().size());
+  s.per_axis = true;
+  s.extent = x.dims()[axis];
+  for (std::size_t d = axis + 1; d < x.dims().size(); ++d) s.inner *= x.dims()[d];
+  return s;
+}
+
+}  // namespace
+
+Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
+                    const TensorType& out_type) {
+  const Tensor& x = in[0];
+  const std::span<const float> scale = in[1].floats();
+  const ScaleIndex at = scale_index(a, x, in[1]);
+  auto zero_point = [&](std::int64_t k) { return in.size() == 3 ? read_integer(in[2], k) : 0; };
+  Tensor out(out_type);
+  if (op == Op::kDequantizeLinear) {
+    std::span<float> y = out.mutable_floats();
+    for (std::int64_t i = 0; i < x.size(); ++i) {
+      const std::int64_t k = at(i);
+      y[i] = static_cast<float>(read_integer(x, i) - zero_point(k)) * scale[k];
+    }
+    return out;
+  }
+  // Rounded to the nearest integer, ties to even (the default rounding
+  // mode), plus the zero point, in float: every int16 sum is exact there.
+  const std::span<const float> v = x.floats();
+  std::vector<float> rounded(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t k = at(static_cast<std::int64_t>(i));
+    rounded[i] = std::nearbyint(v[i] / scale[k]) + static_cast<float>(zero_point(k));
+  }
+  const std::span<std::byte> bytes = out.mutable_data();
+  switch (out_type.dtype) {
+    case DType::kInt8: fill_saturated<std::int8_t>(rounded, bytes); break;
+    case DType::kUInt8: fill_saturated<std::uint8_t>(rounded, bytes); break;
+    case DType::kInt16: fill_saturated<std::int16_t>(rounded, bytes); break;
+    case DType::kUInt16: fill_saturated<std::uint16_t>(rounded, bytes); break;
+    default: break;  // inference admits no other
+  }
+  return out;
+}
+
+}  // namespace saturn::tensor::kernels

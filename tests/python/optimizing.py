@@ -1,0 +1,20 @@
+"""What the command-line tests share: `saturn optimize` run the quick,
+deterministic way (greedy search, operator count, no exact extraction, no
+timing in onnxruntime), its report read back."""
+import json
+import os
+import subprocess
+
+CLI = os.environ.get("SATURN_CLI")
+
+
+def optimize(path, out, report, *extra):
+    """saturn optimize PATH -o OUT with the greedy search and the operator
+    count; the report (written to REPORT) as a dict. Fails the test where the
+    command fails."""
+    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--search", "greedy",
+                           "--cost", "opcount", "--ilp-seconds", "0", "--no-measure", "--quiet",
+                           "--report", str(report), *extra], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(report, encoding="utf-8") as f:
+        return json.load(f)

@@ -1,0 +1,103 @@
+"""QuantizeLinear and DequantizeLinear as IR operators: a model quantized by
+onnxruntime's own quantizer (QDQ format, both activation spellings) is read
+with no opaque operator, its quantized weights stay integer initializers
+behind their DequantizeLinear (nothing folded to float: onnxruntime fuses
+that spelling into its integer kernels), and the model saturn writes gives
+onnxruntime's outputs. The interpreter's kernels are checked against ONNX's
+reference outputs by tests/onnx_io_test.cc (libonnx-testdata's
+quantizelinear and dequantizelinear models). Run by CTest (python_tests, the
+venv's python, SATURN_CLI set).
+"""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from optimizing import optimize
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+CLI = os.environ.get("SATURN_CLI")
+needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
+
+
+def float_model(path):
+    """x [1, 3, 16, 16] -> Conv 3x3 (8) -> Relu -> Conv 1x1 (8) -> Add (the
+    first Conv's output) -> Relu."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32) * 0.1, "b1"),
+             numpy_helper.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32) * 0.3, "w2"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32) * 0.1, "b2")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+             helper.make_node("Add", ["c2", "r1"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+
+
+class Inputs(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.batches = iter([{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+                             for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def run(path, x):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+@needs_cli
+@pytest.mark.parametrize("activations", [QuantType.QInt8, QuantType.QUInt8])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_a_qdq_model_is_read_whole_and_written_with_its_integer_weights(
+        tmp_path, activations, per_channel):
+    floats, quantized = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    out, report = tmp_path / "q.opt.onnx", tmp_path / "r.json"
+    float_model(floats)
+    quantize_static(str(floats), str(quantized), Inputs(), quant_format=QuantFormat.QDQ,
+                    activation_type=activations, weight_type=QuantType.QInt8,
+                    per_channel=per_channel)
+    # The quantized output scaled by 2 and by 0.5 in float: the rewrite that
+    # makes saturn write the model from its IR.
+    q = onnx.load(str(quantized))
+    q.graph.output[0].name = "z"
+    q.graph.initializer.extend([numpy_helper.from_array(np.array(2, np.float32), "two"),
+                                numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    q.graph.node.extend([helper.make_node("Mul", ["y", "two"], ["d"]),
+                         helper.make_node("Mul", ["d", "half"], ["z"])])
+    onnx.save(q, str(quantized))
+    counts = {op: sum(n.op_type == op for n in q.graph.node)
+              for op in ("QuantizeLinear", "DequantizeLinear")}
+    assert counts["QuantizeLinear"] > 0 and counts["DequantizeLinear"] > 0
+    r = optimize(quantized, out, report)
+    assert not r["opaque_ops_before"], r["opaque_reasons_before"]
+    assert r["decision"]["taken"], r["decision"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    ops = [n.op_type for n in written.graph.node]
+    assert {op: ops.count(op) for op in counts} == counts, ops
+    # The convolutions' weights are still int8 initializers read by a
+    # DequantizeLinear, per channel where they were.
+    inits = {t.name: t for t in written.graph.initializer}
+    weights = [inits[n.input[0]] for n in written.graph.node
+               if n.op_type == "DequantizeLinear" and n.input[0] in inits and
+               len(inits[n.input[0]].dims) == 4]
+    assert len(weights) == 2 and all(w.data_type == TensorProto.INT8 for w in weights), weights
+    scales = [inits[n.input[1]] for n in written.graph.node
+              if n.op_type == "DequantizeLinear" and n.input[0] in inits and
+              len(inits[n.input[0]].dims) == 4]
+    assert all((len(s.dims) == 1 and s.dims[0] == 8) == per_channel for s in scales)
+    x = np.random.default_rng(9).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(run(out, x), run(quantized, x), rtol=1e-5, atol=1e-5)
