@@ -111,13 +111,14 @@ struct OptimizeOptions {
   // input. 1: measurably faster, and timed (the command line's
   // --keep-faster).
   std::optional<double> min_speedup;
-  // onnxruntime's intra-op threads when the candidate is timed, which
-  // should be those the model will run with: a gain measured on one thread
-  // need not hold on two (the corpus's 1.46x, 1.10x and 1.11x on one ran
-  // 1.31x, 1.06x and 1.01x on two). One thread is timed by the session
-  // thread's CPU time, which the machine's other load does not change; more
-  // by the wall clock. 0: onnxruntime's default here (one per core:
-  // default_runtime_threads()).
+  // The intra-op threads the model will run with in onnxruntime. The
+  // candidate is timed on one thread by the session thread's CPU time,
+  // which the machine's other load cannot inflate, and must be measurably
+  // faster there; with more threads here it is timed again with them by the
+  // wall clock and kept out where measurably slower (a gain on one thread
+  // need not hold on two: the corpus's 1.46x, 1.10x and 1.11x on one ran
+  // 1.31x, 1.06x and 1.01x on two). 0: onnxruntime's default here (one per
+  // core: ort::default_runtime_threads()).
   int runtime_threads = kDefaultRuntimeThreads;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
@@ -198,13 +199,17 @@ struct Measurement {
   bool timed = false;  // the figures below are set
   bool outputs_match = false;
   bool faster = false;  // measurably faster: the candidate was taken
-  // The input's time over the candidate's and its one-sided 95% interval
-  // (ort::Decision).
+  // The input's time over the candidate's and its 90% interval (each end a
+  // one-sided 95% bound; ort::Decision).
   double speedup = 0, speedup_low = 0, speedup_high = 0;
   double noise = 0;      // the spread of one model's sessions (a fraction)
   double threshold = 0;  // what speedup_low had to beat: 1 + the gain sought
   int sessions = 0;      // onnxruntime sessions timed, both models together
   int rounds = 0;
+  // The check at the threads the model runs with (more than one), where it
+  // ran: the speedup by the wall clock and its 90% interval.
+  int check_threads = 0;
+  double check_speedup = 0, check_low = 0, check_high = 0;
   std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"
   std::string clock;    // what timed a run: "thread CPU time" or "wall clock"
 };

@@ -49,8 +49,8 @@ constexpr std::array<OptionInfo, 18> kOptions = {{
      "take the predicted result without timing it against the input in onnxruntime (by "
      "default an ONNX model is kept unless the result runs measurably faster there)"},
     {"runtime-threads", Kind::kValue, "N",
-     "onnxruntime intra-op threads when the result is timed against the input; 0: onnxruntime's "
-     "default, one per core"},
+     "the onnxruntime intra-op threads the model runs with: a result faster on one thread is "
+     "timed again with them and kept out where slower; 0: onnxruntime's default, one per core"},
     {"min-speedup", Kind::kValue, "X",
      "keep the input unless onnxruntime runs the result at least X times as fast (and "
      "measurably faster); a result that cannot be timed keeps the input"},

@@ -67,6 +67,11 @@ json measurement_json(const std::optional<Measurement>& m) {
               {"threshold", m->threshold},
               {"sessions", m->sessions},
               {"rounds", m->rounds}});
+  if (m->check_threads > 1)
+    out["at_threads"] = {{"threads", m->check_threads},
+                         {"speedup", m->check_speedup},
+                         {"speedup_low", m->check_low},
+                         {"speedup_high", m->check_high}};
   return out;
 }
 

@@ -101,19 +101,30 @@ struct DecideOptions {
   double seconds = 10;
   int min_rounds = 5, max_rounds = 41;
   double min_gain = 0.01;
+  // More than 1: a candidate found faster is timed again with this many
+  // intra-op threads by the wall clock, and kept out where measurably
+  // slower there.
+  int check_threads = 0;
 };
 struct Decision {
   bool outputs_match = false;  // and PyPI's ONNX checker passes the candidate
   bool faster = false;
   // The input's time over the candidate's: the ratio of the geometric
-  // means of their sessions' medians, and its one-sided 95% interval
-  // (Student's t from the spread of one model's sessions).
+  // means of their sessions' medians, and its 90% interval (each end a
+  // one-sided 95% bound; Student's t from the spread of one model's
+  // sessions).
   double speedup = 0;
   double speedup_low = 0, speedup_high = 0;
   double noise = 0;      // the spread of one model's sessions (a fraction)
   double threshold = 0;  // what speedup_low had to beat: 1 + min_gain
   int sessions = 0;      // sessions timed, both models together
   int rounds = 0;  // runs timed, over all sessions
+  // The check at DecideOptions::check_threads, where it ran: the speedup
+  // and its interval by the wall clock, and whether it was measurably
+  // slower there.
+  int check_threads = 0;
+  double check_speedup = 0, check_low = 0, check_high = 0;
+  bool slower_at_check = false;
   std::string clock;  // what timed a run: "thread CPU time" or "wall clock"
   double seconds = 0;
   nlohmann::json json;  // everything the harness measured

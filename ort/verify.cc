@@ -51,7 +51,8 @@ absl::StatusOr<Decision> decide_faster(const std::string& input, const std::stri
       fmt::format("{}", options.seconds), "--min-rounds",
       std::to_string(options.min_rounds), "--max-rounds",
       std::to_string(options.max_rounds), "--min-gain",
-      fmt::format("{}", options.min_gain)};
+      fmt::format("{}", options.min_gain), "--check-threads",
+      std::to_string(options.check_threads)};
   for (const auto& [name, size] : sizes) {
     args.push_back("--dim");
     args.push_back(fmt::format("{}={}", name, size));
@@ -68,8 +69,21 @@ absl::StatusOr<Decision> decide_faster(const std::string& input, const std::stri
   d.noise = j->value("noise", 0.0);
   d.threshold = j->value("threshold", 0.0);
   d.rounds = j->value("rounds", 0);
-  if (const auto s = j->find("sessions"); s != j->end() && s->is_array())
-    for (const nlohmann::json& n : *s) d.sessions += n.is_number_integer() ? n.get<int>() : 0;
+  auto count_sessions = [](const nlohmann::json& j) {
+    int n = 0;
+    if (const auto s = j.find("sessions"); s != j.end() && s->is_array())
+      for (const nlohmann::json& k : *s) n += k.is_number_integer() ? k.get<int>() : 0;
+    return n;
+  };
+  d.sessions = count_sessions(*j);
+  if (const auto c = j->find("at_threads"); c != j->end() && c->is_object()) {
+    d.check_threads = c->value("threads", 0);
+    d.check_speedup = c->value("speedup", 0.0);
+    d.check_low = c->value("speedup_low", 0.0);
+    d.check_high = c->value("speedup_high", 0.0);
+    d.slower_at_check = c->value("slower", false);
+    d.sessions += count_sessions(*c);
+  }
   d.clock = j->value("clock", "");
   d.seconds = j->value("seconds", 0.0);
   d.json = std::move(*j);

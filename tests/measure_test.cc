@@ -110,14 +110,21 @@ TEST(Measure, AMeasuredGainIsTakenAndTheSameSeedDecidesAlike) {
   absl::StatusOr<Graph> g = reassociable_model((dir.path() / "chain.onnx").string());
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_EQ(g->symbols.sizes.at("rows"), 512);
+  // Decided on one thread by its CPU time, checked on two by the wall clock.
+  OptimizeOptions two = greedy_options();
+  two.runtime_threads = 2;
   for (int run = 0; run < 2; ++run) {
     SCOPED_TRACE(run);
-    absl::StatusOr<OptimizeResult> r = optimize(*g, greedy_options());
+    absl::StatusOr<OptimizeResult> r = optimize(*g, two);
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_TRUE(r->measured.has_value() && r->measured->timed)
         << (r->measured ? r->measured->note : "") << "; " << r->holds_only_at_given_sizes;
     EXPECT_TRUE(r->measured->faster) << r->measured->note;
     EXPECT_GT(r->measured->speedup_low, 2.0) << r->measured->note;
+    EXPECT_EQ(r->measured->clock, "thread CPU time");
+    EXPECT_EQ(r->measured->check_threads, 2) << r->measured->note;
+    EXPECT_GT(r->measured->check_speedup, 1.5) << r->measured->note;
+    EXPECT_NE(r->measured->note.find("on 2 threads"), std::string::npos) << r->measured->note;
     EXPECT_FALSE(r->kept_input());
     EXPECT_EQ(r->decision.deciding()->gate, Gate::kMeasured);
     EXPECT_TRUE(r->decision.deciding()->passed);

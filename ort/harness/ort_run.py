@@ -14,7 +14,7 @@ runs it with that interpreter and reads the one JSON object it prints.
     hits both alike.
   ort_run.py decide INPUT.onnx CANDIDATE.onnx [--seconds S] [--min-rounds N]
              [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
-             [--seed S] [--threads T]
+             [--seed S] [--threads T] [--check-threads N]
     Whether the candidate runs measurably faster than the input: outputs
     compared and the candidate checked as for verify, then sessions timed
     one at a time (only one is held at once), in blocks of four whose order
@@ -25,9 +25,15 @@ runs it with that interpreter and reads the one JSON object it prints.
     can run a few percent faster or slower than another session of the same
     model for as long as it lives, so each session's median is one sample:
     the speedup is the ratio of the models' geometric means of them, with a
-    one-sided 95% interval from their spread (Student's t), and blocks are
-    added until the interval clears 1 + min-gain (faster) or lies below it,
-    up to three blocks within the time.
+    90% interval from their spread (Student's t; each end a one-sided 95%
+    bound), and blocks are added until the interval clears 1 + min-gain
+    (faster) or lies below it,
+    up to three blocks within half the time. With --check-threads N (more
+    than one), a candidate found faster is timed again with N threads by the
+    wall clock in the rest of the time, and is not faster after all where
+    that interval lies wholly below 1 (measurably slower at the threads the
+    model will run with). Other load on the machine cannot make the first
+    timing find a gain; it can only widen the second's interval.
   ort_run.py time M.onnx... [--runs N] [--warmup N] [--seed S] [--threads T]
              [--profile 0|1] [--kernel-offset US] [--kernel-floor US]
     The latency of each model (for measured cost tables): the wall time of
@@ -67,7 +73,7 @@ except ImportError as err:  # the caller tells the user to run tools/install-dep
 
 OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "threads": 2,
            "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 10, "min-rounds": 5,
-           "max-rounds": 41, "min-gain": 0.01}
+           "max-rounds": 41, "min-gain": 0.01, "check-threads": 0}
 
 # Operators that only convert between layouts at the edge of a chain of
 # convolutions in the blocked layout onnxruntime's CPU provider uses.
@@ -112,7 +118,8 @@ def parse_args(argv):
         else:
             files.append(a)
             i += 1
-    for key in ("runs", "warmup", "seed", "threads", "profile", "min-rounds", "max-rounds"):
+    for key in ("runs", "warmup", "seed", "threads", "profile", "min-rounds", "max-rounds",
+                "check-threads"):
         opts[key] = int(opts[key])
     if opts["runs"] < 1:
         raise HarnessError("--runs must be at least 1")
@@ -362,8 +369,9 @@ def speedup_verdict(a, b, min_gain):
     session's median is one sample of the model's time: two sessions of one
     model differ by more than their runs vary (where the runtime's buffers
     fall in memory). The speedup is the ratio of the geometric means of the
-    session medians; its one-sided 95% interval comes from their spread
-    within each model (Student's t on the logs, pooled). The candidate is
+    session medians; its 90% interval (each end a one-sided 95% bound)
+    comes from their spread within each model (Student's t on the logs,
+    pooled). The candidate is
     faster when the interval's low end clears 1 + min_gain; it is clearly
     not when the high end does not."""
     la = [math.log(median(s)) for s in a]
@@ -393,58 +401,86 @@ def speedup_verdict(a, b, min_gain):
 SESSION_ORDER = [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0]
 
 
-def decide(opts, files):
-    """One session at a time (each released before the next loads, so at
-    most one model's weights are held in onnxruntime at once), in blocks of
-    four (SESSION_ORDER) until the speedup's interval settles against 1 +
-    min-gain (speedup_verdict), the sessions run out or the next block would
-    not end within `seconds`. With
-    one intra-op thread a run is timed by the session thread's CPU time. A
-    first candidate session that is no faster than the first input session
-    decides alone."""
-    if len(files) != 2:
-        raise HarnessError("decide needs two models: INPUT CANDIDATE")
-    fa, fb = files
+def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
+    """The two models' sessions timed one at a time (each released before
+    the next loads, so onnxruntime holds one model's weights at once) with
+    `threads` intra-op threads, in blocks of four (SESSION_ORDER) until the
+    speedup's interval settles against 1 + gain (speedup_verdict), the
+    sessions run out or the next block would not end within `seconds`. One
+    thread is timed by the session thread's CPU time, more by the wall
+    clock. first_pair(k, session), where given, sees the first two sessions
+    before they are timed (k 0 and 1) and may stop everything (False). With
+    it, a first candidate session no faster than the first input session
+    decides alone. Returns the run times per model, per session, or None."""
     start = time.perf_counter()
-    cpu = opts["threads"] == 1
-    result = {"input": fa, "candidate": fb, "onnxruntime": ort.__version__,
-              "threads": opts["threads"], "clock": "thread CPU time" if cpu else "wall clock",
-              "min_gain": opts["min-gain"], "rounds": 0, "faster": False}
-    # The checker first: its parse of the candidate is released before any
-    # session loads.
-    checker = checker_report(fb)
-    times = ([], [])  # per model, per session
-    inputs, feeds, expected = None, None, None
-    per_session = opts["seconds"] / len(SESSION_ORDER)
+    cpu = threads == 1
+    times = ([], [])
+    per_session = seconds / len(SESSION_ORDER)
     for k, model in enumerate(SESSION_ORDER):
         # Another block only while undecided and its time (as long as the
         # blocks so far took each) fits in the budget.
         elapsed = time.perf_counter() - start
-        if k % 4 == 0 and k > 0 and (speedup_verdict(*times, opts["min-gain"])["settled"] or
-                                     elapsed * (k + 4) / k > opts["seconds"]):
+        if k % 4 == 0 and k > 0 and (speedup_verdict(*times, gain)["settled"] or
+                                     elapsed * (k + 4) / k > seconds):
             break
-        session = open_session(fb if model else fa, opts["threads"])
-        if k == 0:
-            inputs = input_metas(session)
-            feeds = inputs_for(session, opts["seed"], opts["dims"])
-            expected = outputs_by_name(session, feeds)
-        elif k == 1:
-            same_inputs(inputs, input_metas(session), symbolic=True)
-            outputs, ok = compare_outputs(expected, outputs_by_name(session, feeds), opts)
-            result.update(outputs=outputs, outputs_match=ok, checker=checker)
-            if not ok or not checker["ok"]:
-                result["seconds"] = time.perf_counter() - start
-                return result
+        session = open_session(files[model], threads)
+        if first_pair and k < 2 and not first_pair(k, session):
+            return None
         deadline = time.perf_counter() + per_session
-        times[model].append(time_session(session, feeds, opts, cpu, deadline))
-        del session  # released before the next session loads
+        times[model].append(time_session(session, opts["feeds"], opts, cpu, deadline))
+        del session
         release_memory()
-        if k == 1 and median(times[0][0]) <= median(times[1][0]):
+        if first_pair and k == 1 and median(times[0][0]) <= median(times[1][0]):
             break
-    result.update(speedup_verdict(*times, opts["min-gain"]))
-    result["rounds"] = sum(len(t) for model in times for t in model)
-    result["input_median_us"] = median([t for s in times[0] for t in s])
-    result["candidate_median_us"] = median([t for s in times[1] for t in s])
+    return times
+
+
+def decide(opts, files):
+    """Whether the candidate is measurably faster (see the module's help):
+    its outputs compared, then the sessions timed on one thread by the
+    thread's CPU time, which decides (time_sessions); where it is faster and
+    --check-threads asks for more threads, sessions with those threads timed
+    by the wall clock must not find it measurably slower."""
+    if len(files) != 2:
+        raise HarnessError("decide needs two models: INPUT CANDIDATE")
+    start = time.perf_counter()
+    check = opts["check-threads"]
+    result = {"input": files[0], "candidate": files[1], "onnxruntime": ort.__version__,
+              "threads": opts["threads"],
+              "clock": "thread CPU time" if opts["threads"] == 1 else "wall clock",
+              "min_gain": opts["min-gain"], "rounds": 0, "faster": False}
+    # The checker first: its parse of the candidate is released before any
+    # session loads.
+    checker = checker_report(files[1])
+    inputs, expected = [], []
+
+    def first_pair(k, session):
+        if k == 0:
+            inputs.append(input_metas(session))
+            opts["feeds"] = inputs_for(session, opts["seed"], opts["dims"])
+            expected.append(outputs_by_name(session, opts["feeds"]))
+            return True
+        same_inputs(inputs[0], input_metas(session), symbolic=True)
+        outputs, ok = compare_outputs(expected[0], outputs_by_name(session, opts["feeds"]), opts)
+        result.update(outputs=outputs, outputs_match=ok, checker=checker)
+        return ok and checker["ok"]
+
+    budget = opts["seconds"] / 2 if check > 1 else opts["seconds"]
+    times = time_sessions(files, opts["threads"], opts, budget, opts["min-gain"], first_pair)
+    if times is not None:
+        result.update(speedup_verdict(*times, opts["min-gain"]))
+        result["rounds"] = sum(len(t) for model in times for t in model)
+        result["input_median_us"] = median([t for s in times[0] for t in s])
+        result["candidate_median_us"] = median([t for s in times[1] for t in s])
+    if result["faster"] and check > 1:
+        more = time_sessions(files, check, opts, opts["seconds"] - (time.perf_counter() - start), 0)
+        verdict = speedup_verdict(*more, 0)
+        slower = verdict["speedup_high"] < 1
+        result["at_threads"] = {"threads": check, "clock": "wall clock", "slower": slower,
+                                **{k: verdict[k] for k in ("speedup", "speedup_low",
+                                                           "speedup_high", "sessions")}}
+        result["rounds"] += sum(len(t) for model in more for t in model)
+        result["faster"] = not slower
     result["seconds"] = time.perf_counter() - start
     return result
 

@@ -16,15 +16,13 @@ expect 'outputs match' "$out"
 run_ok out "$SATURN" info "$OUT/kept.onnx"
 expect ': 65 ops' "$out"
 
-# The timing runs onnxruntime with the threads asked for, one at a time by
-# the thread's CPU time, more by the wall clock, and says how many sessions.
+# The timing decides on one thread by the thread's CPU time, says how many
+# sessions, and checks a gain at the threads the model runs with.
 run_ok out "$SATURN" optimize "$model" --search greedy --cost opcount --ilp-seconds 1 \
   -o "$OUT/one.onnx" --runtime-threads 1
 expect 'onnxruntime 1\.[0-9.]*, 1 thread, timed by thread CPU time' "$out"
 expect ' runs in [0-9]+ sessions' "$out"
-run_ok out "$SATURN" optimize "$model" --search greedy --cost opcount --ilp-seconds 1 \
-  -o "$OUT/two.onnx" --runtime-threads 2
-expect 'onnxruntime 1\.[0-9.]*, 2 threads, timed by wall clock' "$out"
+expect_not 'checked on' "$out"
 run out "$SATURN" optimize "$model" -o "$OUT/bad.onnx" --runtime-threads 1000
 expect_exit 2
 expect 'runtime-threads' "$out"
