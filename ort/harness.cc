@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <sched.h>
 #include <sys/wait.h>
 
 #include "saturn/base/status.h"
@@ -49,8 +50,11 @@ constexpr int kHarnessMissingPackages = 3;
 
 int default_runtime_threads() {
   // onnxruntime's default intra-op pool has a thread per physical core; a
-  // core's hardware threads are counted as one where the kernel says so.
-  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  // core's hardware threads are counted as one where the kernel says so,
+  // and only the cores this process may run on count (a shard pinned to one
+  // core runs its models on one thread).
+  int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  if (cpu_set_t set; sched_getaffinity(0, sizeof set, &set) == 0) hardware = CPU_COUNT(&set);
   int per_core = 1;
   if (std::ifstream f("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"); f) {
     std::string list;

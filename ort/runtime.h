@@ -98,7 +98,7 @@ std::string describe(const VerifyReport& report);
 // one).
 struct DecideOptions {
   RuntimeOptions runtime{.warmup = 2, .threads = 1};
-  double seconds = 10;
+  double seconds = 20;
   int min_rounds = 5, max_rounds = 41;
   double min_gain = 0.01;
   // More than 1: a candidate found faster is timed again with this many

@@ -9,9 +9,8 @@ the corpus environment's python (onnx, numpy, onnxruntime):
 
 Prints a table (model, verdict and measured speedup quiet and loaded, the
 quiet re-timing of what the loaded run wrote) and the share of models with
-the same verdict. The re-timing is `saturn verify`'s paired runs at
-saturn's own thread count, 8 sessions of each model one at a time
-(bench/small_gains.py's true_speedup).
+the same verdict. The re-timing runs 8 sessions of each model one at a
+time with onnxruntime's default threads here (bench/retime.py).
 """
 import argparse
 import json
@@ -27,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import run as corpus  # noqa: E402  (materialize, the manifest's sizes)
+from retime import true_speedup  # noqa: E402
 
 
 def spin():
@@ -52,20 +52,6 @@ def optimize(saturn, model, entry, out, report):
     return {"taken": r["decision"]["taken"], "gate": r["decision"]["decided_by"],
             "speedup": m.get("speedup"), "low": m.get("speedup_low"),
             "timing_seconds": r.get("seconds", {}).get("measure"), "seconds": seconds}
-
-
-def retime(saturn, original, written, entry, threads):
-    """The written model against its input on a quiet machine: 8 sessions of
-    each, one at a time (ort_run.py decide's statistic over more blocks)."""
-    cmd = [os.path.join(ROOT, "build", "venv", "bin", "python"),
-           os.path.join(ROOT, "ort", "harness", "ort_run.py"), "decide", original, written,
-           "--threads", str(threads), "--seconds", "600", "--min-gain", "0", "--warmup", "2"]
-    for name, size in (entry.get("dims") or {}).items():
-        cmd += ["--dim", f"{name}={size}"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        return None
-    return json.loads(done.stdout)
 
 
 def main():
@@ -103,15 +89,14 @@ def main():
             load.join()
         check = None
         if loaded.get("taken") and loaded.get("gate") == "measured":
-            check = retime(args.saturn, model, loaded_out, entry, os.cpu_count())
+            check = true_speedup(model, loaded_out, os.cpu_count(), entry.get("dims") or {})
 
         def verdict(r):
             if "error" in r:
                 return f"error: {r['error']}"
             s = f" {r['speedup']:.3f}x" if r.get("speedup") else ""
             return f"{'taken' if r['taken'] else 'kept'} ({r['gate']}{s})"
-        again = (f"{check['speedup']:.3f}x [{check['speedup_low']:.3f}, "
-                 f"{check['speedup_high']:.3f}]" if check else "—")
+        again = f"{check[0]:.3f}x [{check[1]:.3f}, {check[2]:.3f}]" if check else "—"
         rows.append({"model": name, "quiet": quiet, "loaded": loaded, "retimed": check})
         if not args.keep:
             for f in os.listdir(args.out):

@@ -28,7 +28,7 @@ runs it with that interpreter and reads the one JSON object it prints.
     90% interval from their spread (Student's t; each end a one-sided 95%
     bound), and blocks are added until the interval clears 1 + min-gain
     (faster) or lies below it,
-    up to three blocks within half the time. With --check-threads N (more
+    up to three blocks within two thirds of the time. With --check-threads N (more
     than one), a candidate found faster is timed again with N threads by the
     wall clock in the rest of the time, and is not faster after all where
     that interval lies wholly below 1 (measurably slower at the threads the
@@ -415,7 +415,8 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     start = time.perf_counter()
     cpu = threads == 1
     times = ([], [])
-    per_session = seconds / len(SESSION_ORDER)
+    # Two blocks' worth per session: most timings end after one or two.
+    per_session = seconds / 8
     for k, model in enumerate(SESSION_ORDER):
         # Another block only while undecided and its time (as long as the
         # blocks so far took each) fits in the budget.
@@ -465,7 +466,8 @@ def decide(opts, files):
         result.update(outputs=outputs, outputs_match=ok, checker=checker)
         return ok and checker["ok"]
 
-    budget = opts["seconds"] / 2 if check > 1 else opts["seconds"]
+    # Two thirds of the time decide; the check at more threads has the rest.
+    budget = opts["seconds"] * 2 / 3 if check > 1 else opts["seconds"]
     times = time_sessions(files, opts["threads"], opts, budget, opts["min-gain"], first_pair)
     if times is not None:
         result.update(speedup_verdict(*times, opts["min-gain"]))
