@@ -410,13 +410,15 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     thread is timed by the session thread's CPU time, more by the wall
     clock. first_pair(k, session), where given, sees the first two sessions
     before they are timed (k 0 and 1) and may stop everything (False). With
-    it, a first candidate session no faster than the first input session
-    decides alone. Returns the run times per model, per session, or None."""
+    it, a first candidate session slower than the first input session by
+    the gain sought decides alone. Returns the run times per model, per session, or None."""
     start = time.perf_counter()
     cpu = threads == 1
     times = ([], [])
-    # Two blocks' worth per session: most timings end after one or two.
-    per_session = seconds / 8
+    # A session's median is one sample, and one model's sessions differ by
+    # more than their runs: many short sessions beat few long ones (an
+    # eighth of a block's share of the time each).
+    per_session = seconds / 16
     for k, model in enumerate(SESSION_ORDER):
         # Another block only while undecided and its time (as long as the
         # blocks so far took each) fits in the budget.
@@ -431,7 +433,7 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
         times[model].append(time_session(session, opts["feeds"], opts, cpu, deadline))
         del session
         release_memory()
-        if first_pair and k == 1 and median(times[0][0]) <= median(times[1][0]):
+        if first_pair and k == 1 and median(times[0][0]) * (1 + gain) <= median(times[1][0]):
             break
     return times
 
