@@ -205,6 +205,12 @@ absl::Status Exporter::emit(int i) {
     case Op::kExpand:
       node("Expand", {in[0], ints_constant(*a.get_ints("shape"))}, {out});
       return absl::OkStatus();
+    case Op::kIsInf: {
+      auto* inf = node("IsInf", in, {out});
+      set_int(inf, "detect_negative", *a.get_int("detect_negative"));
+      set_int(inf, "detect_positive", *a.get_int("detect_positive"));
+      return absl::OkStatus();
+    }
     case Op::kOpaque:
       return emit_opaque(i, in);
     default:

@@ -108,7 +108,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
       {"Less", Op::kLess},         {"LessOrEqual", Op::kLessOrEqual},
       {"Greater", Op::kGreater},   {"GreaterOrEqual", Op::kGreaterOrEqual},
       {"And", Op::kAnd},           {"Or", Op::kOr},
-      {"Not", Op::kNot},
+      {"Not", Op::kNot},           {"IsNaN", Op::kIsNaN},
   };
   if (node.proto.domain() == "com.microsoft") return map_runtime(node);
   const std::string& t = node.proto.op_type();
@@ -116,6 +116,12 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   for (const auto& [name, op] : kSame) {
     // Old opsets' broadcast/consumed_inputs attributes keep a node opaque.
     if (t == name) return Mapped{op, {}, node.in};
+  }
+  if (t == "IsInf") {
+    Mapped m{Op::kIsInf, {}, node.in};
+    m.attributes.set("detect_negative", r.i("detect_negative").value_or(1));
+    m.attributes.set("detect_positive", r.i("detect_positive").value_or(1));
+    return m;
   }
   if (t == "Gemm") return map_gemm(node);
   if (t == "Conv") return map_conv(node);

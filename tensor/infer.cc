@@ -231,6 +231,11 @@ absl::StatusOr<ValueType> Inference::value_op() {
     case Op::kNot:
       if (auto s = need_bool(0); !s.ok()) return s;
       return broadcast_from(0, DType::kBool);
+    case Op::kIsNaN:
+    case Op::kIsInf:
+      if (!is_float(t(0).dtype) && t(0).dtype != DType::kFloat64)
+        return fail(op_, "input 0 must be float16, float32 or float64, is {}", to_string(t(0)));
+      return ValueType::of(TensorType{DType::kBool, d(0)});
     default:  // the comparisons
       return broadcast_from(0, DType::kBool);
   }

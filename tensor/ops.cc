@@ -119,6 +119,9 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kQuantizeLinear:  // the axis of a per-axis scale (ONNX's default)
     case Op::kDequantizeLinear:
       return {{"axis", Kind::kInt, std::int64_t{1}}};
+    case Op::kIsInf:  // ONNX's defaults: both infinities count
+      return {{"detect_negative", Kind::kInt, std::int64_t{1}},
+              {"detect_positive", Kind::kInt, std::int64_t{1}}};
     case Op::kExpand:  // the input broadcast to `shape` (ONNX's Expand rule)
       return {{"shape", Kind::kInts, {}}};
     case Op::kMaxPool:
@@ -253,7 +256,8 @@ bool computed_ahead(Op op) {
 
 bool is_value_op(Op op) {
   return is_comparison(op) || op == Op::kShape || op == Op::kCast || op == Op::kWhere ||
-         op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kExpand;
+         op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kExpand ||
+         op == Op::kIsNaN || op == Op::kIsInf;
 }
 
 std::optional<std::string_view> runtime_domain(Op op) {

@@ -111,6 +111,8 @@ namespace saturn::tensor {
   X(kAnd, "And", 2)                             \
   X(kOr, "Or", 2)                               \
   X(kNot, "Not", 1)                             \
+  X(kIsNaN, "IsNaN", 1)                         \
+  X(kIsInf, "IsInf", 1)                         \
   X(kExpand, "Expand", 1)                       \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
@@ -135,8 +137,8 @@ bool is_unary_elementwise(Op op);
 bool is_binary_elementwise(Op op);
 
 // Whether an operator computes on values of any element type rather than on
-// floats: Shape, Cast, Where, Expand, the comparisons (Equal, Less, ...) and
-// the logic operators (And, Or, Not). The shape arithmetic and mask building
+// floats: Shape, Cast, Where, Expand, the comparisons (Equal, Less, ...),
+// the logic operators (And, Or, Not) and the tests of floats (IsNaN, IsInf). The shape arithmetic and mask building
 // that exporters write, kept typed so that its readers are; no rule
 // rewrites them.
 bool is_value_op(Op op);

@@ -187,6 +187,15 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
       return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] != 0 ? v[1] : v[2]; });
     case Op::kNot:
       return broadcast_map(in, out, [](std::span<const Number> v) { return Number(v[0] == 0); });
+    case Op::kIsNaN:
+      return broadcast_map(in, out, [](std::span<const Number> v) { return Number(std::isnan(v[0])); });
+    case Op::kIsInf: {
+      const bool negative = *a.get_int("detect_negative") != 0;
+      const bool positive = *a.get_int("detect_positive") != 0;
+      return broadcast_map(in, out, [=](std::span<const Number> v) {
+        return Number(std::isinf(v[0]) && (v[0] < 0 ? negative : positive));
+      });
+    }
     case Op::kExpand:
       return broadcast_map(in, out, [](std::span<const Number> v) { return v[0]; });
     default:
