@@ -2,8 +2,10 @@
 // the Importer, which builds the IR graph of one ONNX model, and what its
 // files share.
 //
-//   import.cc          the entry points and the graph walk: inputs, nodes
-//                      (mapped, folded or opaque), outputs
+//   model_files.cc     the entry points: files read, checked, copied,
+//                      staged, and the copy onnxruntime runs
+//   import.cc          the graph walk: inputs, nodes (mapped, folded or
+//                      opaque), outputs
 //   import_prepare.cc  before the walk: opset, symbols, checker, shape
 //                      inference and the values folded to constants
 //   import_tensors.cc  external data, seeded weights, initializers and

@@ -13,6 +13,7 @@ exports=(
   "$DATA/exports/ppocr_cls_mobile_v2.onnx --dim unk__x_2=48 --dim unk__x_3=192"
   "$DATA/opsets/opset9_convnet.onnx --dim batch=3"
   "$DATA/opsets/opset23_encoder.onnx --dim seq=16"
+  "$DATA/opsets/quantized_reductions.onnx --dim batch=3"
   "$SEEDS/gather_computed_indices.onnx"
   "$SEEDS/slice_int32_sizes.onnx --dim batch=3"
   "$FIXTURES/dyn_encoder.onnx --dim seq=16"

@@ -103,7 +103,8 @@ Attributes draw_attributes(Draw& d, Op op) {
   static const std::vector<std::string> kIntKeys{"axis", "group", "count", "keepdims", "start",
                                                  "end", "transA", "transB", "interleaved",
                                                  "num_heads", "kv_num_heads", "index",
-                                                 "count_include_pad"};
+                                                 "count_include_pad", "detect_negative",
+                                                 "detect_positive"};
   static const std::vector<std::string> kIntsKeys{"perm", "shape", "starts", "ends", "axes",
                                                   "steps", "split", "pads", "kernel_shape",
                                                   "strides", "dilations"};

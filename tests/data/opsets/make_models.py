@@ -7,6 +7,11 @@ tests/cli/optimize_exports.sh (run again under ASan + UBSan by tools/test.sh):
                         from its symbolic batch, BatchNormalization, Gemm)
   opset23_encoder.onnx  tensor/fixtures/dyn_encoder.onnx raised to opset 23
                         by onnx's version converter
+  quantized_reductions.onnx  opset 13, a symbolic batch: a per-axis int8
+                        Quantize/Dequantize pair, an int8 weight behind its
+                        DequantizeLinear, ReduceSum with its axes as an
+                        input, IsInf and IsNaN in a mask, ReduceLogSumExp
+                        (also a seed of the ONNX fuzzer)
 
 Needs the project's virtual environment (onnx and numpy from PyPI):
 
@@ -66,6 +71,42 @@ def encoder_opset23():
     return raised
 
 
+def quantized_reductions():
+    rng = np.random.default_rng(13)
+    inits = [numpy_helper.from_array(np.array([0.02, 0.03, 0.05, 0.04], np.float32), "xs"),
+             numpy_helper.from_array(np.array([0, 3, -2, 1], np.int8), "xz"),
+             numpy_helper.from_array(rng.integers(-100, 100, (8, 6)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array([2], np.int64), "last"),
+             numpy_helper.from_array(np.array(0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(2, np.float32), "two"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], axis=1),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], axis=1),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+             helper.make_node("MatMul", ["xd", "w"], ["m"]),
+             helper.make_node("Mul", ["m", "two"], ["m2"]),
+             helper.make_node("Mul", ["m2", "half"], ["m1"]),
+             helper.make_node("ReduceSum", ["m1", "last"], ["s"], keepdims=1),
+             helper.make_node("IsInf", ["s"], ["inf"], detect_negative=1),
+             helper.make_node("IsNaN", ["s"], ["nan"]),
+             helper.make_node("Or", ["inf", "nan"], ["bad"]),
+             helper.make_node("Where", ["bad", "zero", "s"], ["clean"]),
+             helper.make_node("ReduceLogSumExp", ["clean"], ["y"], axes=[1], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "quantized_reductions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 if __name__ == "__main__":
     onnx.save(convnet_opset9(), os.path.join(HERE, "opset9_convnet.onnx"))
     onnx.save(encoder_opset23(), os.path.join(HERE, "opset23_encoder.onnx"))
+    quantized = quantized_reductions()
+    onnx.save(quantized, os.path.join(HERE, "quantized_reductions.onnx"))
+    onnx.save(quantized, os.path.join(ROOT, "tests", "fuzz", "corpus", "onnx_model",
+                                      "quantized_reductions.onnx"))
