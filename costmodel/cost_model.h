@@ -68,6 +68,8 @@ struct OpContext {
   FromConvolution input = FromConvolution::kNo;  // over its non-weight inputs
   FromConvolution mixed = FromConvolution::kNo;
   bool masked = false;
+  // Every input is a weight (a DequantizeLinear of a quantized weight).
+  bool weights_only = false;
 };
 
 // Whether a tensor holds mask values (-1e4 or below; see OpContext::masked).

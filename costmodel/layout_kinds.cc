@@ -169,6 +169,7 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     if (!weight_only[in]) inputs.push_back(kinds[in]);
   }
   OpContext context = context_of(node.op, inputs);
+  context.weights_only = inputs.empty() && !node.inputs.empty();
   if (node.op == Op::kSoftmax && graph.nodes[node.inputs[0]].op == Op::kAdd) {
     for (int in : graph.nodes[node.inputs[0]].inputs) {
       const tensor::Node& w = graph.nodes[in];
@@ -188,6 +189,7 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
     if (!analysis.info(c).weight_only) inputs.push_back(conv_outputs.of_class(c));
   }
   OpContext context = context_of(tensor::TensorLanguage::op(node.op), inputs);
+  context.weights_only = inputs.empty() && !node.children.empty();
   if (tensor::TensorLanguage::op(node.op) == Op::kSoftmax) {
     for (const ENode& sum : egraph.nodes(egraph.find(node.children[0]))) {
       if (tensor::TensorLanguage::op(sum.op) != Op::kAdd) continue;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -38,9 +39,66 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
   return s;
 }
 
+namespace {
+
+// The weight element type onnxruntime's CPU integer kernels multiply uint8
+// activations by exactly: int8 where the CPU has a dot product of uint8 by
+// int8 into 32 bits (x86's VNNI, Arm); otherwise uint8, since the AVX2
+// kernels sum uint8 x int8 products in pairs in 16 bits, which saturate
+// (onnxruntime's quantization guide; seen on this project's AVX2 machine:
+// BERT-base quantized U8S8 lands 0.60 from the float model by relative L2
+// distance where its int8 spelling lands 0.39 and the same model with the
+// int8 weights moved to uint8 0.08, bench/results/corpus.md).
+tensor::DType exact_weight_type() {
+  static const tensor::DType type = [] {
+#if defined(__aarch64__) || defined(__arm__)
+    return tensor::DType::kInt8;
+#else
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; std::getline(info, line);) {
+      if (!line.starts_with("flags")) continue;
+      for (std::string_view vnni : {" avx512_vnni", " avx_vnni"}) {
+        const std::size_t at = line.find(vnni);
+        if (at != std::string::npos &&
+            (at + vnni.size() == line.size() || line[at + vnni.size()] == ' '))
+          return tensor::DType::kInt8;
+      }
+      break;
+    }
+    return tensor::DType::kUInt8;
+#endif
+  }();
+  return type;
+}
+
+// Whether onnxruntime's CPU provider runs this QuantizeLinear or
+// DequantizeLinear inside an integer kernel rather than on its own: it
+// fuses a group (DequantizeLinear, the operator, QuantizeLinear) into
+// QLinearConv, QLinearMatMul, QLinearAdd and the like where the activations
+// are uint8, and a quantized weight's DequantizeLinear with it. An int8
+// activation runs as float kernels (onnxruntime's QDQIsInt8Allowed is false
+// off Arm): seen on a quantize_static model, whose int8 spelling loads with
+// its Conv and Add in float between DequantizeLinear nodes and whose uint8
+// spelling loads as QLinearConv and QLinearAdd
+// (tests/python/test_quantization.py). A weight of the type the kernels do
+// not multiply exactly (exact_weight_type) is priced as its own kernel, so
+// that the extraction moves it (quantization.rules).
+bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
+                       OpContext context) {
+  auto of_type = [](const ValueType& t, tensor::DType dtype) {
+    return !t.is_tuple && t.tensor().dtype == dtype;
+  };
+  if (op == Op::kQuantizeLinear) return of_type(output, tensor::DType::kUInt8);
+  if (op != Op::kDequantizeLinear || inputs.empty()) return false;
+  return context.weights_only ? of_type(inputs[0], exact_weight_type())
+                              : of_type(inputs[0], tensor::DType::kUInt8);
+}
+
+}  // namespace
+
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {
-  if (is_free_operator(op)) return 0;
+  if (is_free_operator(op) || in_integer_kernel(op, inputs, output, context)) return 0;
   if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
     double total = 0;
     for (const OpPart& part : parts) {

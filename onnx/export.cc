@@ -95,8 +95,11 @@ void Exporter::mark_live_and_foldable() {
     if (!ok) {
       ok = true;
       for (int in : node.inputs) ok = ok && folded_[in];
+      // The value operators compute on every plain element type (a zero
+      // point cast to uint8); the others on the interpreter's own.
       for (const TensorType& t : types_[i].parts)
-        ok = ok && (is_computable(t.dtype) || is_float(t.dtype));
+        ok = ok && (is_computable(t.dtype) || is_float(t.dtype) ||
+                    (is_value_op(node.op) && is_plain_number(t.dtype)));
     }
     folded_[i] = ok;
   }

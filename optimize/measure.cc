@@ -16,6 +16,25 @@ namespace saturn {
 
 namespace {
 
+// Why the harness found the candidate's outputs wrong (its `decide` JSON):
+// the checker's refusal, a quantized model less accurate than its input
+// against the float model it quantizes, or outputs that differ.
+std::string mismatch(const nlohmann::json& j) {
+  if (const auto c = j.find("checker"); c != j.end() && !c->value("ok", false))
+    return fmt::format("PyPI's ONNX checker refuses it ({})", c->value("message", std::string("?")));
+  if (const auto o = j.find("outputs"); j.value("compared_by", "") != "" && o != j.end()) {
+    for (const nlohmann::json& out : *o) {
+      if (out.value("ok", true) || !out.contains("candidate_distance")) continue;
+      return fmt::format(
+          "its output '{}' is less accurate than the input's in onnxruntime (relative L2 "
+          "distance to the float model it quantizes {:.4f}, the input's {:.4f})",
+          out.value("name", "?"), out.value("candidate_distance", 0.0),
+          out.value("input_distance", 0.0));
+    }
+  }
+  return "its outputs differ from the input's in onnxruntime";
+}
+
 // The two ONNX files onnxruntime times, as the user runs them: the input
 // file (itself where it is self-contained, else a self-contained copy, its
 // symbolic dimensions kept) and the
@@ -119,8 +138,7 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
           : "";
   if (m.check_threads > 1) m.runtime += fmt::format(", checked on {} threads", m.check_threads);
   if (!d->outputs_match) {
-    m.note = "its outputs differ from the input's in onnxruntime (or the ONNX checker fails it): "
-             "the input was kept";
+    m.note = fmt::format("{}: the input was kept", mismatch(d->json));
   } else if (d->slower_at_check) {
     m.note = fmt::format(
         "predicted {:.3f}x, faster on one thread ({:.3f}x, 90% interval [{:.3f}, {:.3f}]) but "

@@ -67,6 +67,7 @@ try:
     import numpy as np
     import onnxruntime as ort
     from onnx_checker import checker_report
+    import quantized
 except ImportError as err:  # the caller tells the user to run tools/install-deps.sh
     sys.stderr.write(f"ort_run: {err} (the interpreter is {sys.executable})\n")
     sys.exit(3)
@@ -438,6 +439,24 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     return times
 
 
+def float_reference_outputs(path, opts):
+    """The outputs of the float model a quantized model at `path`
+    approximates (quantized.py), on the feeds the timing uses; None for a
+    model with no activation Quantize/Dequantize pair."""
+    folder = tempfile.mkdtemp(prefix="ort-reference-")
+    try:
+        reference = quantized.float_reference(path, folder)
+        if reference is None:
+            return None
+        session = open_session(reference, opts["threads"])
+        out = outputs_by_name(session, inputs_for(session, opts["seed"], opts["dims"]))
+        del session
+        release_memory()
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def decide(opts, files):
     """Whether the candidate is measurably faster (see the module's help):
     its outputs compared, then the sessions timed on one thread by the
@@ -456,6 +475,9 @@ def decide(opts, files):
     # session loads.
     checker = checker_report(files[1])
     inputs, expected = [], []
+    # A quantized input: the outputs of its float reference, one session
+    # that is gone before the timed ones load.
+    reference = float_reference_outputs(files[0], opts)
 
     def first_pair(k, session):
         if k == 0:
@@ -464,7 +486,13 @@ def decide(opts, files):
             expected.append(outputs_by_name(session, opts["feeds"]))
             return True
         same_inputs(inputs[0], input_metas(session), symbolic=True)
-        outputs, ok = compare_outputs(expected[0], outputs_by_name(session, opts["feeds"]), opts)
+        produced = outputs_by_name(session, opts["feeds"])
+        if reference is None:
+            outputs, ok = compare_outputs(expected[0], produced, opts)
+        else:  # elementwise, a few quantization steps apart is no error, nor a
+            # tolerance an output smaller than atol passes a lesser model by
+            outputs, ok = quantized.as_accurate(expected[0], produced, reference)
+            result["compared_by"] = "distance to the float reference"
         result.update(outputs=outputs, outputs_match=ok, checker=checker)
         return ok and checker["ok"]
 

@@ -160,13 +160,6 @@ ConditionRegistry tensor_conditions() {
        "the two classes have the same type")
       .symmetric = true;
   r.add(
-      "rank-2", 1,
-      [](const EGraph& g, std::span<const Id> a) {
-        const tensor::ValueType& t = type_of(g, a[0]);
-        return !t.is_tuple && t.tensor().rank() == 2;
-      },
-      "the class is a matrix");
-  r.add(
       "kernel-1x1", 1,
       [](const EGraph& g, std::span<const Id> a) {
         const tensor::ValueType& t = type_of(g, a[0]);
@@ -218,19 +211,26 @@ ConditionRegistry tensor_conditions() {
         return shape != nullptr && std::find(shape->begin(), shape->end(), 0) == shape->end();
       },
       "(no-copied-dims ?s): the reshape target ?s has no 0 (a dimension copied from the input)");
-  r.add(
-      "rank-1", 1,
-      [](const EGraph& g, std::span<const Id> a) {
-        const tensor::ValueType& t = type_of(g, a[0]);
-        return !t.is_tuple && t.tensor().rank() == 1;
-      },
-      "the class is a vector");
-  for (const int rank : {3, 4}) {
+  // (dtype-int8 ?z) and the like: the element type a rule holds for. The
+  // verifier draws the variable at that type.
+  for (int i = 0; i < tensor::kNumDTypes; ++i) {
+    const auto dtype = static_cast<tensor::DType>(i);
+    if (!tensor::is_plain_number(dtype)) continue;
     r.add(
-        fmt::format("rank-{}", rank), 1,
+        fmt::format("{}{}", kDTypeConditionPrefix, tensor::dtype_name(dtype)), 1,
+        [dtype](const EGraph& g, std::span<const Id> a) {
+          const tensor::ValueType& t = type_of(g, a[0]);
+          return !t.is_tuple && t.tensor().dtype == dtype;
+        },
+        fmt::format("the class holds {} elements", tensor::dtype_name(dtype)));
+  }
+  // scalar, rank-1 (a vector), rank-2 (a matrix), rank-3, rank-4.
+  for (const std::size_t rank : {0, 1, 2, 3, 4}) {
+    r.add(
+        rank == 0 ? std::string("scalar") : fmt::format("rank-{}", rank), 1,
         [rank](const EGraph& g, std::span<const Id> a) {
           const tensor::ValueType& t = type_of(g, a[0]);
-          return !t.is_tuple && t.tensor().rank() == static_cast<std::size_t>(rank);
+          return !t.is_tuple && t.tensor().rank() == rank;
         },
         fmt::format("the class has rank {}", rank));
   }

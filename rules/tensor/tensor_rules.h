@@ -28,6 +28,10 @@ namespace saturn {
 // tensor::TensorAnalysis): is-weight, same-shape, rank-2, ...
 ConditionRegistry tensor_conditions();
 
+// `(dtype-int8 ?z)`, `(dtype-uint8 ?z)`, ...: the class holds elements of
+// that type (one condition per element type the value operators read).
+inline constexpr std::string_view kDTypeConditionPrefix = "dtype-";
+
 // A condition that reads the values of its first argument, a weight, not only
 // its type (such a condition holds only for weights whose values the model
 // file gives), and how the verifier makes a drawn value satisfy it:

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <random>
+#include <span>
 
 #include "absl/strings/numbers.h"
 #include "saturn/base/status.h"
@@ -28,6 +31,43 @@ using verifier::Assignment;
 using verifier::Rng;
 using verifier::RuleVars;
 
+// The range of an integer element type; nullopt for the others.
+std::optional<std::pair<std::int64_t, std::int64_t>> integer_range(tensor::DType dtype) {
+  using tensor::DType;
+  switch (dtype) {
+    case DType::kInt8: return std::pair<std::int64_t, std::int64_t>{-128, 127};
+    case DType::kUInt8: return std::pair<std::int64_t, std::int64_t>{0, 255};
+    case DType::kInt16: return std::pair<std::int64_t, std::int64_t>{-32768, 32767};
+    case DType::kUInt16: return std::pair<std::int64_t, std::int64_t>{0, 65535};
+    case DType::kInt32:
+      return std::pair<std::int64_t, std::int64_t>{std::numeric_limits<std::int32_t>::min(),
+                                                   std::numeric_limits<std::int32_t>::max()};
+    default: return std::nullopt;  // int64 draws as the interpreter's other integers
+  }
+}
+
+// Integer values for a weight of `type`: each element one of the three
+// values at either end of the range half of the time (where saturation and
+// overflow are), otherwise anywhere in it. Little-endian two's complement.
+tensor::Tensor integer_draw(const tensor::TensorType& type, std::pair<std::int64_t, std::int64_t> range,
+                            std::uint64_t seed) {
+  Rng rng(seed);
+  const auto [lo, hi] = range;
+  const std::size_t width = tensor::dtype_bytes(type.dtype);
+  std::vector<std::byte> bytes(static_cast<std::size_t>(type.num_bytes()));
+  for (std::size_t i = 0; i * width < bytes.size(); ++i) {
+    const std::uint64_t roll = rng();
+    const auto edge = static_cast<std::int64_t>((roll >> 8) % 3);
+    const std::int64_t v =
+        roll % 2 == 0 ? ((roll >> 4) % 2 == 0 ? lo + edge : hi - edge)
+                      : lo + static_cast<std::int64_t>((roll >> 8) % static_cast<std::uint64_t>(hi - lo + 1));
+    const auto bits = static_cast<std::uint64_t>(v);
+    for (std::size_t b = 0; b < width; ++b)
+      bytes[i * width + b] = static_cast<std::byte>((bits >> (8 * b)) & 0xffu);
+  }
+  return tensor::Tensor(type, std::move(bytes));
+}
+
 // One instantiation of a rule's variables and its two sides in a fresh e-graph.
 class Draw {
  public:
@@ -36,8 +76,10 @@ class Draw {
     shapes_.set_weights(&source_.weights);
   }
 
-  // Leaves for the variables. Weight values are drawn from [low, high).
-  void bind(const Assignment& a, std::uint64_t seed, float low, float high) {
+  // Leaves for the variables, of the element types `dtypes`. Float weights
+  // are drawn from [low, high), integer ones over their whole range.
+  void bind(const Assignment& a, std::span<const tensor::DType> dtypes, std::uint64_t seed,
+            float low, float high) {
     subst_.assign(rule_.num_vars(), Id());
     for (std::size_t v = 0; v < rule_.num_vars(); ++v) {
       if (rule_.attr_vars[v]) {
@@ -45,14 +87,19 @@ class Draw {
         continue;
       }
       std::string name = rule_.var_names[v].substr(1);
-      Attributes attrs = *tensor::normalize_attributes(tensor::Op::kWeight,
-                                                       {{"name", name}, {"shape", a.dims[v]}});
+      Attributes attrs = *tensor::normalize_attributes(
+          tensor::Op::kWeight, {{"name", name},
+                                {"shape", a.dims[v]},
+                                {"dtype", std::string(tensor::dtype_name(dtypes[v]))}});
       subst_[v] = egraph_
                       .add(ENode(tensor::TensorLanguage::symbol(tensor::Op::kWeight),
                                  egraph_.attrs().intern(attrs)))
                       .id;
-      source_.weights[name] =
-          tensor::WeightInit{nullptr, seed ^ tensor::stable_hash(name), low, high};
+      tensor::WeightInit& init = source_.weights[name];
+      init = tensor::WeightInit{nullptr, seed ^ tensor::stable_hash(name), low, high};
+      if (std::optional range = integer_range(dtypes[v]))
+        init.data = std::make_shared<const tensor::Tensor>(
+            integer_draw(tensor::TensorType{dtypes[v], a.dims[v]}, *range, init.seed));
     }
     // The weight a value condition reads (its first argument) gets values;
     // three draws in four make the condition hold (the fourth sees it refuse).
@@ -178,7 +225,7 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
     // Every other draw uses positive values only, so that rules over
     // square roots and variances see defined results.
     const bool positive = rng() % 2 == 1;
-    draw.bind(a, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f);
+    draw.bind(a, vars.dtypes, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f);
     if (!draw.instantiate_side(rule.lhs, lhs)) {
       ++lhs_misfits;
       continue;

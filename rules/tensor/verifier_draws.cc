@@ -114,7 +114,22 @@ std::vector<int> rank_hints_of(const Rule& rule) {
         absl::SimpleAtoi(absl::string_view(name).substr(5), &rank))
       hints[static_cast<std::size_t>(c.args[0])] = rank;
     if (c.args.size() == 1 && name == "halves-equal") hints[static_cast<std::size_t>(c.args[0])] = 2;
+    if (c.args.size() == 1 && name == "scalar") hints[static_cast<std::size_t>(c.args[0])] = kScalar;
     if (c.args.size() == 2 && name == "causal-mask") hints[static_cast<std::size_t>(c.args[0])] = 2;
+  }
+  return hints;
+}
+
+// For each variable, the element type a `dtype-*` condition asks for, or
+// float32.
+std::vector<tensor::DType> dtype_hints_of(const Rule& rule) {
+  std::vector<tensor::DType> hints(rule.num_vars(), tensor::DType::kFloat32);
+  for (const RuleCondition& c : rule.conditions) {
+    const std::string& name = c.predicate->name;
+    if (c.args.size() != 1 || !name.starts_with(kDTypeConditionPrefix)) continue;
+    if (std::optional<tensor::DType> dtype =
+            tensor::parse_dtype(std::string_view(name).substr(kDTypeConditionPrefix.size())))
+      hints[static_cast<std::size_t>(c.args[0])] = *dtype;
   }
   return hints;
 }
@@ -138,6 +153,7 @@ std::vector<std::size_t> same_shape_of(const Rule& rule) {
 // relate their operands; otherwise fresh, of the hinted rank if any.
 tensor::Dims sample_dims(Rng& rng, const std::vector<std::int64_t>& pool, int rank_hint,
                          const std::vector<tensor::Dims>& drawn) {
+  if (rank_hint == kScalar) return {};
   const std::uint64_t roll = rng() % 10;
   if (!drawn.empty() && roll < 6) {
     tensor::Dims d = drawn[rng() % drawn.size()];
@@ -154,7 +170,11 @@ tensor::Dims sample_dims(Rng& rng, const std::vector<std::int64_t>& pool, int ra
 }  // namespace
 
 RuleVars::RuleVars(const Rule& rule)
-    : rule(rule), keys(attribute_keys(rule)), ranks(rank_hints_of(rule)), same_shape(same_shape_of(rule)) {
+    : rule(rule),
+      keys(attribute_keys(rule)),
+      ranks(rank_hints_of(rule)),
+      dtypes(dtype_hints_of(rule)),
+      same_shape(same_shape_of(rule)) {
   for (std::size_t v = 0; v < rule.num_vars(); ++v) (rule.attr_vars[v] ? attr : tensor).push_back(v);
 }
 
@@ -311,7 +331,8 @@ std::vector<Assignment> enumerated(const RuleVars& vars, Rng& rng) {
   std::vector<std::vector<tensor::Dims>> choices;
   for (std::size_t v : vars.tensor) {
     std::vector<tensor::Dims> shapes;
-    for (int rank : vars.ranks[v] > 0 ? std::vector<int>{vars.ranks[v]} : std::vector<int>{1, 2}) {
+    for (int rank : vars.ranks[v] != 0 ? std::vector<int>{std::max(0, vars.ranks[v])}
+                                        : std::vector<int>{1, 2}) {
       tensor::Dims d(static_cast<std::size_t>(rank), 1);
       for (bool more = true; more;) {
         shapes.push_back(d);

@@ -30,12 +30,17 @@ struct Assignment {
   Source source = Source::kRandom;
 };
 
+// The rank hint of a variable a `scalar` condition names.
+inline constexpr int kScalar = -1;
+
 // The rule's variables as the samplers see them.
 struct RuleVars {
   explicit RuleVars(const Rule& rule);
   const Rule& rule;
   std::vector<std::string> keys;        // per attribute variable: the key it binds
-  std::vector<int> ranks;               // per tensor variable: the rank its use expects, or 0
+  std::vector<int> ranks;               // per tensor variable: the rank its use expects, 0 for
+                                        // any, kScalar for none
+  std::vector<tensor::DType> dtypes;    // per tensor variable: a dtype-* condition's, or float32
   std::vector<std::size_t> same_shape;  // per variable: an earlier one a same-shape condition ties it to
   std::vector<std::size_t> attr, tensor;
 };

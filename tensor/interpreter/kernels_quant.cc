@@ -85,11 +85,16 @@ Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
   }
   // Rounded to the nearest integer, ties to even (the default rounding
   // mode), plus the zero point, in float: every int16 sum is exact there.
+  // NaN, whose integer ONNX leaves undefined, quantizes as 0 does (to the
+  // zero point), so that a zero point moved by 128 moves it too, as it
+  // moves every other value (quantization.rules).
   const std::span<const float> v = x.floats();
   std::vector<float> rounded(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::int64_t k = at(static_cast<std::int64_t>(i));
-    rounded[i] = std::nearbyint(v[i] / scale[k]) + static_cast<float>(zero_point(k));
+    const float quotient = v[i] / scale[k];
+    rounded[i] = (std::isnan(quotient) ? 0.0f : std::nearbyint(quotient)) +
+                 static_cast<float>(zero_point(k));
   }
   const std::span<std::byte> bytes = out.mutable_data();
   switch (out_type.dtype) {

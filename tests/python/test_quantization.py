@@ -8,7 +8,9 @@ reference outputs by tests/onnx_io_test.cc (libonnx-testdata's
 quantizelinear and dequantizelinear models). Run by CTest (python_tests, the
 venv's python, SATURN_CLI set).
 """
+import json
 import os
+import subprocess
 
 import numpy as np
 import onnx
@@ -53,9 +55,23 @@ class Inputs(CalibrationDataReader):
         return next(self.batches, None)
 
 
-def run(path, x):
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+def run(path, x, optimized=True):
+    so = ort.SessionOptions()
+    if not optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
+
+
+def assert_as_accurate(out, quantized, floats):
+    """The model saturn wrote is as close to the float model the input
+    quantizes as the input is (relative L2 distance, within 10%)."""
+    x = np.random.default_rng(9).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    reference = run(floats, x)
+
+    def distance(path):
+        return np.linalg.norm(run(path, x) - reference) / np.linalg.norm(reference)
+    assert distance(out) <= 1.1 * distance(quantized) + 1e-3, (distance(out), distance(quantized))
 
 
 @needs_cli
@@ -99,5 +115,54 @@ def test_a_qdq_model_is_read_whole_and_written_with_its_integer_weights(
               if n.op_type == "DequantizeLinear" and n.input[0] in inits and
               len(inits[n.input[0]].dims) == 4]
     assert all((len(s.dims) == 1 and s.dims[0] == 8) == per_channel for s in scales)
+    # What ONNX defines both to compute (onnxruntime without its graph
+    # optimizations, so no integer kernel rounds its own way): the same.
+    # Which spelling of the pairs the operator count takes is open.
     x = np.random.default_rng(9).standard_normal((1, 3, 16, 16)).astype(np.float32)
-    np.testing.assert_allclose(run(out, x), run(quantized, x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run(out, x, optimized=False), run(quantized, x, optimized=False),
+                               rtol=1e-5, atol=1e-5)
+
+
+def loaded_ops(path, folder):
+    """The operators onnxruntime runs after loading `path`."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.optimized_model_filepath = str(folder / "loaded.onnx")
+    ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
+
+
+@needs_cli
+def test_int8_activations_come_out_in_the_integer_kernels(tmp_path):
+    """quantize_static's defaults (int8 activations; the first convolution's
+    output is read by the second and by the Add): onnxruntime runs every
+    Conv and the Add in float between DequantizeLinear nodes. saturn's
+    result, priced by the onnxruntime cost, moves the pairs to uint8
+    (qdq-int8-to-uint8), and onnxruntime runs it as QLinearConv and
+    QLinearAdd with no float Conv left."""
+    floats, quantized, out = tmp_path / "f.onnx", tmp_path / "q.onnx", tmp_path / "o.onnx"
+    float_model(floats)
+    quantize_static(str(floats), str(quantized), Inputs(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    before = loaded_ops(quantized, tmp_path)
+    assert "Conv" in before and not any(op.startswith("QLinear") for op in before), before
+    done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search", "greedy",
+                           "--no-measure", "--quiet", "--report", str(tmp_path / "r.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(tmp_path / "r.json", encoding="utf-8") as f:
+        report = json.load(f)
+    assert report["decision"]["taken"], report["decision"]
+    applied = {r["rule"]: r["count"] for r in report["rules_applied"]}
+    assert applied.get("qdq-int8-to-uint8", 0) > 0, applied
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    inits = {t.name: t for t in written.graph.initializer}
+    activation_zero_points = [inits[n.input[2]] for n in written.graph.node
+                              if n.op_type == "QuantizeLinear"]
+    assert activation_zero_points and all(z.data_type == TensorProto.UINT8
+                                          for z in activation_zero_points)
+    after = loaded_ops(out, tmp_path)
+    assert after.count("QLinearConv") == 2 and after.count("QLinearAdd") == 1, after
+    assert "Conv" not in after, after
+    assert_as_accurate(out, quantized, floats)

@@ -1,0 +1,154 @@
+"""The quantized part of the corpus: corpus models quantized the way users
+quantize them for a CPU, optimized by saturn as it comes, and timed in
+onnxruntime. Run with the corpus environment's python (build/corpus-venv:
+onnxruntime, onnx, numpy; tools/install-deps.sh --corpus makes it):
+
+    build/corpus-venv/bin/python bench/corpus/quantized.py [--models A B ...]
+        [--saturn build/tools/saturn] [--work DIR] [--out bench/results/quantized.json]
+
+For each model (its seeded weights filled in, bench/corpus/run.py):
+  - `default`: onnxruntime's quantize_static with its defaults (QDQ format,
+    int8 activations, int8 weights, per tensor), calibrated on 8 seeded
+    inputs; this is the model a user brings;
+  - `u8s8`: the same with uint8 activations, the spelling whose groups
+    onnxruntime's x86 kernels run in integers: the twin to reach;
+  - `saturn`: `saturn optimize default.onnx` with its defaults (the
+    onnxruntime cost, the measured decision).
+Timed with one intra-op thread, the models' runs alternating (21 rounds
+after a warm-up, medians); accuracy as the relative L2 distance of each
+model's output to the float model's, the mean over 5 seeded inputs. The
+operators onnxruntime runs after loading are counted (QLinear*, float Conv
+and MatMul left between Quantize/Dequantize nodes).
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import run as corpus  # noqa: E402  (materialize, feeds_for, session, time_rounds)
+
+# Tuning part first, then held-out families (bench/corpus/manifest.json).
+DEFAULT_MODELS = ["tv-resnet50", "timm-resnet18", "tv-mobilenet_v3_large", "bert-base-uncased",
+                  "tv-efficientnet_b0", "tv-densenet121", "roberta-base"]
+
+
+class Calibration(CalibrationDataReader):
+    def __init__(self, path, entry, count):
+        s = corpus.session(path)
+        self.batches = iter([corpus.feeds_for(s, entry, 100 + i) for i in range(count)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def quantize(float_path, out, entry, activations):
+    quantize_static(float_path, out, Calibration(float_path, entry, 8),
+                    quant_format=QuantFormat.QDQ, activation_type=activations,
+                    weight_type=QuantType.QInt8)
+
+
+def loaded_ops(path, work):
+    """The operators onnxruntime runs after loading `path` (one thread)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    so.optimized_model_filepath = os.path.join(work, "loaded.onnx")
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
+    integer = sum(c for op, c in ops.items() if op.startswith("QLinear") or op in ("QGemm", "MatMulInteger"))
+    return {"integer_kernels": integer, "float_conv_matmul": ops["Conv"] + ops["MatMul"] + ops["Gemm"] +
+            ops["FusedConv"] + ops["FusedMatMul"], "dequantize": ops["DequantizeLinear"]}
+
+
+def accuracy(paths, entry):
+    """Relative L2 distance of each quantized model's first output to the
+    float model's, the mean over 5 inputs."""
+    sessions = {k: corpus.session(p) for k, p in paths.items()}
+    out = {k: [] for k in paths if k != "float"}
+    for seed in range(5):
+        feeds = corpus.feeds_for(sessions["float"], entry, 1000 + seed)
+        ref = sessions["float"].run(None, feeds)[0].astype(np.float64)
+        for k in out:
+            y = sessions[k].run(None, feeds)[0].astype(np.float64)
+            out[k].append(float(np.linalg.norm(y - ref) / max(np.linalg.norm(ref), 1e-30)))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def timing(paths, entry, rounds=21):
+    sessions = {k: corpus.session(p) for k, p in paths.items()}
+    feeds = corpus.feeds_for(next(iter(sessions.values())), entry, 1)
+    times = corpus.time_rounds(sessions, feeds, rounds)
+    return {k: float(np.median(v)) / 1e3 for k, v in times.items()}  # ms
+
+
+def measure(entry, args):
+    work = os.path.join(args.work, entry["name"])
+    os.makedirs(work, exist_ok=True)
+    paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "default.onnx"),
+             "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
+    corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
+    quantize(paths["float"], paths["default"], entry, QuantType.QInt8)
+    quantize(paths["float"], paths["u8s8"], entry, QuantType.QUInt8)
+    report = os.path.join(work, "saturn_report.json")
+    cmd = [args.saturn, "optimize", paths["default"], "-o", paths["saturn"], "--report", report,
+           "--quiet"]
+    for name, size in (entry.get("dims") or {}).items():
+        cmd += ["--dim", f"{name}={size}"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    row = {"model": entry["name"], "part": entry["part"],
+           "saturn_seconds": round(time.perf_counter() - start, 1)}
+    if done.returncode != 0:
+        row["error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return row
+    with open(report, encoding="utf-8") as f:
+        r = json.load(f)
+    row["decision"] = r["decision"]["evidence"] if not r["decision"]["taken"] else "taken"
+    row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values()) if isinstance(
+        r.get("opaque_ops_before"), dict) else r.get("opaque_ops_before")
+    row["ms"] = timing(paths, entry)
+    row["relative_l2_to_float"] = accuracy(paths, entry)
+    row["loaded"] = {k: loaded_ops(paths[k], work) for k in ("default", "u8s8", "saturn")}
+    ms = row["ms"]
+    row["speedup_over_default"] = ms["default"] / ms["saturn"]
+    row["saturn_over_u8s8"] = ms["saturn"] / ms["u8s8"]
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
+    p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
+    p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "saturn-quantized"))
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quantized.json"))
+    args = p.parse_args()
+    with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as f:
+        entries = {e["name"]: e for e in json.load(f)["models"]}
+    rows = []
+    for name in args.models:
+        corpus.log(f"{name}: quantizing, optimizing, timing")
+        rows.append(measure(entries[name], args))
+        corpus.log(json.dumps(rows[-1]))
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
+    speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
+    if speedups:
+        print(f"geometric mean over the default quantized models: "
+              f"{float(np.exp(np.mean(np.log(speedups)))):.3f}x ({len(speedups)} models)")
+
+
+if __name__ == "__main__":
+    main()
