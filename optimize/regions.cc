@@ -51,11 +51,29 @@ CutPlaces cut_places(const Graph& graph, const std::vector<ValueType>& types) {
   const std::vector<bool> live = live_nodes(graph);
   CutPlaces c;
   c.position.assign(graph.nodes.size(), -1);
+  // A work operator that reads weights only (a QuantizeLinear of a
+  // constant, which is never computed ahead) takes its place just before
+  // its first reader rather than where the file put it, so that it falls in
+  // its reader's region: a rule that matches the two together
+  // (quantization.rules) cannot see across a cut.
+  std::vector<int> first_reader(graph.nodes.size(), -1);
   for (int i = 0; i < graph.size(); ++i) {
-    if (live[i] && !weight_only[i] && graph.nodes[i].op != Op::kInput) {
-      c.position[i] = static_cast<int>(c.work.size());
-      c.work.push_back(i);
-    }
+    for (int in : graph.nodes[i].inputs)
+      if (first_reader[in] < 0) first_reader[in] = i;
+  }
+  std::vector<std::pair<int, int>> order;  // (place, node): sorted, the work order
+  for (int i = 0; i < graph.size(); ++i) {
+    if (!live[i] || weight_only[i] || graph.nodes[i].op == Op::kInput) continue;
+    const std::vector<int>& in = graph.nodes[i].inputs;
+    const bool reads_weights_only =
+        std::all_of(in.begin(), in.end(), [&](int x) { return weight_only[x]; });
+    order.emplace_back(reads_weights_only && first_reader[i] > i ? 2 * first_reader[i] : 2 * i + 1,
+                       i);
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [place, i] : order) {
+    c.position[i] = static_cast<int>(c.work.size());
+    c.work.push_back(i);
   }
   std::vector<int> last_use(graph.nodes.size(), -1);
   for (int p = 0; p < static_cast<int>(c.work.size()); ++p) {

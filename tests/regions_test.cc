@@ -165,6 +165,37 @@ TEST(Regions, ValuesOfUnknownShapeNeverCrossACut) {
   }
 }
 
+// A QuantizeLinear of a constant the file puts first (as quantize_static
+// does) is cut into the region of the DequantizeLinear that reads it, where
+// the rules that match the pair can see it whole.
+TEST(Regions, AnOperatorOfWeightsGoesWithItsReader) {
+  GraphBuilder b("quantized_constant");
+  const Value scale = b.weight("scale", Tensor::scalar(0.05f));
+  const Value zero = b.weight("zero", Tensor(TensorType{DType::kInt8, {}}, std::vector<std::byte>{std::byte{3}}));
+  const Value early = b.node(Op::kQuantizeLinear, {b.constant(1.0f), scale, zero});
+  Value x = b.relu(b.input("x", {4, 4}));
+  for (int i = 0; i < 40; ++i) x = b.relu(x);
+  x = b.add(x, b.node(Op::kDequantizeLinear, {early, scale, zero}));
+  b.output(b.relu(x), "y");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  absl::StatusOr<std::vector<Region>> regions =
+      split_into_regions(*g, {.target_ops = 10, .max_ops = 20});
+  ASSERT_TRUE(regions.ok()) << message(regions.status());
+  ASSERT_GE(regions->size(), 2u);
+  int with_pair = 0;
+  for (const Region& r : *regions) {
+    bool q = false, dq = false;
+    for (const Node& n : r.graph.nodes) {
+      q = q || n.op == Op::kQuantizeLinear;
+      dq = dq || n.op == Op::kDequantizeLinear;
+    }
+    EXPECT_EQ(q, dq) << r.graph.name;
+    with_pair += q && dq;
+  }
+  EXPECT_EQ(with_pair, 1);
+}
+
 TEST(Regions, AResultWithAnotherInterfaceIsANamedError) {
   absl::StatusOr<Graph> g = build_zoo_model("squeezenet");
   ASSERT_TRUE(g.ok());

@@ -5,6 +5,7 @@ onnxruntime, onnx, numpy; tools/install-deps.sh --corpus makes it):
 
     build/corpus-venv/bin/python bench/corpus/quantized.py [--models A B ...]
         [--saturn build/tools/saturn] [--work DIR] [--out bench/results/quantized.json]
+    build/corpus-venv/bin/python bench/corpus/quantized.py --table   # the table of the last run
 
 For each model (its seeded weights filled in, bench/corpus/run.py):
   - `default`: onnxruntime's quantize_static with its defaults (QDQ format,
@@ -128,13 +129,37 @@ def measure(entry, args):
     return row
 
 
+def markdown(rows):
+    """The quantized table (bench/results/corpus.md), one line per model."""
+    lines = ["| model | part | float ms | quantize_static defaults ms | U8S8 twin ms | saturn ms | "
+             "saturn over defaults | integer kernels (defaults, U8S8, saturn) | "
+             "relative L2 to float (defaults, U8S8, saturn) | saturn's decision |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['part']} | | | | | | | | error: {r['error']} |")
+            continue
+        ms, acc, ld = r["ms"], r["relative_l2_to_float"], r["loaded"]
+        kernels = ", ".join(str(ld[k]["integer_kernels"]) for k in ("default", "u8s8", "saturn"))
+        errors = ", ".join(f"{acc[k]:.3f}" for k in ("default", "u8s8", "saturn"))
+        lines.append(f"| {r['model']} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
+                     f"{ms['u8s8']:.1f} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
+                     f"{kernels} | {errors} | {r['decision']} |")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
     p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "saturn-quantized"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quantized.json"))
+    p.add_argument("--table", action="store_true", help="print the table of the results in --out")
     args = p.parse_args()
+    if args.table:
+        with open(args.out, encoding="utf-8") as f:
+            print(markdown(json.load(f)["rows"]))
+        return
     with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as f:
         entries = {e["name"]: e for e in json.load(f)["models"]}
     rows = []
@@ -144,6 +169,7 @@ def main():
         corpus.log(json.dumps(rows[-1]))
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
+    print(markdown(rows))
     speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
     if speedups:
         print(f"geometric mean over the default quantized models: "
