@@ -39,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import run as corpus  # noqa: E402  (materialize, feeds_for, session, time_rounds)
+from results import quantized_table  # noqa: E402
 
 # Tuning part first, then held-out families (bench/corpus/manifest.json).
 DEFAULT_MODELS = ["tv-resnet50", "timm-resnet18", "tv-mobilenet_v3_large", "bert-base-uncased",
@@ -129,25 +130,6 @@ def measure(entry, args):
     return row
 
 
-def markdown(rows):
-    """The quantized table (bench/results/corpus.md), one line per model."""
-    lines = ["| model | part | float ms | quantize_static defaults ms | U8S8 twin ms | saturn ms | "
-             "saturn over defaults | integer kernels (defaults, U8S8, saturn) | "
-             "relative L2 to float (defaults, U8S8, saturn) | saturn's decision |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['model']} | {r['part']} | | | | | | | | error: {r['error']} |")
-            continue
-        ms, acc, ld = r["ms"], r["relative_l2_to_float"], r["loaded"]
-        kernels = ", ".join(str(ld[k]["integer_kernels"]) for k in ("default", "u8s8", "saturn"))
-        errors = ", ".join(f"{acc[k]:.3f}" for k in ("default", "u8s8", "saturn"))
-        lines.append(f"| {r['model']} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
-                     f"{ms['u8s8']:.1f} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
-                     f"{kernels} | {errors} | {r['decision']} |")
-    return "\n".join(lines)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
@@ -158,7 +140,7 @@ def main():
     args = p.parse_args()
     if args.table:
         with open(args.out, encoding="utf-8") as f:
-            print(markdown(json.load(f)["rows"]))
+            print(quantized_table(json.load(f)["rows"]))
         return
     with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as f:
         entries = {e["name"]: e for e in json.load(f)["models"]}
@@ -169,7 +151,7 @@ def main():
         corpus.log(json.dumps(rows[-1]))
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
-    print(markdown(rows))
+    print(quantized_table(rows))
     speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
     if speedups:
         print(f"geometric mean over the default quantized models: "

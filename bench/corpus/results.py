@@ -155,6 +155,52 @@ def fmt(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def quantized_table(rows):
+    """The quantized part's table (bench/corpus/quantized.py's rows), one
+    line per model."""
+    lines = ["| model | part | float ms | quantize_static defaults ms | U8S8 twin ms | saturn ms | "
+             "saturn over defaults | integer kernels (defaults, U8S8, saturn) | "
+             "relative L2 to float (defaults, U8S8, saturn) | saturn's decision |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['part']} | | | | | | | | error: {r['error']} |")
+            continue
+        ms, acc, ld = r["ms"], r["relative_l2_to_float"], r["loaded"]
+        kernels = ", ".join(str(ld[k]["integer_kernels"]) for k in ("default", "u8s8", "saturn"))
+        errors = ", ".join(f"{acc[k]:.3f}" for k in ("default", "u8s8", "saturn"))
+        lines.append(f"| {r['model']} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
+                     f"{ms['u8s8']:.1f} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
+                     f"{kernels} | {errors} | {r['decision']} |")
+    return "\n".join(lines)
+
+
+def quantized_section(path):
+    """The quantized part (bench/corpus/quantized.py's last run, `path`),
+    as lines of the corpus page; none before its first run."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    rows = doc["rows"]
+    speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
+    by_part = {part: [r["speedup_over_default"] for r in rows
+                      if r.get("part") == part and "speedup_over_default" in r]
+               for part in ("tuning", "held-out")}
+    means = "; ".join(f"{part} {geomean(v):.3f}x over {len(v)}" for part, v in by_part.items() if v)
+    return ["## The quantized part", "",
+            "Made by `build/corpus-venv/bin/python bench/corpus/quantized.py` (onnxruntime "
+            f"{doc['onnxruntime']}, CPU, {doc['threads']} intra-op thread, 21 alternating rounds, "
+            "medians): each model quantized by onnxruntime's `quantize_static` with its defaults "
+            "(QDQ, int8 activations and weights) and with uint8 activations (the U8S8 twin), and "
+            "the default one optimized by `saturn optimize` with its defaults. Accuracy is the "
+            "relative L2 distance of the first output to the float model's, the mean over 5 "
+            "inputs. Integer kernels count the QLinear* and QGemm nodes onnxruntime runs after "
+            "loading the model.", "",
+            f"Geometric mean of saturn over the defaults: {geomean(speedups):.3f}x over "
+            f"{len(speedups)} models ({means}).", "", quantized_table(rows), ""]
+
+
 def write_markdown(path, doc):
     rows, summary = doc["rows"], doc["summary"]
     lines = [
@@ -241,6 +287,7 @@ def write_markdown(path, doc):
             opaque[op] = opaque.get(op, 0) + n
     lines += ["", "## Opaque operators over the corpus", "",
               ", ".join(f"{op} {n}" for op, n in sorted(opaque.items(), key=lambda kv: -kv[1])), ""]
+    lines += quantized_section(os.path.join(os.path.dirname(path), "quantized.json"))
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
 
