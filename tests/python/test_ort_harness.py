@@ -20,6 +20,7 @@ ROOT = os.environ.get("SATURN_ROOT", os.path.join(os.path.dirname(__file__), "..
 sys.path.insert(0, os.path.join(ROOT, "ort", "harness"))
 import ort_run  # noqa: E402  (the harness is a script, not a package)
 import onnx_checker  # noqa: E402
+import quantized  # noqa: E402
 
 HARNESS = os.path.join(ROOT, "ort", "harness", "ort_run.py")
 
@@ -181,3 +182,53 @@ def test_checker_reads_large_weights_in_place_and_still_checks_shapes(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["bad.onnx", "good.onnx"]  # no copy left behind
     (tmp_path / "empty.onnx").write_bytes(b"")
     assert onnx_checker.checker_verdict(str(tmp_path / "empty.onnx")) is not None
+
+
+def quantized_chain(path, zero_point=0, weight=None):
+    """x -> Q/DQ (int8, scale 0.05) -> MatMul by w -> Q/DQ -> y: a quantized
+    model with an activation pair before and after its product. A zero point
+    other than the calibrated 0 on the output's DequantizeLinear, or another
+    weight, makes a model that computes something else."""
+    rng = np.random.default_rng(5)
+    w = weight if weight is not None else rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(w, "w"),
+             onnx.numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             onnx.numpy_helper.from_array(np.array(0, np.int8), "z"),
+             onnx.numpy_helper.from_array(np.array(zero_point, np.int8), "zy")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("MatMul", ["xd", "w"], ["m"]),
+             helper.make_node("QuantizeLinear", ["m", "s", "z"], ["mq"]),
+             helper.make_node("DequantizeLinear", ["mq", "s", "zy"], ["y"])]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_a_quantized_candidate_is_judged_against_the_float_model(tmp_path):
+    """The input has activation Quantize/Dequantize pairs: the candidate is
+    judged by its distance to the float model they quantize (the pairs taken
+    out), not elementwise. The input itself passes; a candidate whose output
+    sits a few steps off (a zero point moved by 3) is refused and the report
+    names both distances."""
+    original = quantized_chain(tmp_path / "q.onnx")
+    reference_folder = tmp_path / "ref"
+    reference_folder.mkdir()
+    reference = quantized.float_reference(original, str(reference_folder))
+    ops = [n.op_type for n in onnx.load(reference).graph.node]
+    assert ops == ["QuantizeLinear", "MatMul", "QuantizeLinear", "Identity"], ops
+    opts, files = ort_run.parse_args([original, original, "--threads", "1", "--seconds", "1"])
+    same = ort_run.decide(opts, files)
+    assert same["compared_by"] == "distance to the float reference" and same["outputs_match"], same
+    worse = quantized_chain(tmp_path / "worse.onnx", zero_point=3)
+    opts, files = ort_run.parse_args([original, worse, "--threads", "1", "--seconds", "1"])
+    refused = ort_run.decide(opts, files)
+    assert not refused["outputs_match"] and not refused["faster"], refused
+    out = refused["outputs"][0]
+    assert out["candidate_distance"] > out["input_distance"] * 1.1, out
+    # A model with no activation pair has no float reference.
+    assert quantized.float_reference(matmul_chain(tmp_path / "plain.onnx", 2),
+                                     str(reference_folder)) is None
