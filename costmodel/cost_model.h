@@ -97,6 +97,18 @@ class CostModel {
   virtual const DeviceProfile* device() const { return nullptr; }
 };
 
+// The weight element type onnxruntime's CPU integer kernels multiply
+// uint8 activations by exactly on this machine: int8 where the CPU has a
+// uint8 x int8 dot product into 32 bits (x86's VNNI, Arm), otherwise uint8,
+// since the AVX2 kernels sum uint8 x int8 products in pairs in 16 bits,
+// which saturate (onnxruntime's quantization guide; seen on this project's
+// AVX2 machine: BERT-base quantized U8S8 lands 0.60 from the float model by
+// relative L2 distance where its int8 spelling lands 0.39 and the same
+// model with the int8 weights moved to uint8 0.08, bench/results/corpus.md).
+// The measured cost prices a quantized weight of this type inside the
+// integer kernel, and one of the other type as its own kernel.
+tensor::DType exact_weight_type();
+
 // Whether an operator is bookkeeping only (inputs, weights, constants,
 // identities, tuple plumbing): it costs nothing in every model.
 bool is_free_operator(tensor::Op op);

@@ -41,35 +41,6 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
 
 namespace {
 
-// The weight element type onnxruntime's CPU integer kernels multiply uint8
-// activations by exactly: int8 where the CPU has a dot product of uint8 by
-// int8 into 32 bits (x86's VNNI, Arm); otherwise uint8, since the AVX2
-// kernels sum uint8 x int8 products in pairs in 16 bits, which saturate
-// (onnxruntime's quantization guide; seen on this project's AVX2 machine:
-// BERT-base quantized U8S8 lands 0.60 from the float model by relative L2
-// distance where its int8 spelling lands 0.39 and the same model with the
-// int8 weights moved to uint8 0.08, bench/results/corpus.md).
-tensor::DType exact_weight_type() {
-  static const tensor::DType type = [] {
-#if defined(__aarch64__) || defined(__arm__)
-    return tensor::DType::kInt8;
-#else
-    std::ifstream info("/proc/cpuinfo");
-    for (std::string line; std::getline(info, line);) {
-      if (!line.starts_with("flags")) continue;
-      for (std::string_view vnni : {" avx512_vnni", " avx_vnni"}) {
-        const std::size_t at = line.find(vnni);
-        if (at != std::string::npos &&
-            (at + vnni.size() == line.size() || line[at + vnni.size()] == ' '))
-          return tensor::DType::kInt8;
-      }
-      break;
-    }
-    return tensor::DType::kUInt8;
-#endif
-  }();
-  return type;
-}
 
 // Whether onnxruntime's CPU provider runs this QuantizeLinear or
 // DequantizeLinear inside an integer kernel rather than on its own: it
@@ -95,6 +66,28 @@ bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType
 }
 
 }  // namespace
+
+tensor::DType exact_weight_type() {
+  static const tensor::DType type = [] {
+#if defined(__aarch64__) || defined(__arm__)
+    return tensor::DType::kInt8;
+#else
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; std::getline(info, line);) {
+      if (!line.starts_with("flags")) continue;
+      for (std::string_view vnni : {" avx512_vnni", " avx_vnni"}) {
+        const std::size_t at = line.find(vnni);
+        if (at != std::string::npos &&
+            (at + vnni.size() == line.size() || line[at + vnni.size()] == ' '))
+          return tensor::DType::kInt8;
+      }
+      break;
+    }
+    return tensor::DType::kUInt8;
+#endif
+  }();
+  return type;
+}
 
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {

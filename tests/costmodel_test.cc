@@ -527,5 +527,40 @@ TEST(CostModel, ComparableCostsLeaveOutTheUnmeasuredKernelsBothHold) {
   EXPECT_EQ(comparable_costs(15, 12), (std::pair{15.0, 12.0}));
 }
 
+// onnxruntime runs a uint8 group's Quantize/Dequantize nodes inside its
+// integer kernels, and the DequantizeLinear of a weight of the type the
+// CPU's kernels multiply exactly (exact_weight_type); an int8 activation's,
+// and a weight's of the other type, are kernels of their own.
+TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("saturn_quant_costs_" + std::to_string(::getpid()) + ".json"))
+                         .string();
+  ASSERT_TRUE(write_text_file(path, R"({"device": "test", "entries": []})").ok());
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m =
+      load_measured_cost_model(path, RooflineCostModel(toy_profile()));
+  std::filesystem::remove(path);
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  auto of = [](DType dtype, Dims dims) { return ValueType::of(TensorType{dtype, std::move(dims)}); };
+  const ValueType x = F({1, 64, 56, 56}), scale = F({});
+  auto quantize = [&](DType to) {
+    const std::vector<ValueType> in{x, scale, of(to, {})};
+    return (*m)->node_cost(Op::kQuantizeLinear, {}, in, of(to, x.tensor().dims), {});
+  };
+  auto dequantize = [&](DType from, bool weight) {
+    const std::vector<ValueType> in{of(from, x.tensor().dims), scale, of(from, {})};
+    return (*m)->node_cost(Op::kDequantizeLinear, {}, in, x, OpContext{.weights_only = weight});
+  };
+  EXPECT_EQ(quantize(DType::kUInt8), 0);
+  EXPECT_GT(quantize(DType::kInt8), 0);
+  EXPECT_EQ(dequantize(DType::kUInt8, false), 0);
+  EXPECT_GT(dequantize(DType::kInt8, false), 0);
+  const DType exact = exact_weight_type();
+  ASSERT_TRUE(exact == DType::kInt8 || exact == DType::kUInt8);
+  const DType other = exact == DType::kInt8 ? DType::kUInt8 : DType::kInt8;
+  EXPECT_EQ(dequantize(exact, true), 0);
+  EXPECT_GT(dequantize(other, true), 0);
+}
+
 }  // namespace
 }  // namespace saturn
+

@@ -5,9 +5,9 @@
 #include <deque>
 #include <limits>
 #include <optional>
-#include <utility>
 #include <random>
 #include <span>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "saturn/base/status.h"
@@ -31,36 +31,42 @@ using verifier::Assignment;
 using verifier::Rng;
 using verifier::RuleVars;
 
-// The range of an integer element type; nullopt for the others.
-std::optional<std::pair<std::int64_t, std::int64_t>> integer_range(tensor::DType dtype) {
+using IntegerRange = std::pair<std::int64_t, std::int64_t>;
+
+template <typename T>
+constexpr IntegerRange range_of() {
+  return {std::numeric_limits<T>::min(), std::numeric_limits<T>::max()};
+}
+
+// The range of an integer element type; nullopt for the others (int64
+// draws as the interpreter's other integers do).
+std::optional<IntegerRange> integer_range(tensor::DType dtype) {
   using tensor::DType;
   switch (dtype) {
-    case DType::kInt8: return std::pair<std::int64_t, std::int64_t>{-128, 127};
-    case DType::kUInt8: return std::pair<std::int64_t, std::int64_t>{0, 255};
-    case DType::kInt16: return std::pair<std::int64_t, std::int64_t>{-32768, 32767};
-    case DType::kUInt16: return std::pair<std::int64_t, std::int64_t>{0, 65535};
-    case DType::kInt32:
-      return std::pair<std::int64_t, std::int64_t>{std::numeric_limits<std::int32_t>::min(),
-                                                   std::numeric_limits<std::int32_t>::max()};
-    default: return std::nullopt;  // int64 draws as the interpreter's other integers
+    case DType::kInt8: return range_of<std::int8_t>();
+    case DType::kUInt8: return range_of<std::uint8_t>();
+    case DType::kInt16: return range_of<std::int16_t>();
+    case DType::kUInt16: return range_of<std::uint16_t>();
+    case DType::kInt32: return range_of<std::int32_t>();
+    default: return std::nullopt;
   }
 }
 
 // Integer values for a weight of `type`: each element one of the three
 // values at either end of the range half of the time (where saturation and
 // overflow are), otherwise anywhere in it. Little-endian two's complement.
-tensor::Tensor integer_draw(const tensor::TensorType& type, std::pair<std::int64_t, std::int64_t> range,
-                            std::uint64_t seed) {
+tensor::Tensor integer_draw(const tensor::TensorType& type, IntegerRange range, std::uint64_t seed) {
   Rng rng(seed);
   const auto [lo, hi] = range;
+  const auto span = static_cast<std::uint64_t>(hi - lo + 1);
   const std::size_t width = tensor::dtype_bytes(type.dtype);
   std::vector<std::byte> bytes(static_cast<std::size_t>(type.num_bytes()));
   for (std::size_t i = 0; i * width < bytes.size(); ++i) {
-    const std::uint64_t roll = rng();
-    const auto edge = static_cast<std::int64_t>((roll >> 8) % 3);
-    const std::int64_t v =
-        roll % 2 == 0 ? ((roll >> 4) % 2 == 0 ? lo + edge : hi - edge)
-                      : lo + static_cast<std::int64_t>((roll >> 8) % static_cast<std::uint64_t>(hi - lo + 1));
+    std::int64_t v = lo + static_cast<std::int64_t>(rng() % span);
+    if (rng() % 2 == 0) {
+      const auto edge = static_cast<std::int64_t>(rng() % 3);
+      v = rng() % 2 == 0 ? lo + edge : hi - edge;
+    }
     const auto bits = static_cast<std::uint64_t>(v);
     for (std::size_t b = 0; b < width; ++b)
       bytes[i * width + b] = static_cast<std::byte>((bits >> (8 * b)) & 0xffu);
@@ -178,6 +184,14 @@ std::string first_difference(const tensor::Tensor& left, const tensor::Tensor& r
     return fmt::format("left is {}, right is {}", tensor::to_string(left.type()),
                        tensor::to_string(right.type()));
   }
+  if (left.dtype() != tensor::DType::kFloat32) {  // integers and bools: equal or not
+    const std::span<const std::byte> a = left.data(), b = right.data();
+    const std::size_t width = std::max<std::size_t>(1, tensor::dtype_bytes(left.dtype()));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i] != b[i]) return fmt::format("element {}: the bytes differ", i / width);
+    }
+    return "no element differs";
+  }
   std::span<const float> a = left.floats(), b = right.floats();
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
@@ -254,6 +268,7 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
     }
     bool finite = true;
     for (const tensor::Tensor& t : *left) {
+      if (t.dtype() != tensor::DType::kFloat32) continue;  // integers are always finite
       for (float x : t.floats()) finite = finite && std::isfinite(x);
     }
     if (!finite) {
