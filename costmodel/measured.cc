@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,17 @@ std::string op_signature(Op op, const Attributes& a, std::span<const ValueType> 
 
 namespace {
 
+// The value of the first /proc/cpuinfo line whose key is `key` ("model
+// name", "flags"); nullopt where there is none.
+std::optional<std::string> cpuinfo_value(std::string_view key) {
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    const std::size_t colon = line.find(':');
+    if (line.starts_with(key) && colon != std::string::npos)
+      return line.substr(std::min(line.size(), colon + 2));
+  }
+  return std::nullopt;
+}
 
 // Whether onnxruntime's CPU provider runs this QuantizeLinear or
 // DequantizeLinear inside an integer kernel rather than on its own: it
@@ -72,16 +84,9 @@ tensor::DType exact_weight_type() {
 #if defined(__aarch64__) || defined(__arm__)
     return tensor::DType::kInt8;
 #else
-    std::ifstream info("/proc/cpuinfo");
-    for (std::string line; std::getline(info, line);) {
-      if (!line.starts_with("flags")) continue;
-      for (std::string_view vnni : {" avx512_vnni", " avx_vnni"}) {
-        const std::size_t at = line.find(vnni);
-        if (at != std::string::npos &&
-            (at + vnni.size() == line.size() || line[at + vnni.size()] == ' '))
-          return tensor::DType::kInt8;
-      }
-      break;
+    std::istringstream flags(cpuinfo_value("flags").value_or(""));
+    for (std::string flag; flags >> flag;) {
+      if (flag == "avx512_vnni" || flag == "avx_vnni") return tensor::DType::kInt8;
     }
     return tensor::DType::kUInt8;
 #endif
@@ -144,15 +149,8 @@ double MeasuredCostModel::mixed_surcharge(Op op, const Attributes& a,
 }
 
 std::string machine_description() {
-  std::string cpu = "unknown CPU";
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);) {
-    if (line.starts_with("model name")) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return fmt::format("{}, {} hardware threads", cpu, std::thread::hardware_concurrency());
+  return fmt::format("{}, {} hardware threads", cpuinfo_value("model name").value_or("unknown CPU"),
+                     std::thread::hardware_concurrency());
 }
 
 absl::StatusOr<std::unique_ptr<MeasuredCostModel>> load_measured_cost_model(

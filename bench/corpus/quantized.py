@@ -119,8 +119,7 @@ def measure(entry, args):
     with open(report, encoding="utf-8") as f:
         r = json.load(f)
     row["decision"] = r["decision"]["evidence"] if not r["decision"]["taken"] else "taken"
-    row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values()) if isinstance(
-        r.get("opaque_ops_before"), dict) else r.get("opaque_ops_before")
+    row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values())
     row["ms"] = timing(paths, entry)
     row["relative_l2_to_float"] = accuracy(paths, entry)
     row["loaded"] = {k: loaded_ops(paths[k], work) for k in ("default", "u8s8", "saturn")}

@@ -68,6 +68,7 @@ try:
     import onnxruntime as ort
     from onnx_checker import checker_report
     import quantized
+    from outputs import compare, compare_outputs, json_number, judge  # noqa: F401 (used by callers)
 except ImportError as err:  # the caller tells the user to run tools/install-deps.sh
     sys.stderr.write(f"ort_run: {err} (the interpreter is {sys.executable})\n")
     sys.exit(3)
@@ -200,34 +201,6 @@ def summary(samples):
             "p90_us": quantile(s, 0.9), "runs": len(s)}
 
 
-def compare(a, b, rtol, atol):
-    """Largest |a-b| / (atol + rtol*|b|) over the elements (<= 1 means close)."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return {"ratio": float("inf"), "max_abs": float("inf"),
-                "detail": f"shape or type {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"}
-    if a.dtype.kind in "OUS":
-        same = bool(np.array_equal(a, b))
-        return {"ratio": 0.0 if same else float("inf"), "max_abs": 0.0 if same else float("inf"),
-                **({} if same else {"detail": "strings differ"})}
-    x, y = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    nan_x, nan_y = np.isnan(x), np.isnan(y)
-    if np.any(nan_x != nan_y):
-        at = int(np.argmax(nan_x != nan_y))
-        return {"ratio": float("inf"), "max_abs": float("inf"), "detail": f"NaN at {at}"}
-    keep = ~nan_x & (x != y)  # equal values (and equal infinities) are close
-    if not np.any(keep):
-        return {"ratio": 0.0, "max_abs": 0.0}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = np.abs(x[keep] - y[keep])
-        ratio = d / (atol + rtol * np.abs(y[keep]))
-    ratio = np.where(np.isnan(ratio), np.inf, ratio)
-    return {"ratio": float(np.max(ratio)), "max_abs": float(np.max(d))}
-
-
-def json_number(x):
-    return x if x == x and abs(x) != float("inf") else None
-
-
 def same_inputs(a, b, symbolic=False):
     """Inputs are fed by name: the same names, types and shapes, in any order
     (with symbolic dimensions, the same ranks: one model may name an axis
@@ -261,25 +234,6 @@ def release_memory():
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
-
-
-def compare_outputs(out_a, out_b, opts):
-    """Each of a's outputs (by name) compared with b's."""
-    outputs, ok = [], True
-    for name, value in out_a.items():
-        if name not in out_b:
-            outputs.append({"name": name, "ok": False, "detail": "missing from the optimized model"})
-            ok = False
-            continue
-        c = compare(np.asarray(out_b[name]), np.asarray(value), opts["rtol"], opts["atol"])
-        good = c["ratio"] <= 1
-        ok = ok and good
-        entry = {"name": name, "ok": good, "max_abs_diff": json_number(c["max_abs"]),
-                 "error_ratio": json_number(c["ratio"])}
-        if "detail" in c:
-            entry["detail"] = c["detail"]
-        outputs.append(entry)
-    return outputs, ok
 
 
 def verify(opts, files):
@@ -486,13 +440,10 @@ def decide(opts, files):
             expected.append(outputs_by_name(session, opts["feeds"]))
             return True
         same_inputs(inputs[0], input_metas(session), symbolic=True)
-        produced = outputs_by_name(session, opts["feeds"])
-        if reference is None:
-            outputs, ok = compare_outputs(expected[0], produced, opts)
-        else:  # elementwise, a few quantization steps apart is no error, nor a
-            # tolerance an output smaller than atol passes a lesser model by
-            outputs, ok = quantized.as_accurate(expected[0], produced, reference)
-            result["compared_by"] = "distance to the float reference"
+        outputs, ok, how = judge(expected[0], outputs_by_name(session, opts["feeds"]), reference,
+                                 opts)
+        if reference is not None:
+            result["compared_by"] = how
         result.update(outputs=outputs, outputs_match=ok, checker=checker)
         return ok and checker["ok"]
 
