@@ -95,6 +95,16 @@ class CostModel {
   // The device the costs are for (its memory figures price weights that no
   // longer fit in its cache); null when the model has no device (op count).
   virtual const DeviceProfile* device() const { return nullptr; }
+  // The same model for a runtime whose integer kernels multiply quantized
+  // weights of `type` exactly (exact_weight_type), for a result meant for
+  // another CPU or tried both ways; null where the model does not tell the
+  // weights' types apart.
+  virtual std::shared_ptr<const CostModel> with_integer_weights(tensor::DType /*type*/) const {
+    return nullptr;
+  }
+  // The quantized weights' type the model prices inside the integer
+  // kernels; none where it does not tell the weights' types apart.
+  virtual std::optional<tensor::DType> integer_weights() const { return std::nullopt; }
 };
 
 // The weight element type onnxruntime's CPU integer kernels multiply
@@ -189,7 +199,8 @@ class MeasuredCostModel final : public CostModel {
         mixed_(std::move(mixed)),
         masked_(std::move(masked)),
         fallback_(std::move(fallback)),
-        measured_on_(std::move(measured_on)) {}
+        measured_on_(std::move(measured_on)),
+        integer_weights_(exact_weight_type()) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
@@ -198,6 +209,9 @@ class MeasuredCostModel final : public CostModel {
   double mixed_surcharge(tensor::Op op, const Attributes& attributes,
                          std::span<const tensor::ValueType> inputs) const override;
   const DeviceProfile* device() const override { return fallback_.device(); }
+  std::shared_ptr<const CostModel> with_integer_weights(tensor::DType type) const override;
+  // This CPU's exact_weight_type() unless with_integer_weights said otherwise.
+  std::optional<tensor::DType> integer_weights() const override { return integer_weights_; }
   std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
@@ -212,6 +226,7 @@ class MeasuredCostModel final : public CostModel {
   Table alone_, between_, mixed_, masked_;
   RooflineCostModel fallback_;
   std::string measured_on_, source_;
+  tensor::DType integer_weights_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
 

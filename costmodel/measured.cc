@@ -63,17 +63,18 @@ std::optional<std::string> cpuinfo_value(std::string_view key) {
 // off Arm): seen on a quantize_static model, whose int8 spelling loads with
 // its Conv and Add in float between DequantizeLinear nodes and whose uint8
 // spelling loads as QLinearConv and QLinearAdd
-// (tests/python/test_quantization.py). A weight of the type the kernels do
-// not multiply exactly (exact_weight_type) is priced as its own kernel, so
-// that the extraction moves it (quantization.rules).
+// (tests/python/test_quantization.py). A weight of another type than
+// `weights` (the one the kernels multiply exactly: exact_weight_type) is
+// priced as its own kernel, so that the extraction moves it
+// (quantization.rules).
 bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
-                       OpContext context) {
+                       OpContext context, tensor::DType weights) {
   auto of_type = [](const ValueType& t, tensor::DType dtype) {
     return !t.is_tuple && t.tensor().dtype == dtype;
   };
   if (op == Op::kQuantizeLinear) return of_type(output, tensor::DType::kUInt8);
   if (op != Op::kDequantizeLinear || inputs.empty()) return false;
-  return context.weights_only ? of_type(inputs[0], exact_weight_type())
+  return context.weights_only ? of_type(inputs[0], weights)
                               : of_type(inputs[0], tensor::DType::kUInt8);
 }
 
@@ -94,9 +95,19 @@ tensor::DType exact_weight_type() {
   return type;
 }
 
+std::shared_ptr<const CostModel> MeasuredCostModel::with_integer_weights(
+    tensor::DType type) const {
+  auto model = std::make_shared<MeasuredCostModel>(alone_, between_, mixed_, fallback_,
+                                                   measured_on_, masked_);
+  model->source_ = source_;
+  model->integer_weights_ = type;
+  return model;
+}
+
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {
-  if (is_free_operator(op) || in_integer_kernel(op, inputs, output, context)) return 0;
+  if (is_free_operator(op) || in_integer_kernel(op, inputs, output, context, integer_weights_))
+    return 0;
   if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
     double total = 0;
     for (const OpPart& part : parts) {

@@ -154,7 +154,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Transpose")
     return Mapped{Op::kTranspose, {{"perm", r.ints("perm").value_or(Ints{})}}, node.in};
   if (t == "Reshape") return map_reshape(node);
-  if (t == "Squeeze" || t == "Unsqueeze") return map_squeeze(node);
+  if (t == "Squeeze" || t == "Unsqueeze" || t == "Flatten") return map_as_reshape(node);
   if (t == "Einsum") return map_einsum(node);
   if (t == "Cast") {
     // A cast to the type the value has already (float32 to float32 around
@@ -172,7 +172,6 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     if (auto v = r.i("end")) m.attributes.set("end", *v);
     return m;
   }
-  if (t == "Flatten") return Mapped{Op::kFlatten, {{"axis", r.i("axis").value_or(1)}}, node.in};
   if (t == "Concat") {
     std::optional<std::int64_t> axis = r.i("axis");
     if (!axis) return std::nullopt;
@@ -351,10 +350,16 @@ std::optional<Mapped> Importer::map_einsum(KnownNode& node) {
   return Mapped{Op::kMatMul, {}, {node.in[0], *transposed}};
 }
 
-// Squeeze and Unsqueeze are reshapes to their inferred output shape: one
-// canonical form for every spelling of a change of rank.
-std::optional<Mapped> Importer::map_squeeze(KnownNode& node) {
-  if (opset_ < 13) node.attrs.ints("axes");  // an attribute before opset 13, an input since
+// Squeeze, Unsqueeze and Flatten are reshapes to their inferred output
+// shape: one canonical form for every spelling of a change of rank, so that
+// a rule that moves an operator through a Reshape holds for all of them
+// (TorchScript writes LeViT's Linear + BatchNorm1d with a Flatten where the
+// dynamo exporter writes a Reshape to [-1, C]).
+std::optional<Mapped> Importer::map_as_reshape(KnownNode& node) {
+  if (node.proto.op_type() == "Flatten")
+    node.attrs.i("axis");
+  else if (opset_ < 13)
+    node.attrs.ints("axes");  // an attribute before opset 13, an input since
   absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
   if (!out.ok() || out->dtype == DType::kOther || !out->is_static()) return std::nullopt;
   return Mapped{Op::kReshape, {{"shape", out->dims}}, node.first(1)};

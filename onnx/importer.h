@@ -289,7 +289,7 @@ class Importer {
   std::optional<Mapped> map_clip(KnownNode& node);
   std::optional<Mapped> map_softmax(KnownNode& node);
   std::optional<Mapped> map_reshape(KnownNode& node);
-  std::optional<Mapped> map_squeeze(KnownNode& node);
+  std::optional<Mapped> map_as_reshape(KnownNode& node);
   // One canonical form for chains of layout changes: a Reshape of a Reshape
   // or a Transpose of a Transpose reads the first one's input (the
   // inner one stays while something else reads it), a Transpose back to

@@ -165,4 +165,62 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
   refuse(input, result, Gate::kMeasured, m.note);
 }
 
+namespace {
+
+bool same_nodes(const tensor::Graph& a, const tensor::Graph& b) {
+  if (a.nodes.size() != b.nodes.size() || a.outputs.size() != b.outputs.size()) return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const tensor::Node &x = a.nodes[i], &y = b.nodes[i];
+    if (x.op != y.op || x.inputs != y.inputs || !(x.attributes == y.attributes)) return false;
+  }
+  for (std::size_t i = 0; i < a.outputs.size(); ++i)
+    if (a.outputs[i].node != b.outputs[i].node) return false;
+  return true;
+}
+
+void add_times(PhaseTimes& to, const PhaseTimes& from) {
+  to.search += from.search;
+  to.extract += from.extract;
+  to.check += from.check;
+  to.measure += from.measure;
+}
+
+// What a candidate's timing found, in a line: "how: note".
+std::string timing_line(const std::string& how, const OptimizeResult& r) {
+  return fmt::format("{}: {}", how, r.measured ? r.measured->note : r.decision.summary());
+}
+
+}  // namespace
+
+void measure_candidates(const tensor::Graph& input, const OptimizeOptions& options,
+                        std::string how, OptimizeResult& result, std::vector<Candidate> others) {
+  measure_result(input, options, result);
+  for (Candidate& other : others) {
+    OptimizeResult& found = other.found;
+    if (found.kept_input() || (!result.kept_input() && same_nodes(found.graph, result.graph))) {
+      add_times(result.times, found.times);
+      continue;
+    }
+    measure_result(input, options, found);
+    const bool better =
+        !found.kept_input() && (result.kept_input() || !found.measured || !result.measured ||
+                                found.measured->speedup > result.measured->speedup);
+    std::vector<std::string> lines =
+        result.measured ? std::move(result.measured->other_candidates) : std::vector<std::string>{};
+    if (better) {
+      lines.push_back(timing_line(how, result));
+      add_times(found.times, result.times);
+      result = std::move(found);
+      how = std::move(other.how);
+    } else {
+      lines.push_back(timing_line(other.how, found));
+      add_times(result.times, found.times);
+    }
+    if (result.measured) {
+      result.measured->candidate = how;
+      result.measured->other_candidates = std::move(lines);
+    }
+  }
+}
+
 }  // namespace saturn

@@ -3,6 +3,9 @@
 // runs measurably faster with the same outputs (OptimizeOptions::measure).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "saturn/optimize/optimize.h"
 #include "saturn/tensor/graph.h"
 
@@ -15,5 +18,22 @@ namespace saturn {
 // installed, the prediction's decision stands and the note says so.
 void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
                     OptimizeResult& result);
+
+// A result found under another assumption about the runtime (its
+// quantized weights' type, OptimizeOptions::integer_weights); `how` says
+// which.
+struct Candidate {
+  std::string how;
+  OptimizeResult found;
+};
+// The measured gate over several candidates: `result` (found as `how`) and
+// `others`, each taken by its own prediction, timed against the input one
+// after another as measure_result times one; the one measured fastest of
+// those measurably faster becomes the result, with its own decision, and
+// the result's measurement says what the others' timings found. A
+// candidate whose graph is the result's is not timed again. The others'
+// phase times add to the result's.
+void measure_candidates(const tensor::Graph& input, const OptimizeOptions& options,
+                        std::string how, OptimizeResult& result, std::vector<Candidate> others);
 
 }  // namespace saturn

@@ -98,6 +98,11 @@ absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& o
     if (!named.ok()) return named.status();
     prepared->cost_model = *std::move(named);
   }
+  if (options.integer_weights) {
+    if (std::shared_ptr<const CostModel> m =
+            prepared->cost_model->with_integer_weights(*options.integer_weights))
+      prepared->cost_model = std::move(m);
+  }
   if (!options.rule_files.empty() && !options.unverified_rules) {
     absl::StatusOr<RuleFileCheck> check = check_rule_files(
         options.rule_files, prepared->language, prepared->conditions, options.rule_cache_dir);
@@ -119,6 +124,72 @@ absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& o
   return prepared;
 }
 
+namespace {
+
+// The graph searched whole or by regions, gated at other sizes, its
+// subgraphs optimized: a candidate for the measured gate.
+absl::StatusOr<OptimizeResult> find_candidate(const tensor::Graph& graph,
+                                              std::vector<tensor::Region> regions,
+                                              const OptimizeOptions& options,
+                                              const Prepared& prepared) {
+  // A graph searched whole: MCTS spreads its trees over the processes, the
+  // other strategies run on the root alone.
+  const Processes* processes = options.search.processes;
+  if (regions.size() <= 1 && options.search.strategy != Strategy::kMcts &&
+      processes != nullptr && processes->rank() != 0)
+    return OptimizeResult{.worker = true};
+  absl::StatusOr<OptimizeResult> result =
+      regions.size() > 1 ? optimize_regions(graph, std::move(regions), options, prepared)
+                         : search_or_cut(graph, options, prepared);
+  if (!result.ok() || result->worker) return result;
+  const Stopwatch checking;
+  gate_other_sizes(graph, *result);
+  result->times.check += checking.seconds();
+  optimize_subgraphs(options, *result);
+  return result;
+}
+
+// Whether the graph dequantizes a quantized weight, so that the type the
+// runtime's integer kernels multiply exactly decides its spelling.
+bool has_quantized_weights(const tensor::Graph& graph) {
+  const std::vector<bool> weight_only = tensor::weight_only_nodes(graph);
+  for (const tensor::Node& n : graph.nodes)
+    if (n.op == tensor::Op::kDequantizeLinear && !n.inputs.empty() && weight_only[n.inputs[0]]) return true;
+  return false;
+}
+
+std::string weights_in(tensor::DType type) {
+  return fmt::format("quantized weights in {}", tensor::dtype_name(type));
+}
+
+// The candidates found with the quantized weights in the other type than
+// this CPU's (OptimizeOptions::integer_weights): where the model has such
+// weights, is timed, the type was not given and one process searches.
+absl::StatusOr<std::vector<Candidate>> weight_type_candidates(
+    const tensor::Graph& graph, const std::vector<tensor::Region>& regions,
+    const OptimizeOptions& options, const Prepared& prepared) {
+  std::vector<Candidate> others;
+  const bool timed = options.measure || options.min_speedup;
+  const std::optional<tensor::DType> priced = prepared.cost_model->integer_weights();
+  if (!timed || options.integer_weights || !priced || graph.source.empty() ||
+      (options.search.processes != nullptr && options.search.processes->size() > 1) ||
+      !has_quantized_weights(graph))
+    return others;
+  OptimizeOptions alternative = options;
+  alternative.cost_model = prepared.cost_model;
+  alternative.integer_weights =
+      *priced == tensor::DType::kInt8 ? tensor::DType::kUInt8 : tensor::DType::kInt8;
+  absl::StatusOr<std::unique_ptr<const Prepared>> again =
+      prepare(alternative, tensor::default_domain_opset(graph.opsets));
+  if (!again.ok()) return again.status();
+  absl::StatusOr<OptimizeResult> found = find_candidate(graph, regions, alternative, **again);
+  if (!found.ok()) return found.status();
+  others.push_back({weights_in(*alternative.integer_weights), *std::move(found)});
+  return others;
+}
+
+}  // namespace
+
 absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
                                         const OptimizeOptions& options) {
   if (const double gain = min_gain_of(options); !(gain >= 0 && gain < 1))
@@ -135,28 +206,20 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   absl::StatusOr<std::vector<tensor::Region>> regions =
       tensor::split_into_regions(graph, options.regions);
   if (!regions.ok()) return regions.status();
-  // A graph searched whole: MCTS spreads its trees over the processes, the
-  // other strategies run on the root alone.
-  const Processes* processes = options.search.processes;
-  if (regions->size() <= 1 && options.search.strategy != Strategy::kMcts &&
-      processes != nullptr && processes->rank() != 0)
-    return OptimizeResult{.worker = true};
-  absl::StatusOr<OptimizeResult> result =
-      regions->size() > 1 ? optimize_regions(graph, std::move(*regions), options, **prepared)
-                          : search_or_cut(graph, options, **prepared);
-  if (result.ok() && !result->worker) {
-    const Stopwatch checking;
-    gate_other_sizes(graph, *result);
-    result->times.check += checking.seconds();
-    optimize_subgraphs(options, *result);
-    measure_result(graph, options, *result);
-    result->blocks = count_block_kinds(graph, result->graph);
-    result->cost_source = cost_model_source(*(*prepared)->cost_model);
-    result->rule_check = (*prepared)->rule_check;
-    result->times.rules = preparing;
-    result->times.total = total.seconds();
-    result->peak_memory = peak_memory();
-  }
+  absl::StatusOr<OptimizeResult> result = find_candidate(graph, *regions, options, **prepared);
+  if (!result.ok() || result->worker) return result;
+  absl::StatusOr<std::vector<Candidate>> others =
+      weight_type_candidates(graph, *regions, options, **prepared);
+  if (!others.ok()) return others.status();
+  const std::optional<tensor::DType> priced = (*prepared)->cost_model->integer_weights();
+  std::string how = others->empty() || !priced ? "" : weights_in(*priced);
+  measure_candidates(graph, options, std::move(how), *result, *std::move(others));
+  result->blocks = count_block_kinds(graph, result->graph);
+  result->cost_source = cost_model_source(*(*prepared)->cost_model);
+  result->rule_check = (*prepared)->rule_check;
+  result->times.rules = preparing;
+  result->times.total = total.seconds();
+  result->peak_memory = peak_memory();
   return result;
 }
 

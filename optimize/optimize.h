@@ -120,6 +120,16 @@ struct OptimizeOptions {
   // 1.31x, 1.06x and 1.01x on two). 0: onnxruntime's default here (one per
   // core: ort::default_runtime_threads()).
   int runtime_threads = kDefaultRuntimeThreads;
+  // The quantized weights' element type that the integer kernels of the
+  // CPU the model will run on multiply exactly (exact_weight_type): int8
+  // with VNNI or on Arm, uint8 on x86 without VNNI, whose uint8 x int8
+  // kernels saturate. Unset: this CPU's type prices the search, and where
+  // the model has quantized weights and is timed, the result with its
+  // weights in the other type is a second candidate: the uint8 x int8
+  // kernels are the faster ones, and their saturation costs accuracy on some
+  // models only (the corpus's quantized ResNet-18 ran 1.35x faster in int8
+  // weights here, as accurate; BERT-base lost its accuracy).
+  std::optional<tensor::DType> integer_weights;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
   // Called once before the candidate is timed in onnxruntime: the command
@@ -212,6 +222,11 @@ struct Measurement {
   double check_speedup = 0, check_low = 0, check_high = 0;
   std::string runtime;  // e.g. "onnxruntime 1.30.0, 1 thread"
   std::string clock;    // what timed a run: "thread CPU time" or "wall clock"
+  // How the timed candidate was found, where several were timed
+  // (OptimizeOptions::integer_weights), and what timing each other
+  // candidate found ("how: note"); empty where one was.
+  std::string candidate;
+  std::vector<std::string> other_candidates;
 };
 
 struct OptimizeResult {

@@ -16,7 +16,7 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 18> kOptions = {{
+constexpr std::array<OptionInfo, 19> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
@@ -51,6 +51,10 @@ constexpr std::array<OptionInfo, 18> kOptions = {{
     {"runtime-threads", Kind::kValue, "N",
      "the onnxruntime intra-op threads the model runs with: a result faster on one thread is "
      "timed again with them and kept out where slower; 0: onnxruntime's default, one per core"},
+    {"integer-weights", Kind::kValue, "TYPE",
+     "the quantized weights' type the integer kernels of the CPU the model runs on multiply "
+     "exactly: int8 (VNNI, Arm) or uint8 (x86 without VNNI); unset: this CPU's, and a model with "
+     "quantized weights is timed in both spellings"},
     {"min-speedup", Kind::kValue, "X",
      "keep the input unless onnxruntime runs the result at least X times as fast (and "
      "measurably faster); a result that cannot be timed keeps the input"},
@@ -171,6 +175,15 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     o.runtime_threads = *n;
     return absl::OkStatus();
   }
+  if (name == "integer-weights") {
+    if (value.empty()) {
+      o.integer_weights.reset();
+      return absl::OkStatus();
+    }
+    if (value != "int8" && value != "uint8") return bad_value(name, value, "int8 or uint8");
+    o.integer_weights = value == "int8" ? tensor::DType::kInt8 : tensor::DType::kUInt8;
+    return absl::OkStatus();
+  }
   if (name == "min-speedup") {
     absl::StatusOr<double> x = number(name, value, 1e-9, 1e9, "a speedup above 0");
     if (!x.ok()) return x.status();
@@ -226,6 +239,8 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "no-measure") return flag(!o.measure);
   if (name == "min-speedup") return o.min_speedup ? fmt::format("{}", *o.min_speedup) : "";
   if (name == "runtime-threads") return std::to_string(o.runtime_threads);
+  if (name == "integer-weights")
+    return o.integer_weights ? std::string(tensor::dtype_name(*o.integer_weights)) : "";
   return "";
 }
 

@@ -55,6 +55,8 @@ json text_or_null(const std::string& text) { return text.empty() ? json() : json
 json measurement_json(const std::optional<Measurement>& m) {
   if (!m) return json();
   json out = {{"note", m->note}, {"timed", m->timed}};
+  if (!m->candidate.empty())
+    out.update({{"candidate", m->candidate}, {"other_candidates", m->other_candidates}});
   if (!m->timed) return out;
   out.update({{"runtime", m->runtime},
               {"clock", m->clock},

@@ -559,6 +559,22 @@ TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
   const DType other = exact == DType::kInt8 ? DType::kUInt8 : DType::kInt8;
   EXPECT_EQ(dequantize(exact, true), 0);
   EXPECT_GT(dequantize(other, true), 0);
+  EXPECT_EQ((*m)->integer_weights(), exact);
+
+  // The same table for a CPU that multiplies the other type exactly
+  // (OptimizeOptions::integer_weights): only the weights' pricing moves.
+  std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(other);
+  ASSERT_NE(there, nullptr);
+  EXPECT_EQ(there->integer_weights(), other);
+  const std::vector<ValueType> weight{of(other, x.tensor().dims), scale, of(other, {})};
+  const std::vector<ValueType> exact_weight{of(exact, x.tensor().dims), scale, of(exact, {})};
+  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, weight, x, OpContext{.weights_only = true}), 0);
+  EXPECT_GT(
+      there->node_cost(Op::kDequantizeLinear, {}, exact_weight, x, OpContext{.weights_only = true}), 0);
+  const std::vector<ValueType> activation{of(DType::kUInt8, x.tensor().dims), scale,
+                                          of(DType::kUInt8, {})};
+  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, activation, x, {}), 0);
+  EXPECT_EQ(RooflineCostModel(toy_profile()).with_integer_weights(other), nullptr);
 }
 
 }  // namespace

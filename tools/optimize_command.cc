@@ -139,6 +139,11 @@ void print_summary(const Graph& graph, const OptimizeResult& r, const OptimizeCo
                                    r.measured->rounds, r.measured->sessions, r.measured->runtime,
                                    r.measured->clock, 100 * r.measured->noise)
                      : "");
+  if (r.measured && !r.measured->candidate.empty()) {
+    fmt::print("  candidate: {}\n", r.measured->candidate);
+    for (const std::string& other : r.measured->other_candidates)
+      fmt::print("  beside it: {}\n", other);
+  }
   if (!r.regions_kept_for_sizes.empty())
     fmt::print("  kept {} region{} as {} came: {} only at the given sizes of the symbolic "
                "dimensions (first: {})\n",

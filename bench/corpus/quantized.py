@@ -119,6 +119,8 @@ def measure(entry, args):
     with open(report, encoding="utf-8") as f:
         r = json.load(f)
     row["decision"] = r["decision"]["evidence"] if not r["decision"]["taken"] else "taken"
+    if (r.get("measured") or {}).get("candidate"):
+        row["decision"] += f" ({r['measured']['candidate']})"
     row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values())
     row["ms"] = timing(paths, entry)
     row["relative_l2_to_float"] = accuracy(paths, entry)

@@ -393,17 +393,24 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     return times
 
 
+def accuracy_feeds(session, opts, count):
+    """`count` seeded feeds: the timing's seed first, then the next ones."""
+    return [inputs_for(session, opts["seed"] + i, opts["dims"]) for i in range(count)]
+
+
 def float_reference_outputs(path, opts):
     """The outputs of the float model a quantized model at `path`
-    approximates (quantized.py), on the feeds the timing uses; None for a
-    model with no activation Quantize/Dequantize pair."""
+    approximates (quantized.py), on the feeds the timing uses and the next
+    seeds' (quantized.ACCURACY_INPUTS in all); None for a model with no
+    activation Quantize/Dequantize pair."""
     folder = tempfile.mkdtemp(prefix="ort-reference-")
     try:
         reference = quantized.float_reference(path, folder)
         if reference is None:
             return None
         session = open_session(reference, opts["threads"])
-        out = outputs_by_name(session, inputs_for(session, opts["seed"], opts["dims"]))
+        out = [outputs_by_name(session, feeds)
+               for feeds in accuracy_feeds(session, opts, quantized.ACCURACY_INPUTS)]
         del session
         release_memory()
         return out
@@ -433,15 +440,20 @@ def decide(opts, files):
     # that is gone before the timed ones load.
     reference = float_reference_outputs(files[0], opts)
 
+    # The outputs compared: on the timing's feeds, and for a quantized input
+    # on as many as its reference has.
+    count = 1 if reference is None else len(reference)
+
     def first_pair(k, session):
         if k == 0:
             inputs.append(input_metas(session))
-            opts["feeds"] = inputs_for(session, opts["seed"], opts["dims"])
-            expected.append(outputs_by_name(session, opts["feeds"]))
+            feeds = accuracy_feeds(session, opts, count)
+            opts["feeds"] = feeds[0]
+            expected.extend(outputs_by_name(session, f) for f in feeds)
             return True
         same_inputs(inputs[0], input_metas(session), symbolic=True)
-        outputs, ok, how = judge(expected[0], outputs_by_name(session, opts["feeds"]), reference,
-                                 opts)
+        produced = [outputs_by_name(session, f) for f in accuracy_feeds(session, opts, count)]
+        outputs, ok, how = judge(expected, produced, reference, opts)
         if reference is not None:
             result["compared_by"] = how
         result.update(outputs=outputs, outputs_match=ok, checker=checker)

@@ -56,11 +56,13 @@ def compare_outputs(out_a, out_b, opts):
 
 def judge(expected, produced, reference, opts):
     """(entries, ok, how): the candidate's outputs `produced` against the
-    input's `expected`; where the input is quantized (`reference` holds its
-    float reference's outputs) elementwise closeness is beside the point (a
-    few quantization steps apart is no error, and an output smaller than
-    atol would pass a less accurate model), so accuracy decides."""
+    input's `expected`, each a list of {name: output}, one per input (the
+    first input's compared elementwise); where the input is quantized
+    (`reference` holds its float reference's outputs on the same inputs)
+    elementwise closeness is beside the point (a few quantization steps
+    apart is no error, and an output smaller than atol would pass a less
+    accurate model), so accuracy over the inputs decides."""
     if reference is None:
-        return (*compare_outputs(expected, produced, opts), "elementwise")
+        return (*compare_outputs(expected[0], produced[0], opts), "elementwise")
     return (*quantized.as_accurate(expected, produced, reference),
             "distance to the float reference")

@@ -205,6 +205,19 @@ ConditionRegistry tensor_conditions() {
       },
       "(reshape-keeps-shape ?x ?s): reshaping ?x to the shape ?s gives ?x's own shape");
   r.add(
+      "reshape-keeps-last-dim", 2,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        if (t.is_tuple || t.tensor().rank() == 0) return false;
+        absl::StatusOr<tensor::ValueType> out = tensor::infer_type(
+            tensor::Op::kReshape, Attributes{{"shape", g.attr_value(AttrId(a[1].value))}},
+            std::span(&t, 1));
+        return out.ok() && !out->is_tuple && out->tensor().rank() > 0 &&
+               out->tensor().dims.back() == t.tensor().dims.back();
+      },
+      "(reshape-keeps-last-dim ?x ?s): reshaping ?x to the shape ?s keeps its last dimension "
+      "(each run of the last axis stays a run)");
+  r.add(
       "no-copied-dims", 1,
       [](const EGraph& g, std::span<const Id> a) {
         const auto* shape = std::get_if<Ints>(&g.attr_value(AttrId(a[0].value)));

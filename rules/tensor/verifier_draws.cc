@@ -232,6 +232,11 @@ void fit_attributes(const RuleVars& vars, Rng& rng, Assignment& a) {
       const tensor::Dims& x = a.dims[static_cast<std::size_t>(c.args[1])];
       if (x.size() == 4) a.dims[static_cast<std::size_t>(c.args[0])] = {x[2], x[3]};
     }
+    if (name == "reshape-keeps-last-dim" && c.args.size() == 2 && rng() % 8 != 0) {
+      // A shape that folds the leading axes and keeps the last one.
+      const tensor::Dims& x = a.dims[static_cast<std::size_t>(c.args[0])];
+      if (!x.empty()) a.attrs[static_cast<std::size_t>(c.args[1])] = Ints{-1, x.back()};
+    }
     if (name == "merges-heads" && c.args.size() == 2 && rng() % 8 != 0) {
       const tensor::Dims& q = a.dims[static_cast<std::size_t>(c.args[0])];
       if (q.size() == 4) a.attrs[static_cast<std::size_t>(c.args[1])] = Ints{q[0], q[2], q[1] * q[3]};

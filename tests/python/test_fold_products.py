@@ -1,9 +1,10 @@
 """BatchNormalization after a product by a weight folds into the product's
-weight (rules batchnorm-matrix, flatten-mul-vector, matmul-scale-columns in
-rules/tensor), on two spellings: timm's LeViT as torch.onnx's TorchScript
+weight (rules batchnorm-matrix, reshape-mul-vector, matmul-scale-columns in
+rules/tensor), on three spellings: timm's LeViT as torch.onnx's TorchScript
 exporter writes it (MatMul on [B, N, C], Flatten, BatchNormalization,
-Reshape back) and a 2-D product followed by a BatchNorm1d, as the dynamo
-exporter writes a Linear + BatchNorm1d head. The written model runs no
+Reshape back), the same as the dynamo exporter writes it (a Reshape to
+[-1, C] where TorchScript has the Flatten), and a 2-D product followed by a
+BatchNorm1d, as the dynamo exporter writes a Linear + BatchNorm1d head. The written model runs no
 BatchNormalization and computes what its input computes in onnxruntime.
 Run by CTest (python_tests, the venv's python, SATURN_CLI set).
 """
@@ -28,18 +29,23 @@ def batch_norm_weights(rng, prefix):
             numpy_helper.from_array(rng.uniform(0.5, 2.0, C_OUT).astype(np.float32), prefix + "var")]
 
 
-def levit_model(path):
+def levit_model(path, dynamo=False):
     """x [1, 196, 128] -> MatMul -> Flatten(axis 2) -> BatchNormalization ->
-    Reshape [1, 196, 256], twice (TorchScript's LeViT LinearNorm)."""
+    Reshape [1, 196, 256], twice (TorchScript's LeViT LinearNorm); with
+    `dynamo`, a Reshape to [-1, 256] in the Flatten's place (the dynamo
+    exporter's)."""
     rng = np.random.default_rng(11)
     inits = [numpy_helper.from_array(rng.standard_normal((C_IN, C_OUT)).astype(np.float32) * 0.1, "w1"),
              numpy_helper.from_array(rng.standard_normal((C_OUT, C_OUT)).astype(np.float32) * 0.1, "w2"),
-             numpy_helper.from_array(np.array([1, TOKENS, C_OUT], np.int64), "shape")]
+             numpy_helper.from_array(np.array([1, TOKENS, C_OUT], np.int64), "shape"),
+             numpy_helper.from_array(np.array([-1, C_OUT], np.int64), "rows")]
     inits += batch_norm_weights(rng, "bn1_") + batch_norm_weights(rng, "bn2_")
     nodes, last = [], "x"
     for k in (1, 2):
+        to_rows = (helper.make_node("Reshape", [f"p{k}", "rows"], [f"f{k}"]) if dynamo else
+                   helper.make_node("Flatten", [f"p{k}"], [f"f{k}"], axis=2))
         nodes += [helper.make_node("MatMul", [last, f"w{k}"], [f"p{k}"]),
-                  helper.make_node("Flatten", [f"p{k}"], [f"f{k}"], axis=2),
+                  to_rows,
                   helper.make_node("BatchNormalization",
                                    [f"f{k}"] + [f"bn{k}_{n}" for n in ("scale", "bias", "mean", "var")],
                                    [f"n{k}"], epsilon=1e-5),
@@ -53,6 +59,10 @@ def levit_model(path):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, TOKENS, C_IN])],
         [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, TOKENS, C_OUT])], inits)
     save(graph, path, opset=17)
+
+
+def levit_dynamo_model(path):
+    levit_model(path, dynamo=True)
 
 
 def linear_batchnorm_model(path):
@@ -83,7 +93,7 @@ def save(graph, path, opset):
 
 
 @needs_cli
-@pytest.mark.parametrize("spelling", [levit_model, linear_batchnorm_model])
+@pytest.mark.parametrize("spelling", [levit_model, levit_dynamo_model, linear_batchnorm_model])
 def test_a_batchnorm_after_a_product_folds_into_its_weight(tmp_path, spelling):
     model, out = tmp_path / "m.onnx", tmp_path / "m.opt.onnx"
     spelling(str(model))

@@ -166,3 +166,53 @@ def test_int8_activations_come_out_in_the_integer_kernels(tmp_path):
     assert after.count("QLinearConv") == 2 and after.count("QLinearAdd") == 1, after
     assert "Conv" not in after, after
     assert_as_accurate(out, quantized, floats)
+
+
+def dequantized_weight_types(path):
+    """The element types of the 8-bit quantized weights the written model
+    dequantizes (DequantizeLinear of an initializer; the int32 biases left
+    out)."""
+    model = onnx.load(str(path))
+    inits = {t.name: t.data_type for t in model.graph.initializer}
+    return {inits[n.input[0]] for n in model.graph.node
+            if n.op_type == "DequantizeLinear" and n.input[0] in inits} - {TensorProto.INT32}
+
+
+@needs_cli
+def test_the_quantized_weights_type_is_an_option_and_both_are_timed(tmp_path):
+    """--integer-weights names the type the target CPU multiplies exactly:
+    the result's weights come out in it. Unset, on a model with quantized
+    weights, both spellings are candidates: the report names the one timed
+    fastest, which is what the written model holds, and what the other's
+    timing found."""
+    floats, quantized = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    float_model(floats)
+    quantize_static(str(floats), str(quantized), Inputs(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    names = {"int8": TensorProto.INT8, "uint8": TensorProto.UINT8}
+    for name, dtype in names.items():
+        out = tmp_path / f"{name}.onnx"
+        done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search",
+                               "greedy", "--no-measure", "--quiet", "--integer-weights", name],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert dequantized_weight_types(out) == {dtype}, name
+    bad = subprocess.run([CLI, "optimize", str(quantized), "-o", str(tmp_path / "b.onnx"),
+                          "--integer-weights", "int4"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "int8 or uint8" in bad.stderr, bad.stderr
+
+    out, report_path = tmp_path / "timed.onnx", tmp_path / "timed.json"
+    done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search", "greedy",
+                           "--quiet", "--report", str(report_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(report_path, encoding="utf-8") as f:
+        measured = json.load(f)["measured"]
+    if not measured["timed"]:
+        pytest.skip(measured["note"])
+    assert measured["candidate"] in {f"quantized weights in {n}" for n in names}, measured
+    assert len(measured["other_candidates"]) == 1, measured
+    other = measured["other_candidates"][0]
+    assert other.startswith("quantized weights in ") and measured["candidate"] not in other
+    chosen = measured["candidate"].rsplit(" ", 1)[1]
+    if measured["faster"]:
+        assert dequantized_weight_types(out) == {names[chosen]}
