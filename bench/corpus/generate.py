@@ -398,12 +398,34 @@ def write_readme(man):
              "onnxruntime). Each model is materialized (weights filled in their ranges), optimized by saturn, by "
              "onnxsim and by onnxruntime's transformer optimizer (each peer in a process of its own), every "
              "candidate's outputs are compared with the original's in onnxruntime, and the matching ones are timed "
-             "in rounds against it (CPU, one intra-op thread). It writes bench/results/corpus.json, .md and .svg:\n")
+             "in rounds against it (CPU, one intra-op thread). It writes bench/results/corpus.json, .md and .svg. "
+             "run.py needs less than the generator: onnx, onnxruntime, numpy and onnxsim at the pins of "
+             "requirements.txt, and torch for onnxruntime's transformer optimizer, which imports it (the CPU build "
+             "`torch==2.13.0` does; the results of 2026-11-28 were made so):\n")
+    L.append("```sh\n/usr/bin/python3 -m venv build/corpus-venv\n"
+             "build/corpus-venv/bin/pip install onnx==1.23.2 onnxruntime==1.30.0 numpy==2.4.6 onnxsim==0.4.36 "
+             "sympy==1.14.0 packaging==26.4 protobuf==7.36.2 torch==2.13.0\n```\n")
+    L.append("Then:\n")
     L.append("```sh\nbuild/corpus-venv/bin/python bench/corpus/run.py                      # every model, 21 rounds each\n"
              "build/corpus-venv/bin/python bench/corpus/run.py --part tuning --models gpt2  # a subset\n"
              "taskset -c 0 build/corpus-venv/bin/python bench/corpus/run.py --shard 1/2 --out build/s1 &  # two shards,\n"
              "taskset -c 1 build/corpus-venv/bin/python bench/corpus/run.py --shard 2/2 --out build/s2    # one per core\n"
+             "build/corpus-venv/bin/python bench/corpus/run.py --retime-small build/s1 build/s2  # optional: small "
+             "models on all cores\n"
              "build/corpus-venv/bin/python bench/corpus/run.py --merge build/s1 build/s2  # then one table\n```\n")
+    L.append("A shard times saturn pinned to its core (saturn's check at the threads a model runs with then uses that "
+             "one core: `--runtime-threads` defaults to the cores the process may use); `--retime-small` times it "
+             "again, one model at a time on all the machine's cores, on the models under 300 operators after import "
+             "(the quick target is stated for 2 cores), and the time line of corpus.md gives both.\n")
+    L.append("`decision_under_load.py` asks whether a busy machine changes saturn's decisions: each model optimized "
+             "with the defaults twice, quiet and beside a CPU-bound process it starts on the last core, and each "
+             "model the loaded run wrote timed again quietly against its input (`--models`, `--part` as for "
+             "run.py):\n")
+    L.append("```sh\nbuild/corpus-venv/bin/python bench/corpus/decision_under_load.py [--models NAME...]\n```\n")
+    L.append("`quantized.py` makes and measures the quantized part: corpus models quantized by onnxruntime's "
+             "`quantize_static` (its defaults, and the U8S8 twin), optimized by saturn and timed "
+             "(bench/results/quantized.json, the quantized section of corpus.md):\n")
+    L.append("```sh\nbuild/corpus-venv/bin/python bench/corpus/quantized.py [--models NAME...]\n```\n")
     L.append("## Models\n")
     L.append("| name | family | source | exporter | opset | part | ops | KB | reduced |")
     L.append("| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |")

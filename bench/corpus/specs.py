@@ -440,6 +440,10 @@ add(vision("yolo-style-n-640", "yolo", "own", "dynamo", 18, yolo_model(), size=6
            outputs=("detections",), real=False,
            reduced="YOLOv8-n layout written for the corpus (no detector package is a dependency)"))
 add(vision("timm-levit_128s", "levit", "timm", "torchscript", 17, timm_model("levit_128s")))
+# The same network from the dynamo exporter, which writes its Linear +
+# BatchNorm1d with a Reshape to [-1, C] where TorchScript writes a Flatten:
+# one model, one result, whichever exporter.
+add(vision("timm-levit_128s-dynamo", "levit", "timm", "dynamo", 18, timm_model("levit_128s")))
 add(vision("timm-efficientformer_l1", "efficientformer", "timm", "torchscript", 16,
            timm_model("efficientformer_l1")))
 add(vision("timm-mixer_b16_224", "mlp-mixer", "timm", "torchscript", 17, timm_model("mixer_b16_224")))
