@@ -27,7 +27,7 @@ std::int64_t to_int64(double x) {
   return static_cast<std::int64_t>(x);
 }
 
-bool is_integer(DType d) {
+bool held_as_integer(DType d) {
   return d == DType::kInt64 || d == DType::kInt32 || d == DType::kBool;
 }
 
@@ -150,7 +150,7 @@ std::optional<std::optional<Num>> evaluate_elementwise(const std::string& op, co
                                                        const std::vector<Num>& in) {
   using Args = const std::vector<double>&;
   const DType t = in.empty() ? DType::kInt64 : in[0].dtype;
-  const bool integer = is_integer(t);
+  const bool integer = held_as_integer(t);
   auto binary = [&](auto f) { return elementwise(in, t, [f](Args x) { return f(x[0], x[1]); }); };
   auto compare = [&](auto f) {
     return elementwise(in, DType::kBool, [f](Args x) { return f(x[0], x[1]) ? 1.0 : 0.0; });

@@ -55,7 +55,8 @@ class Attrs {
 
 // A value held as a double back as int64, saturating at int64's ends.
 std::int64_t to_int64(double x);
-bool is_integer(DType d);
+// int64, int32 and bool: the types the evaluator holds as integers.
+bool held_as_integer(DType d);
 // `t`'s elements as doubles; nullopt for element types not computed here or
 // a tensor past kMaxShapeValueElements.
 std::optional<Num> to_num(const Tensor& t);

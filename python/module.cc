@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,17 +65,31 @@ struct Model {
   }
 };
 
+// Whether numpy holds tensors of this element type byte for byte under the
+// same name (the integers but int64, bool, float64).
+bool numpy_bytes(tensor::DType dtype) {
+  return tensor::is_plain_number(dtype) && dtype != tensor::DType::kFloat32 &&
+         dtype != tensor::DType::kFloat16 && dtype != tensor::DType::kInt64;
+}
+
 // A tensor as a numpy array (float16 widened to float32).
 py::array to_numpy(const tensor::Tensor& t) {
   std::vector<py::ssize_t> shape(t.dims().begin(), t.dims().end());
   if (t.dtype() == tensor::DType::kInt64) return py::array_t<std::int64_t>(shape, t.ints().data());
+  if (numpy_bytes(t.dtype())) {
+    py::array out(py::dtype(std::string(tensor::dtype_name(t.dtype()))), shape);
+    const std::span<const std::byte> bytes = t.bytes();
+    std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
+    return out;
+  }
   const tensor::Tensor f = tensor::widened(t);
   if (f.dtype() != tensor::DType::kFloat32)
     throw py::value_error(fmt::format("a {} tensor has no numpy form here", to_string(f.type())));
   return py::array_t<float>(shape, f.floats().data());
 }
 
-// A numpy array as a tensor of `like`'s element type (float32 or int64).
+// A numpy array as a tensor of `like`'s element type (float32 and float16 from
+// floats, every other plain type as numpy holds it).
 tensor::Tensor from_numpy(const py::array& a, const tensor::TensorType& like,
                           const std::string& name) {
   tensor::Dims dims(a.shape(), a.shape() + a.ndim());
@@ -84,6 +99,12 @@ tensor::Tensor from_numpy(const py::array& a, const tensor::TensorType& like,
   if (like.dtype == tensor::DType::kInt64) {
     auto v = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
     return tensor::Tensor(like, std::vector<std::int64_t>(v.data(), v.data() + v.size()));
+  }
+  if (numpy_bytes(like.dtype)) {
+    const py::array v = py::module_::import("numpy").attr("ascontiguousarray")(
+        a, py::dtype(std::string(tensor::dtype_name(like.dtype))));
+    const auto* first = static_cast<const std::byte*>(v.data());
+    return tensor::Tensor(like, std::vector<std::byte>(first, first + v.nbytes()));
   }
   auto v = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
   tensor::Tensor t(tensor::TensorType{tensor::DType::kFloat32, dims},

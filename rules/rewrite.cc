@@ -230,6 +230,14 @@ ApplyResult apply_rule(EGraph& egraph, const Rule& rule, const RuleMatches& matc
         return true;
       }
     }
+    if (rule.root_condition != nullptr) {
+      for (const Id root : matches.roots_of(m)) {
+        if (!rule.root_condition->fn(egraph, std::span(&root, 1))) {
+          ++result.skipped;
+          return true;
+        }
+      }
+    }
     const std::size_t nodes_before = egraph.nodes_added();
     const std::size_t classes_before = egraph.num_classes();
     // A single result joins the matched class directly. Several are all

@@ -31,6 +31,10 @@ struct Rule {
   std::vector<Pattern> lhs;
   std::vector<Pattern> rhs;  // rhs[i] joins the class lhs[i] matched
   std::vector<RuleCondition> conditions;
+  // Must hold of every class a left-hand pattern matched, beside the
+  // conditions (null: nothing): the element types the language's rules
+  // hold for unless they say (rules/tensor/tensor_rules.h).
+  const ConditionRegistry::Entry* root_condition = nullptr;
   std::vector<std::string> var_names;  // "?a" for variable 0, ...
   std::vector<bool> attr_vars;         // whether variable i is an attribute value
   std::string file;

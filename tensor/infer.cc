@@ -164,8 +164,16 @@ absl::StatusOr<ValueType> Inference::leaf() {
 }
 
 absl::StatusOr<ValueType> Inference::broadcast() {
-  for (std::size_t i = 0; i < 2; ++i) {
-    if (auto s = need_float(i); !s.ok()) return s;
+  // Add, Sub, Mul and Div compute on integers too, as ONNX defines them
+  // (wrapping; Div truncates toward zero): position ids and sizes.
+  if (op_ != Op::kPow && is_integer(t(0).dtype)) {
+    if (t(1).dtype != t(0).dtype)
+      return fail(op_, "input 1 must have input 0's element type {}, is {}",
+                  dtype_name(t(0).dtype), to_string(t(1)));
+  } else {
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (auto s = need_float(i); !s.ok()) return s;
+    }
   }
   std::optional<Dims> out = broadcast_dims(d(0), d(1));
   if (!out) return fail(op_, "shapes {} and {} do not broadcast", to_string(d(0)), to_string(d(1)));
@@ -173,6 +181,11 @@ absl::StatusOr<ValueType> Inference::broadcast() {
 }
 
 absl::StatusOr<ValueType> Inference::unary() {
+  // Neg (of signed integers) and Abs compute on integers too.
+  const DType dtype = t(0).dtype;
+  if ((op_ == Op::kAbs && is_integer(dtype)) ||
+      (op_ == Op::kNeg && is_integer(dtype) && !is_unsigned_integer(dtype)))
+    return in_[0];
   if (auto s = need_float(0); !s.ok()) return s;
   if (op_ == Op::kClip && *a_.get_float("min") > *a_.get_float("max"))
     return fail(op_, "min exceeds max");

@@ -55,6 +55,24 @@ inline bool is_computable(DType dtype) {
 // float16, which the interpreter computes in float32 and rounds back after
 // each operator (as a runtime without float16 kernels does).
 inline bool is_float(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat16; }
+// Every floating-point element type (bfloat16 and float64 too).
+inline bool is_floating(DType dtype) {
+  return is_float(dtype) || dtype == DType::kBFloat16 || dtype == DType::kFloat64;
+}
+inline bool is_unsigned_integer(DType dtype) {
+  return dtype == DType::kUInt8 || dtype == DType::kUInt16 || dtype == DType::kUInt32 ||
+         dtype == DType::kUInt64;
+}
+// The integer element types (bool is not one).
+inline bool is_integer(DType dtype) {
+  switch (dtype) {
+    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16:
+    case DType::kInt32: case DType::kUInt32: case DType::kInt64: case DType::kUInt64:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // The element types the IR's value operators (Shape, Cast, Where, the
 // comparisons and logic) read and write: integers, bool and real floats.

@@ -457,6 +457,31 @@ TEST(Search, SelfCheckRefusesAResultThatComputesSomethingElse) {
   EXPECT_EQ(r->self_check, "1 output of 'squeezenet' matched in the interpreter");
 }
 
+// A rule with no dtype condition holds for the floating-point values the
+// verifier checks it at; integer arithmetic differs (Div truncates), so
+// such a rule rewrites a float graph and leaves the same graph in int64 as
+// it came: x / c * c is x for real numbers, not for integers.
+TEST(Search, ARuleWithoutADTypeConditionRewritesFloatValuesOnly) {
+  const std::string file = ::testing::TempDir() + "/divide_multiply.rules";
+  ASSERT_TRUE(write_text_file(file, "rule divide-multiply: (Mul (Div ?x ?c) ?c) => ?x\n").ok());
+  for (const tensor::DType dtype : {tensor::DType::kFloat32, tensor::DType::kInt64}) {
+    GraphBuilder b("divide_multiply");
+    Value x = b.input("x", {4, 8}, dtype);
+    Value c = b.input("c", {4, 8}, dtype);
+    b.output(b.mul(b.div(x, c), c), "y");
+    absl::StatusOr<Graph> g = b.build();
+    ASSERT_TRUE(g.ok()) << message(g.status());
+    OptimizeOptions o = quick_options(Strategy::kGreedy, 2000);
+    o.rule_files = {file};
+    o.unverified_rules = true;
+    absl::StatusOr<OptimizeResult> r = optimize(*g, o);
+    ASSERT_TRUE(r.ok()) << message(r.status());
+    const bool floats = dtype == tensor::DType::kFloat32;
+    EXPECT_EQ(r->kept_input(), !floats) << tensor::dtype_name(dtype);
+    EXPECT_EQ(tensor::op_counts(r->graph).count(tensor::Op::kDiv), floats ? 0u : 1u);
+  }
+}
+
 // Regions whose results do not hold together at other sizes: each result
 // with a gain is tried largest gain first, and kept only where the graph
 // with it and those kept before still holds; a result without a gain is

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "fmt/format.h"
 #include "saturn/base/status.h"
@@ -153,6 +155,52 @@ TEST(TensorKernels, Elementwise) {
   expect_tensor(run(Op::kConstant, {}, {{"value", 2.5}, {"shape", Ints{2}}}), {2}, {2.5, 2.5});
   expect_tensor(run(Op::kIdentity, {x}), {4}, {-1, 0, 0.5, 4});
   expect_tensor(run(Op::kDropout, {x}), {4}, {-1, 0, 0.5, 4});
+}
+
+// Integer arithmetic as ONNX computes it: in the element type's width,
+// wrapping on overflow, Div truncating toward zero; a division by zero is
+// an error, not a crash.
+TEST(TensorKernels, IntegerArithmetic) {
+  auto ints = [](const Tensor& t) { return std::vector<std::int64_t>(t.ints().begin(), t.ints().end()); };
+  const Tensor a = L({4}, {7, -7, 9, std::numeric_limits<std::int64_t>::min()});
+  EXPECT_EQ(ints(run(Op::kDiv, {a, L({4}, {2, 2, -4, -1})})),
+            (std::vector<std::int64_t>{3, -3, -2, std::numeric_limits<std::int64_t>::min()}));
+  EXPECT_EQ(ints(run(Op::kAdd, {a, L({}, {1})})),
+            (std::vector<std::int64_t>{8, -6, 10, std::numeric_limits<std::int64_t>::min() + 1}));
+  EXPECT_EQ(ints(run(Op::kMul, {L({2, 1}, {2, 3}), L({1, 2}, {5, -7})})),
+            (std::vector<std::int64_t>{10, -14, 15, -21}));
+  EXPECT_EQ(ints(run(Op::kNeg, {a})),
+            (std::vector<std::int64_t>{-7, 7, -9, std::numeric_limits<std::int64_t>::min()}));
+  EXPECT_EQ(ints(run(Op::kSub, {L({1}, {0}), a})),
+            (std::vector<std::int64_t>{-7, 7, -9, std::numeric_limits<std::int64_t>::min()}));
+
+  // Narrow types wrap: int8 127 + 1 is -128, |-128| is -128, uint8 0 - 1 is 255.
+  auto bytes = [](DType dtype, std::vector<std::uint8_t> v) {
+    std::vector<std::byte> b(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) b[i] = static_cast<std::byte>(v[i]);
+    return Tensor(TensorType{dtype, {static_cast<std::int64_t>(v.size())}}, std::move(b));
+  };
+  auto values = [](const Tensor& t) {
+    std::vector<std::uint8_t> v;
+    for (std::byte b : t.bytes()) v.push_back(static_cast<std::uint8_t>(b));
+    return v;
+  };
+  const Tensor i8 = bytes(DType::kInt8, {127, 0x80, 0xF9});  // 127, -128, -7
+  EXPECT_EQ(values(run(Op::kAdd, {i8, bytes(DType::kInt8, {1, 0xFF, 2})})),
+            (std::vector<std::uint8_t>{0x80, 0x7F, 0xFB}));  // -128, 127, -5
+  EXPECT_EQ(values(run(Op::kAbs, {i8})), (std::vector<std::uint8_t>{127, 0x80, 7}));
+  EXPECT_EQ(values(run(Op::kDiv, {i8, bytes(DType::kInt8, {2, 0xFF, 2})})),
+            (std::vector<std::uint8_t>{63, 0x80, 0xFD}));  // 63, -128 (wrapped), -3
+  const Tensor u8 = bytes(DType::kUInt8, {0, 200, 255});
+  EXPECT_EQ(values(run(Op::kSub, {u8, bytes(DType::kUInt8, {1, 100, 0})})),
+            (std::vector<std::uint8_t>{255, 100, 255}));
+  EXPECT_EQ(values(run(Op::kMul, {u8, bytes(DType::kUInt8, {3, 2, 2})})),
+            (std::vector<std::uint8_t>{0, 144, 254}));
+
+  const std::vector<Tensor> by_zero{L({2}, {1, 2}), L({2}, {1, 0})};
+  absl::StatusOr<std::vector<Tensor>> out = evaluate_op(Op::kDiv, {}, by_zero);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(message(out.status()).find("division by zero"), std::string::npos) << message(out.status());
 }
 
 TEST(TensorKernels, Normalizations) {

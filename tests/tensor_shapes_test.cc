@@ -117,6 +117,22 @@ TEST(TensorShapes, Elementwise) {
     EXPECT_EQ(dims_of(op, {F({2, 5})}), (Dims{2, 5})) << op_name(op);
   }
   EXPECT_NE(error_of(Op::kRelu, {I({2})}).find("float32"), std::string::npos);
+  // Integer arithmetic: Add, Sub, Mul, Div of one integer type, Abs, and Neg
+  // of a signed type; not Pow, nor a mix of types.
+  auto of = [](DType dtype, Dims dims) { return ValueType::of(TensorType{dtype, std::move(dims)}); };
+  for (Op op : {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv}) {
+    absl::StatusOr<ValueType> t = infer(op, {I({2, 3}), I({3})});
+    ASSERT_TRUE(t.ok()) << op_name(op) << ": " << message(t.status());
+    EXPECT_EQ(*t, I({2, 3})) << op_name(op);
+    EXPECT_TRUE(infer(op, {of(DType::kUInt8, {4}), of(DType::kUInt8, {})}).ok()) << op_name(op);
+  }
+  EXPECT_NE(error_of(Op::kAdd, {I({2}), of(DType::kInt32, {2})}).find("input 0's element type int64"),
+            std::string::npos);
+  EXPECT_NE(error_of(Op::kAdd, {I({2}), F({2})}).find("element type"), std::string::npos);
+  EXPECT_NE(error_of(Op::kPow, {I({2}), I({2})}).find("float32"), std::string::npos);
+  EXPECT_EQ(dims_of(Op::kNeg, {of(DType::kInt32, {3})}), (Dims{3}));
+  EXPECT_EQ(dims_of(Op::kAbs, {of(DType::kUInt16, {3})}), (Dims{3}));
+  EXPECT_NE(error_of(Op::kNeg, {of(DType::kUInt8, {3})}).find("float32"), std::string::npos);
   EXPECT_NE(error_of(Op::kClip, {F({2})}, {{"min", 1.0}, {"max", 0.0}}).find("min exceeds max"),
             std::string::npos);
 }

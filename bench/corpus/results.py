@@ -60,6 +60,25 @@ def memory_summary(rows):
                f"{max(r['harness_peak_mb'] for r in timed):.0f} MB" if timed else "") + ".")
 
 
+def with_timing(done):
+    """The median total time, saturn's own timing included, against the
+    median untimed time (optimize seconds), over the models and over those
+    timed."""
+    def median(values):
+        v = sorted(values)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+    total = [r["optimize_seconds"] + (r.get("timing_seconds") or 0) for r in done]
+    timed = [r for r in done if (r.get("timing_seconds") or 0) > 0]
+    line = (f"median total with the timing {median(total):.2f} s, "
+            f"{median(total) / median([r['optimize_seconds'] for r in done]):.2f}x the untimed median")
+    if timed:
+        ratios = [(r["optimize_seconds"] + r["timing_seconds"]) / r["optimize_seconds"] for r in timed
+                  if r["optimize_seconds"] > 0]
+        line += f" (on the timed models alone: median {median(ratios):.1f}x their untimed time)"
+    return line
+
+
 def time_summary(rows):
     """saturn's optimize seconds against its targets: under 300 operators in
     2 s, every model in 60 s (its own timing in onnxruntime apart)."""
@@ -86,7 +105,7 @@ def time_summary(rows):
             f"{len(done) - len(slow)} of {len(done)} in 60 s"
             f"{' (not: ' + ', '.join(slow) + ')' if slow else ''}. "
             f"saturn's own timing in onnxruntime: {sum(1 for t in timing if t > 0)} models, "
-            f"max {max(timing):.1f} s."
+            f"max {max(timing):.1f} s; {with_timing(done)}."
             + (f" Checks (the self-check and the check at other sizes, within the optimize "
                f"seconds): {sum(1 for c in checks if c > 0)} models, max {checks[-1]:.2f} s."
                if checks else ""))

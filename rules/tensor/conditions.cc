@@ -224,6 +224,16 @@ ConditionRegistry tensor_conditions() {
         return shape != nullptr && std::find(shape->begin(), shape->end(), 0) == shape->end();
       },
       "(no-copied-dims ?s): the reshape target ?s has no 0 (a dimension copied from the input)");
+  r.add(
+      std::string(kFloatValuesCondition), 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return std::ranges::all_of(t.parts, [](const tensor::TensorType& part) {
+          return tensor::is_floating(part.dtype);
+        });
+      },
+      "the class holds floating-point elements (a tuple: every part does); what a rule with no "
+      "dtype condition needs of each class it matches");
   // (dtype-int8 ?z) and the like: the element type a rule holds for. The
   // verifier draws the variable at that type.
   for (int i = 0; i < tensor::kNumDTypes; ++i) {
@@ -463,14 +473,24 @@ RuleSet standard_onnx_rules(const RuleSet& rules, std::int64_t opset) {
 namespace {
 
 // Appends `rules`, read from `file`, to `all`; a name `all` has is an error.
-absl::Status append_rules(RuleSet& all, const RuleSet& rules, std::string_view file) {
-  for (const Rule& r : rules.rules()) {
+// A rule with no dtype condition holds for floating-point values: the
+// verifier checks it on float32 draws, and integer arithmetic differs (it
+// wraps, and its Div truncates), so the rule matches floating-point classes
+// only (kFloatValuesCondition).
+absl::Status append_rules(RuleSet& all, const RuleSet& rules, std::string_view file,
+                          const ConditionRegistry& conditions) {
+  const ConditionRegistry::Entry* floats = conditions.find(kFloatValuesCondition);
+  for (Rule r : rules.rules()) {
     if (all.find(r.name) != nullptr) {
       return absl::InvalidArgumentError(
           fmt::format("{}: rule '{}' is also defined in another file", file, r.name));
     }
+    const bool typed = std::ranges::any_of(r.conditions, [](const RuleCondition& c) {
+      return c.predicate->name.starts_with(kDTypeConditionPrefix);
+    });
+    if (!typed) r.root_condition = floats;
+    all.add(std::move(r));
   }
-  all.append(rules);
   return absl::OkStatus();
 }
 
@@ -482,7 +502,7 @@ absl::StatusOr<RuleSet> load_tensor_rules(const tensor::TensorLanguage& language
   for (const EmbeddedFile& file : shipped_tensor_rules()) {
     absl::StatusOr<RuleSet> rules = parse_rules(file.text, file.name, language, conditions);
     if (!rules.ok()) return rules.status();
-    if (absl::Status s = append_rules(all, *rules, file.name); !s.ok()) return s;
+    if (absl::Status s = append_rules(all, *rules, file.name, conditions); !s.ok()) return s;
   }
   return all;
 }
@@ -494,7 +514,7 @@ absl::StatusOr<RuleSet> load_tensor_rule_files(const std::vector<std::string>& f
   for (const std::string& file : files) {
     absl::StatusOr<RuleSet> rules = load_rules(file, language, conditions);
     if (!rules.ok()) return rules.status();
-    if (absl::Status s = append_rules(all, *rules, file); !s.ok()) return s;
+    if (absl::Status s = append_rules(all, *rules, file, conditions); !s.ok()) return s;
   }
   return all;
 }

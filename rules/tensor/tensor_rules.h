@@ -31,6 +31,11 @@ ConditionRegistry tensor_conditions();
 // `(dtype-int8 ?z)`, `(dtype-uint8 ?z)`, ...: the class holds elements of
 // that type (one condition per element type the value operators read).
 inline constexpr std::string_view kDTypeConditionPrefix = "dtype-";
+// (float-values ?x): the class holds floating-point elements. The tensor
+// rule loaders make it every rule's root condition (Rule::root_condition)
+// unless the rule has a dtype condition: a rule holds for the types it is
+// verified at, float32 unless it says.
+inline constexpr std::string_view kFloatValuesCondition = "float-values";
 
 // A condition that reads the values of its first argument, a weight, not only
 // its type (such a condition holds only for weights whose values the model

@@ -165,6 +165,12 @@ absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::sp
     return std::vector<Tensor>{*std::move(out)};
   }
   if (moves_data(op)) return move_data(op, a, in, type);
+  if (!in.empty() && is_integer(in[0].dtype()) &&
+      ((is_binary_elementwise(op) && op != Op::kPow) || op == Op::kNeg || op == Op::kAbs)) {
+    absl::StatusOr<Tensor> out = kernels::integer_arithmetic(op, in, type.tensor());
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*std::move(out)};
+  }
   if (is_quantization(op))  // float32 and integers, never float16 (inference)
     return std::vector<Tensor>{kernels::quantization(op, a, in, type.tensor())};
   if (op == Op::kOpaque) {

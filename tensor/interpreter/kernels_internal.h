@@ -123,6 +123,10 @@ Tensor merge_groups(const Attributes& attrs, const Tensor& w);
 // the output type inference gave.
 absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const Tensor> in,
                                 const TensorType& out);
+// Add, Sub, Mul and Div of two integer tensors of one type, or Neg and Abs
+// of one, as ONNX computes them: wrapping in the type's width, Div
+// truncating toward zero; a division by zero is an error.
+absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out);
 // A tensor of `type` (a plain number or bool type) with every element
 // `value` (cast as Cast does).
 Tensor filled(const TensorType& type, double value);

@@ -167,7 +167,59 @@ bool binary_value(Op op, Number x, Number y) {
   }
 }
 
+// x op y (or op x, for Neg and Abs) on integers of `dtype` as ONNX
+// computes them: in the type's width, wrapping on overflow (two's
+// complement), Div truncating toward zero. Every value of every integer
+// type is exact as a Number; `by_zero` is set on a division by zero.
+Number integer_op(Op op, DType dtype, Number x, Number y, bool& by_zero) {
+  const bool is_unsigned = is_unsigned_integer(dtype);
+  auto bits_of = [&](Number v) {
+    return is_unsigned ? static_cast<std::uint64_t>(v)
+                       : static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+  };
+  const std::uint64_t a = bits_of(x), b = bits_of(y);
+  const auto sa = static_cast<std::int64_t>(a), sb = static_cast<std::int64_t>(b);
+  std::uint64_t r = 0;
+  switch (op) {
+    case Op::kAdd: r = a + b; break;
+    case Op::kSub: r = a - b; break;
+    case Op::kMul: r = a * b; break;
+    case Op::kNeg: r = 0 - a; break;
+    case Op::kAbs: r = !is_unsigned && sa < 0 ? 0 - a : a; break;
+    default:  // kDiv
+      if (b == 0) {
+        by_zero = true;
+        break;
+      }
+      if (is_unsigned)
+        r = a / b;
+      else
+        r = sa == std::numeric_limits<std::int64_t>::min() && sb == -1 ? a
+                                                                        : static_cast<std::uint64_t>(sa / sb);
+  }
+  const std::size_t width = 8 * dtype_bytes(dtype);
+  if (width < 64) {
+    const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
+    r &= mask;
+    if (!is_unsigned && (r >> (width - 1)) != 0) r |= ~mask;  // the sign, extended
+  }
+  return is_unsigned ? static_cast<Number>(r) : static_cast<Number>(static_cast<std::int64_t>(r));
+}
+
 }  // namespace
+
+absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out) {
+  bool by_zero = false;
+  const DType dtype = out.dtype;
+  Tensor t = broadcast_map(in, out, [&](std::span<const Number> v) {
+    return integer_op(op, dtype, v[0], v.size() > 1 ? v[1] : 0, by_zero);
+  });
+  if (by_zero)
+    return absl::InvalidArgumentError(
+        fmt::format("{} of {}: a division by zero (ONNX leaves its result undefined)", op_name(op),
+                    to_string(out)));
+  return t;
+}
 
 Tensor filled(const TensorType& type, double value) {
   return from_numbers(type, std::vector<Number>(static_cast<std::size_t>(type.num_elements()), value));
@@ -265,14 +317,17 @@ absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
                        [](std::span<const Number> v) { return v[0]; });
 }
 
-// ONNX's Add, Sub and Mul on any plain element type (the IR's are float
-// ones; exporters compute positions and sizes in int64).
+// ONNX's Add, Sub and Mul on any plain element type, for an opaque node
+// (exporters compute positions and sizes in int64; integers as the IR's
+// integer arithmetic computes them).
 absl::StatusOr<Tensor> arithmetic(const std::string& type, std::span<const Tensor> in) {
   if (in.size() != 2 || in[0].dtype() != in[1].dtype() || !is_plain_number(in[0].dtype()))
     return absl::InvalidArgumentError(fmt::format("{} takes two tensors of numbers of one type", type));
   std::optional<Dims> dims = broadcast_dims(in[0].dims(), in[1].dims());
   if (!dims) return absl::InvalidArgumentError(fmt::format("{}'s inputs do not broadcast", type));
   const TensorType out{in[0].dtype(), *dims};
+  if (is_integer(out.dtype))
+    return integer_arithmetic(type == "Add" ? Op::kAdd : type == "Sub" ? Op::kSub : Op::kMul, in, out);
   if (type == "Add") return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] + v[1]; });
   if (type == "Sub") return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] - v[1]; });
   return broadcast_map(in, out, [](std::span<const Number> v) { return v[0] * v[1]; });
