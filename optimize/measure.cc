@@ -195,18 +195,18 @@ std::string timing_line(const std::string& how, const OptimizeResult& r) {
 void measure_candidates(const tensor::Graph& input, const OptimizeOptions& options,
                         std::string how, OptimizeResult& result, std::vector<Candidate> others) {
   measure_result(input, options, result);
+  if (!result.measured) return;  // no timing asked for: the prediction decided
   for (Candidate& other : others) {
     OptimizeResult& found = other.found;
     if (found.kept_input() || (!result.kept_input() && same_nodes(found.graph, result.graph))) {
       add_times(result.times, found.times);
       continue;
     }
+    // Both are timed from here on (measure_result sets `measured`).
     measure_result(input, options, found);
-    const bool better =
-        !found.kept_input() && (result.kept_input() || !found.measured || !result.measured ||
-                                found.measured->speedup > result.measured->speedup);
-    std::vector<std::string> lines =
-        result.measured ? std::move(result.measured->other_candidates) : std::vector<std::string>{};
+    const bool better = !found.kept_input() && (result.kept_input() ||
+                                                found.measured->speedup > result.measured->speedup);
+    std::vector<std::string> lines = std::move(result.measured->other_candidates);
     if (better) {
       lines.push_back(timing_line(how, result));
       add_times(found.times, result.times);
@@ -216,10 +216,8 @@ void measure_candidates(const tensor::Graph& input, const OptimizeOptions& optio
       lines.push_back(timing_line(other.how, found));
       add_times(result.times, found.times);
     }
-    if (result.measured) {
-      result.measured->candidate = how;
-      result.measured->other_candidates = std::move(lines);
-    }
+    result.measured->candidate = how;
+    result.measured->other_candidates = std::move(lines);
   }
 }
 

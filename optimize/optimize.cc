@@ -211,8 +211,8 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   absl::StatusOr<std::vector<Candidate>> others =
       weight_type_candidates(graph, *regions, options, **prepared);
   if (!others.ok()) return others.status();
-  const std::optional<tensor::DType> priced = (*prepared)->cost_model->integer_weights();
-  std::string how = others->empty() || !priced ? "" : weights_in(*priced);
+  // Another candidate exists only where the cost model prices a weight type.
+  std::string how = others->empty() ? "" : weights_in(*(*prepared)->cost_model->integer_weights());
   measure_candidates(graph, options, std::move(how), *result, *std::move(others));
   result->blocks = count_block_kinds(graph, result->graph);
   result->cost_source = cost_model_source(*(*prepared)->cost_model);
