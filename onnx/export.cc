@@ -73,7 +73,7 @@ absl::StatusOr<onnx::ModelProto> Exporter::run() {
     const int first_proto = out_->node_size();
     absl::Status s = symbolic() ? probe_node(i) : absl::OkStatus();
     if (s.ok()) s = emit(i);
-    if (s.ok() && symbolic() && g_.nodes[i].op == Op::kOpaque) s = probe_opaque(i, first_proto);
+    if (s.ok() && symbolic() && by_inference(i)) s = probe_opaque(i, first_proto);
     if (s.ok() && symbolic()) track_shape_values(first_proto);
     if (!s.ok())
       return with_context(s,

@@ -15,40 +15,15 @@
 #include "saturn/tensor/infer.h"
 #include "saturn/onnx/exporter.h"
 #include "saturn/onnx/proto.h"
+#include "saturn/tensor/interpreter/kernels.h"
 
 namespace saturn::tensor::onnx_io {
 
 namespace {
 
-void set_int(onnx::NodeProto* n, const char* key, std::int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void set_float(onnx::NodeProto* n, const char* key, double v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(static_cast<float>(v));
-}
-
-void set_ints(onnx::NodeProto* n, const char* key, const Ints& v) {
-  auto* a = n->add_attribute();
-  a->set_name(key);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (std::int64_t x : v) a->add_ints(x);
-}
-
 // An int32 tensor of shape `dims`, every element `value`.
 Tensor int32_filled(Dims dims, std::int64_t value) {
-  const std::int32_t v = static_cast<std::int32_t>(value);
-  std::int64_t count = 1;
-  for (std::int64_t x : dims) count *= x;
-  std::vector<std::byte> bytes(static_cast<std::size_t>(count) * sizeof v);
-  for (std::int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
-  return Tensor(TensorType{DType::kInt32, std::move(dims)}, std::move(bytes));
+  return kernels::filled(TensorType{DType::kInt32, std::move(dims)}, static_cast<double>(value));
 }
 
 }  // namespace
@@ -203,8 +178,12 @@ absl::Status Exporter::emit(int i) {
     case Op::kCast:
       return emit_shape_or_cast(n.op, a, in, out);
     case Op::kExpand:
-      node("Expand", {in[0], ints_constant(*a.get_ints("shape"))}, {out});
-      return absl::OkStatus();
+    case Op::kTile:
+    case Op::kConstantOfShape:
+    case Op::kCumSum:
+    case Op::kGatherElements:
+    case Op::kGatherND:
+      return emit_value_op(n, a, in, out);
     case Op::kIsInf: {
       auto* inf = node("IsInf", in, {out});
       set_int(inf, "detect_negative", *a.get_int("detect_negative"));

@@ -16,7 +16,8 @@
 //     as they are (a Split of a following axis does not, for example).
 //     Where one does not, the graph holds for the base size only and the
 //     export fails, naming the node and the symbols.
-// Opaque nodes are typed at the probe by ONNX's shape inference.
+// Opaque nodes, and nodes sized by values whose size at the probe the
+// importer did not find, are typed at the probe by ONNX's shape inference.
 //
 // Typing at a second size is necessary, not sufficient: a reshape can be
 // consistent at both sizes and still mean another layout. Callers that
@@ -87,6 +88,14 @@ absl::Status Exporter::probe_node(int i) {
   for (int x : n.inputs) {
     in.push_back(probe_[x]);
     changed = changed || probe_[x].parts != types_[x].parts;
+  }
+  if (sized_by_values(n.op, n.inputs.size())) {
+    // Its size follows its inputs' values, which change at the probe sizes
+    // while their types may not: the importer's probe type, or else ONNX's
+    // inference of the nodes written for it (by_inference).
+    if (std::optional<ValueType> probe = opaque_probe_type(n.attributes, types_[i]))
+      probe_[i] = *std::move(probe);
+    return absl::OkStatus();
   }
   if (!changed || n.op == Op::kInput || n.op == Op::kOpaque) return absl::OkStatus();
   std::vector<ValueType> base;

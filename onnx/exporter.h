@@ -120,6 +120,14 @@ class Exporter {
   // Node `i`'s probe type, before it is written; a Reshape or Slice gets the
   // attributes to write in written_. An error when the node holds at the
   // base sizes only.
+  // Whether node `i` is typed at the probe sizes by ONNX's inference of
+  // the nodes written for it (probe_opaque): an opaque node, or one sized by
+  // values without the importer's probe type.
+  bool by_inference(int i) const {
+    const Node& n = g_.nodes[i];
+    return n.op == Op::kOpaque || (sized_by_values(n.op, n.inputs.size()) &&
+                                   !opaque_probe_type(n.attributes, types_[i]));
+  }
   absl::Status probe_node(int i);
   // An opaque node's probe types, by ONNX shape inference on the protos it
   // was written as (from `first_proto` on).
@@ -212,6 +220,10 @@ class Exporter {
                           const std::string& out);
   absl::Status emit_pad(const Attributes& a, const std::vector<std::string>& in,
                         const std::string& out);
+  // The value operators with attributes (export_values.cc): Expand, Tile,
+  // ConstantOfShape, CumSum, GatherElements and GatherND.
+  absl::Status emit_value_op(const Node& n, const Attributes& a,
+                             const std::vector<std::string>& in, const std::string& out);
   // Opaque operators: the ONNX node they came from.
   absl::Status emit_opaque(int i, std::vector<std::string> in);
 

@@ -26,6 +26,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "saturn/tensor/graph.h"
 #include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels.h"
 #include "saturn/onnx/importer.h"
 #include "saturn/onnx/onnx.h"
 #include "saturn/onnx/proto.h"
@@ -365,10 +366,7 @@ absl::Status Importer::add_opaque(const onnx::NodeProto& n, int k) {
     for (const onnx::AttributeProto& attr : n.attribute()) {
       if (attr.name() != "value" || !attr.has_t()) continue;
       absl::StatusOr<Tensor> value = tensor_from_proto(attr.t());
-      if (!value.ok() || value->size() != 1) continue;
-      fill = value->dtype() == DType::kFloat32 ? value->floats()[0]
-             : value->dtype() == DType::kInt64  ? static_cast<double>(value->ints()[0])
-                                                 : fill;
+      if (std::optional<double> v = value.ok() ? scalar_number(*value) : std::nullopt) fill = *v;
     }
     a.set("fill_value", fill);
   }

@@ -109,6 +109,8 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
       {"Greater", Op::kGreater},   {"GreaterOrEqual", Op::kGreaterOrEqual},
       {"And", Op::kAnd},           {"Or", Op::kOr},
       {"Not", Op::kNot},           {"IsNaN", Op::kIsNaN},
+      {"Ceil", Op::kCeil},         {"Floor", Op::kFloor},
+      {"Round", Op::kRound},       {"Sign", Op::kSign},
   };
   if (node.proto.domain() == "com.microsoft") return map_runtime(node);
   const std::string& t = node.proto.op_type();
@@ -182,6 +184,9 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Gather") return Mapped{Op::kGather, {{"axis", r.i("axis").value_or(0)}}, node.in};
   if (t == "Pad") return map_pad(node);
   if (t == "Expand") return map_expand(node);
+  if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
+      t == "CumSum" || t == "GatherElements" || t == "GatherND")
+    return map_value_op(node);
   if (t == "Dropout") return map_dropout(node);
   return std::nullopt;
 }
@@ -510,41 +515,6 @@ std::optional<Mapped> Importer::map_pad(KnownNode& node) {
   }
   if (!pads || !value) return std::nullopt;
   return Mapped{Op::kPad, {{"pads", *pads}, {"value", *value}}, node.first(1)};
-}
-
-std::optional<Mapped> Importer::map_expand(KnownNode& node) {
-  // The IR's Expand is by a shape with a 1 wherever the input has the
-  // output's dimension and the created dimensions as they are. It holds at
-  // every size when each dimension either follows the input's at the probe
-  // sizes too, or is created from a 1 and the same there (a repeat of key
-  // heads, say). A created dimension that follows a symbol (a mask
-  // broadcast to the sequence) stays opaque.
-  absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
-  if (!out.ok() || out->dtype == DType::kOther ||
-      std::ranges::any_of(out->dims, [](std::int64_t d) { return d == kUnknownDim; }))
-    return std::nullopt;
-  const Dims& in = types_[node.in[0]].parts[0].dims;
-  if (in.size() > out->dims.size()) return std::nullopt;
-  const std::size_t lead = out->dims.size() - in.size();
-  Ints shape(out->dims.begin(), out->dims.end());
-  for (std::size_t k = lead; k < shape.size(); ++k)
-    if (in[k - lead] == shape[k]) shape[k] = 1;
-  if (!graph_.symbols.empty()) {
-    auto in_probe = probe_dims_.find(node.proto.input(0));
-    auto out_probe = probe_dims_.find(node.proto.output(0));
-    if (in_probe == probe_dims_.end() || out_probe == probe_dims_.end() ||
-        in_probe->second.size() != in.size() || out_probe->second.size() != out->dims.size())
-      return std::nullopt;
-    for (std::size_t k = 0; k < out->dims.size(); ++k) {
-      const std::int64_t at = out->dims[k], at_probe = out_probe->second[k];
-      const std::int64_t from = k < lead ? 1 : in[k - lead];
-      const std::int64_t from_probe = k < lead ? 1 : in_probe->second[k - lead];
-      const bool follows = from == at && from_probe == at_probe;
-      const bool created = from == 1 && from_probe == 1 && at == at_probe;
-      if (!follows && !created) return std::nullopt;
-    }
-  }
-  return Mapped{Op::kExpand, {{"shape", shape}}, node.first(1)};
 }
 
 std::optional<Mapped> Importer::map_dropout(KnownNode& node) {

@@ -312,8 +312,17 @@ class Importer {
   std::optional<Mapped> map_quantization(KnownNode& node);
   std::optional<Mapped> map_slice(KnownNode& node);
   std::optional<Mapped> map_pad(KnownNode& node);
-  std::optional<Mapped> map_expand(KnownNode& node);
   std::optional<Mapped> map_dropout(KnownNode& node);
+  // The value operators that move or make values (import_values.cc):
+  // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements
+  // and GatherND.
+  std::optional<Mapped> map_expand(KnownNode& node);
+  std::optional<Mapped> map_value_op(KnownNode& node);
+  // Sets the attributes of a node whose output size depends on its inputs'
+  // values (sized_by_values, tensor/ops.h): its output's dimensions at the
+  // given sizes (`key`, or the repeats that give them) and at the probe
+  // sizes; false when its output has no static type.
+  bool set_sized_by_values(KnownNode& node, Mapped& m, std::string_view key);
   // onnxruntime's fused operators, in the forms saturn writes them.
   std::optional<Mapped> map_runtime(KnownNode& node);
 

@@ -288,4 +288,25 @@ std::optional<Tensor> constant_node_value(const onnx::NodeProto& n) {
   return std::nullopt;
 }
 
+void set_int(onnx::NodeProto* n, const char* key, std::int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void set_float(onnx::NodeProto* n, const char* key, double v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+
+void set_ints(onnx::NodeProto* n, const char* key, const std::vector<std::int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t x : v) a->add_ints(x);
+}
+
 }  // namespace saturn::tensor::onnx_io

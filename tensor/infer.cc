@@ -181,9 +181,9 @@ absl::StatusOr<ValueType> Inference::broadcast() {
 }
 
 absl::StatusOr<ValueType> Inference::unary() {
-  // Neg (of signed integers) and Abs compute on integers too.
+  // Neg (of signed integers), Abs and Sign compute on integers too.
   const DType dtype = t(0).dtype;
-  if ((op_ == Op::kAbs && is_integer(dtype)) ||
+  if (((op_ == Op::kAbs || op_ == Op::kSign) && is_integer(dtype)) ||
       (op_ == Op::kNeg && is_integer(dtype) && !is_unsigned_integer(dtype)))
     return in_[0];
   if (auto s = need_float(0); !s.ok()) return s;
@@ -215,6 +215,7 @@ absl::StatusOr<ValueType> Inference::value_op() {
     }
     return ValueType::of(TensorType{dtype, std::move(out)});
   };
+  if (moves_or_makes_values(op_)) return made_value();
   switch (op_) {
     case Op::kShape: {
       const auto [start, end] = shape_range(a_, t(0).rank());
@@ -233,11 +234,6 @@ absl::StatusOr<ValueType> Inference::value_op() {
       if (!out) return fail(op_, "the condition {} does not broadcast to {}", to_string(d(0)),
                             to_string(values->tensor().dims));
       return like(1, *std::move(out));
-    }
-    case Op::kExpand: {
-      std::optional<Dims> out = broadcast_dims(d(0), ints(a_, "shape"));
-      if (!out) return fail(op_, "{} does not broadcast to {}", to_string(t(0)), to_string(ints(a_, "shape")));
-      return like(0, *std::move(out));
     }
     case Op::kAnd:
     case Op::kOr:

@@ -9,6 +9,9 @@
 //                     fused normalizations, rotary embedding and attention
 //   infer_shape.cc    the shape operators (Transpose to Pad) and the
 //                     rewrites of convolution kernels
+//   infer_values.cc   the value operators that move or make values
+//                     (Expand, Tile, Range, ConstantOfShape, CumSum,
+//                     GatherElements, GatherND), Min and Max
 #pragma once
 
 #include <cstddef>
@@ -71,6 +74,11 @@ class Inference {
   absl::StatusOr<ValueType> tuple_get();
   absl::StatusOr<ValueType> opaque();
   absl::StatusOr<ValueType> value_op();
+
+  // infer_values.cc
+  absl::StatusOr<ValueType> made_value();  // an operator of value_op() below
+  absl::Status need_index(std::size_t i) const;
+  absl::Status need_shape_value(std::size_t i, std::size_t length) const;
 
   // infer_compute.cc
   absl::StatusOr<ValueType> matmul();

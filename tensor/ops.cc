@@ -123,7 +123,23 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"detect_negative", Kind::kInt, std::int64_t{1}},
               {"detect_positive", Kind::kInt, std::int64_t{1}}};
     case Op::kExpand:  // the input broadcast to `shape` (ONNX's Expand rule)
-      return {{"shape", Kind::kInts, {}}};
+    case Op::kRange:   // `shape`: the output's dimensions at the given sizes
+      return {{"shape", Kind::kInts, {}}, {"probe_shapes", Kind::kInts, Ints{}}};
+    case Op::kTile:
+      return {{"repeats", Kind::kInts, {}}, {"probe_shapes", Kind::kInts, Ints{}}};
+    case Op::kConstantOfShape:  // `value` of element type `dtype` in `shape`
+      return {{"shape", Kind::kInts, {}},
+              {"value", Kind::kFloat, 0.0},
+              {"dtype", Kind::kString, std::string("float32")},
+              {"probe_shapes", Kind::kInts, Ints{}}};
+    case Op::kCumSum:  // ONNX's: the axis (its second input) as an attribute
+      return {{"axis", Kind::kInt, {}},
+              {"exclusive", Kind::kInt, std::int64_t{0}},
+              {"reverse", Kind::kInt, std::int64_t{0}}};
+    case Op::kGatherElements:
+      return {{"axis", Kind::kInt, std::int64_t{0}}};
+    case Op::kGatherND:
+      return {{"batch_dims", Kind::kInt, std::int64_t{0}}};
     case Op::kMaxPool:
       return {{"kernel_shape", Kind::kInts, {}},
               {"strides", Kind::kInts, one_one},
@@ -217,6 +233,10 @@ bool is_unary_elementwise(Op op) {
     case Op::kCos:
     case Op::kHardSigmoid:
     case Op::kHardSwish:
+    case Op::kCeil:
+    case Op::kFloor:
+    case Op::kRound:
+    case Op::kSign:
       return true;
     default:
       return false;
@@ -256,8 +276,19 @@ bool computed_ahead(Op op) {
 
 bool is_value_op(Op op) {
   return is_comparison(op) || op == Op::kShape || op == Op::kCast || op == Op::kWhere ||
-         op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kExpand ||
-         op == Op::kIsNaN || op == Op::kIsInf;
+         op == Op::kAnd || op == Op::kOr || op == Op::kNot || op == Op::kIsNaN ||
+         op == Op::kIsInf || moves_or_makes_values(op);
+}
+
+bool moves_or_makes_values(Op op) {
+  return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
+         op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
+         op == Op::kGatherND;
+}
+
+bool sized_by_values(Op op, std::size_t num_inputs) {
+  return op == Op::kRange || op == Op::kConstantOfShape ||
+         ((op == Op::kExpand || op == Op::kTile) && num_inputs == 2);
 }
 
 std::optional<std::string_view> runtime_domain(Op op) {
@@ -289,6 +320,9 @@ std::pair<int, int> input_count(Op op) {
     case Op::kQuantizeLinear:
     case Op::kDequantizeLinear:
       return {2, 3};
+    case Op::kExpand:  // the shape or repeats as a value, where given
+    case Op::kTile:
+      return {1, 2};
     case Op::kConcat:
       return {1, 1 << 20};
     case Op::kTuple:

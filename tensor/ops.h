@@ -64,6 +64,10 @@ namespace saturn::tensor {
   X(kCos, "Cos", 1)             \
   X(kHardSigmoid, "HardSigmoid", 1) \
   X(kHardSwish, "HardSwish", 1) \
+  X(kCeil, "Ceil", 1)           \
+  X(kFloor, "Floor", 1)         \
+  X(kRound, "Round", 1)         \
+  X(kSign, "Sign", 1)           \
   X(kSoftmax, "Softmax", 1)                     \
   X(kLayerNorm, "LayerNormalization", 3)        \
   X(kBatchNorm, "BatchNormalization", 5)        \
@@ -113,7 +117,15 @@ namespace saturn::tensor {
   X(kNot, "Not", 1)                             \
   X(kIsNaN, "IsNaN", 1)                         \
   X(kIsInf, "IsInf", 1)                         \
-  X(kExpand, "Expand", 1)                       \
+  X(kExpand, "Expand", -1)                      \
+  X(kTile, "Tile", -1)                          \
+  X(kRange, "Range", 3)                         \
+  X(kConstantOfShape, "ConstantOfShape", 1)     \
+  X(kMin, "Min", 2)                             \
+  X(kMax, "Max", 2)                             \
+  X(kCumSum, "CumSum", 1)                       \
+  X(kGatherElements, "GatherElements", 2)       \
+  X(kGatherND, "GatherND", 2)                   \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
   X(kOpaque, "Opaque", -1)
@@ -137,11 +149,25 @@ bool is_unary_elementwise(Op op);
 bool is_binary_elementwise(Op op);
 
 // Whether an operator computes on values of any element type rather than on
-// floats: Shape, Cast, Where, Expand, the comparisons (Equal, Less, ...),
-// the logic operators (And, Or, Not) and the tests of floats (IsNaN, IsInf). The shape arithmetic and mask building
-// that exporters write, kept typed so that its readers are; no rule
-// rewrites them.
+// floats: Shape, Cast, Where, Expand, Tile, Range, ConstantOfShape, Min,
+// Max, CumSum, GatherElements, GatherND, the comparisons (Equal, Less, ...),
+// the logic operators (And, Or, Not) and the tests of floats (IsNaN,
+// IsInf). The shape arithmetic, position ids and mask building that
+// exporters write, kept typed so that its readers are; no rule rewrites
+// them.
 bool is_value_op(Op op);
+// The value operators that move or make values: Expand, Tile, Range,
+// ConstantOfShape, Min, Max, CumSum, GatherElements and GatherND.
+bool moves_or_makes_values(Op op);
+// Whether a node's output size depends on its inputs' values rather than
+// their types: Range and ConstantOfShape, and Expand and Tile given their
+// shape or repeats as a second input. Such a node carries its output's
+// dimensions at the given sizes of the symbols as attributes ("shape" or
+// "repeats": a fresh symbol standing at its size) and, where the importer
+// found them, at the probe sizes (kProbeShapes, tensor/probe.h); its
+// kernel computes the size from the values and the interpreter checks
+// that the two agree.
+bool sized_by_values(Op op, std::size_t num_inputs);
 // The comparisons: two inputs of one element type, a bool result.
 bool is_comparison(Op op);
 // QuantizeLinear and DequantizeLinear (x, scale, [zero point]): per tensor

@@ -221,6 +221,13 @@ absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
                                            std::span<const ValueType> base_inputs,
                                            std::span<const ValueType> probe_inputs,
                                            const ValueType& base, std::int64_t opset) {
+  if (sized_by_values(op, base_inputs.size())) {
+    // Its inputs' values give its size: the importer found it at the probe
+    // sizes, or it is not known there.
+    std::optional<ValueType> probe = opaque_probe_type(attributes, base);
+    if (!probe) return absl::InvalidArgumentError("its size at other sizes is not known");
+    return ProbedNode{*std::move(probe), attributes};
+  }
   bool changed = false;
   for (std::size_t k = 0; k < base_inputs.size(); ++k)
     changed = changed || base_inputs[k].parts != probe_inputs[k].parts;

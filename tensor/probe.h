@@ -44,9 +44,11 @@ std::string axis_expression(std::int64_t base, std::int64_t probe, const Symbols
                             const ProbeSizes& probe_sizes);
 
 // An opaque node's output shapes at the probe sizes, as the importer found
-// them with ONNX's shape inference (the layout of "out_shapes").
+// them with ONNX's shape inference (the layout of "out_shapes"); a node
+// sized by values (tensor/ops.h) carries its output's the same way.
 inline constexpr std::string_view kProbeShapes = "probe_shapes";
-// The opaque node's probe type (kProbeShapes, its base type's dtypes);
+// The probe type of an opaque node or of one sized by values
+// (kProbeShapes, its base type's dtypes);
 // nullopt when the importer did not find it.
 std::optional<ValueType> opaque_probe_type(const Attributes& attributes, const ValueType& base);
 

@@ -166,7 +166,8 @@ absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::sp
   }
   if (moves_data(op)) return move_data(op, a, in, type);
   if (!in.empty() && is_integer(in[0].dtype()) &&
-      ((is_binary_elementwise(op) && op != Op::kPow) || op == Op::kNeg || op == Op::kAbs)) {
+      ((is_binary_elementwise(op) && op != Op::kPow) || op == Op::kNeg || op == Op::kAbs ||
+       op == Op::kSign)) {
     absl::StatusOr<Tensor> out = kernels::integer_arithmetic(op, in, type.tensor());
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{*std::move(out)};

@@ -9,6 +9,7 @@
 // kernel's; opaque operators cannot be evaluated.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,17 @@ inline constexpr std::int64_t kValueOpElementBytes = 16;
 // over kMaxEvaluatedBytes is an error naming the operator and the value.
 absl::StatusOr<std::vector<Tensor>> evaluate_op(Op op, const Attributes& attributes,
                                                 std::span<const Tensor> inputs);
+
+// The element of a one-element tensor of a plain number type (or bool) as
+// a double (exact for float32 and for integers up to 2^53); nullopt for
+// another tensor.
+std::optional<double> scalar_number(const Tensor& t);
+
+namespace kernels {
+// A tensor of `type` (a plain number or bool type) with every element
+// `value` (cast as Cast does).
+Tensor filled(const TensorType& type, double value);
+}  // namespace kernels
 
 // C[m x n] += A[m x k] * B[k x n], all row-major and contiguous; serial.
 void gemm_accumulate(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,

@@ -50,6 +50,14 @@ float apply_unary(Op op, float x, const Attributes& a) {
                         0.0f, 1.0f);
     case Op::kHardSwish:  // x * HardSigmoid(x) at alpha 1/6, beta 0.5
       return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case Op::kCeil:
+      return std::ceil(x);
+    case Op::kFloor:
+      return std::floor(x);
+    case Op::kRound:  // halves to even, as ONNX defines it
+      return std::nearbyint(x);
+    case Op::kSign:
+      return x > 0 ? 1.0f : x < 0 ? -1.0f : x;  // NaN stays NaN, -0 stays -0
     default:
       return x;
   }

@@ -12,6 +12,8 @@
 //                           rewrites of convolution kernels
 //   kernels_values.cc       Shape, Cast, Where, comparisons and logic on
 //                           any plain element type
+//   kernels_made.cc         the value operators that move or make values
+//                           (Expand to GatherND, Min and Max)
 //   kernels_quant.cc        QuantizeLinear and DequantizeLinear
 //
 // Each kernel takes normalized attributes and inputs that type-check.
@@ -127,9 +129,17 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const 
 // of one, as ONNX computes them: wrapping in the type's width, Div
 // truncating toward zero; a division by zero is an error.
 absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out);
-// A tensor of `type` (a plain number or bool type) with every element
-// `value` (cast as Cast does).
-Tensor filled(const TensorType& type, double value);
+// Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements
+// and GatherND (kernels_made.cc), of the output type inference gave: where
+// the size depends on the values (sized_by_values), the size the values
+// give, which must be that type's.
+absl::StatusOr<Tensor> made_value(Op op, const Attributes& attrs, std::span<const Tensor> in,
+                                  const TensorType& out);
+// ONNX's Range of three scalars, Expand of a tensor by a shape value, and
+// ConstantOfShape of a shape value filled with `fill` as `dtype`.
+absl::StatusOr<Tensor> range_of(std::span<const Tensor> in);
+absl::StatusOr<Tensor> expand_by(std::span<const Tensor> in);
+absl::StatusOr<Tensor> constant_of_shape(DType dtype, double fill, const Tensor& shape);
 // An opaque node by its ONNX definition, for the operators exporters use on
 // sizes and positions (Range, Expand, and Add, Sub and Mul on integers);
 // an error naming any other.

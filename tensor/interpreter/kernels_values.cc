@@ -1,12 +1,9 @@
 // Reference kernels: the value operators (Shape, Cast, Where, the
-// comparisons and the logic operators) on any plain element type, and the
-// ONNX operators the IR keeps opaque that exporters use on sizes and
-// positions: Range and Expand, whose output shape is a value, and integer
-// Add, Sub and Mul.
-//
-// Elements are read as long double, whose 64-bit significand (x86-64's
-// extended format; binary128 elsewhere) holds every int64, uint64, float32
-// and float64 exactly, so one code path serves every type without loss.
+// comparisons and the logic operators) on any plain element type, integer
+// arithmetic as ONNX defines it, and the ONNX operators an opaque node may
+// hold that exporters use on sizes and positions (Range, Expand, Slice,
+// ConstantOfShape, and integer Add, Sub and Mul). The operators that move
+// or make values are kernels_made.cc's.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -22,12 +19,11 @@
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/interpreter/kernels.h"
 #include "saturn/tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/interpreter/numbers.h"
 
 namespace saturn::tensor::kernels {
 
 namespace {
-
-using Number = long double;
 
 template <typename T>
 void read_bytes(std::span<const std::byte> bytes, std::vector<Number>& out) {
@@ -37,6 +33,8 @@ void read_bytes(std::span<const std::byte> bytes, std::vector<Number>& out) {
     out.push_back(static_cast<Number>(x));
   }
 }
+
+}  // namespace
 
 std::vector<Number> numbers(const Tensor& t) {
   std::vector<Number> out;
@@ -70,6 +68,8 @@ std::vector<Number> numbers(const Tensor& t) {
   return out;
 }
 
+namespace {
+
 // `x` as integer type T: truncated toward zero and saturated at T's range
 // (ONNX leaves out-of-range casts undefined; saturating keeps them defined).
 template <typename T>
@@ -98,6 +98,8 @@ T to_float(Number x) {
 
 std::uint8_t to_bool(Number x) { return x != 0 ? 1 : 0; }
 
+}  // namespace
+
 Tensor from_numbers(TensorType type, std::span<const Number> v) {
   switch (type.dtype) {
     case DType::kFloat32:
@@ -124,35 +126,7 @@ Tensor from_numbers(TensorType type, std::span<const Number> v) {
   }
 }
 
-// f(args) at every element of the broadcast of `in`, as a tensor of `type`
-// (whose dimensions are that broadcast).
-template <typename F>
-Tensor broadcast_map(std::span<const Tensor> in, const TensorType& type, F f) {
-  std::vector<std::vector<Number>> values;
-  std::vector<Ints> steps;
-  for (const Tensor& t : in) {
-    values.push_back(numbers(t));
-    steps.push_back(broadcast_strides(t.dims(), type.dims));
-  }
-  const std::int64_t total = type.num_elements();
-  std::vector<Number> out(static_cast<std::size_t>(total));
-  const std::size_t rank = type.dims.size();
-  Ints index(rank, 0);
-  std::vector<std::int64_t> offset(in.size(), 0);
-  std::vector<Number> args(in.size());
-  for (std::int64_t i = 0; i < total; ++i) {
-    for (std::size_t k = 0; k < in.size(); ++k) args[k] = values[k][offset[k]];
-    out[static_cast<std::size_t>(i)] = f(args);
-    for (std::size_t axis = rank; axis-- > 0;) {  // the next index, odometer-wise
-      const bool carry = ++index[axis] == type.dims[axis];
-      for (std::size_t k = 0; k < in.size(); ++k)
-        offset[k] += carry ? -steps[k][axis] * (type.dims[axis] - 1) : steps[k][axis];
-      if (!carry) break;
-      index[axis] = 0;
-    }
-  }
-  return from_numbers(type, out);
-}
+namespace {
 
 // A comparison or a logic operator of two elements.
 bool binary_value(Op op, Number x, Number y) {
@@ -167,10 +141,8 @@ bool binary_value(Op op, Number x, Number y) {
   }
 }
 
-// x op y (or op x, for Neg and Abs) on integers of `dtype` as ONNX
-// computes them: in the type's width, wrapping on overflow (two's
-// complement), Div truncating toward zero. Every value of every integer
-// type is exact as a Number; `by_zero` is set on a division by zero.
+}  // namespace
+
 Number integer_op(Op op, DType dtype, Number x, Number y, bool& by_zero) {
   const bool is_unsigned = is_unsigned_integer(dtype);
   auto bits_of = [&](Number v) {
@@ -186,6 +158,9 @@ Number integer_op(Op op, DType dtype, Number x, Number y, bool& by_zero) {
     case Op::kMul: r = a * b; break;
     case Op::kNeg: r = 0 - a; break;
     case Op::kAbs: r = !is_unsigned && sa < 0 ? 0 - a : a; break;
+    case Op::kSign:
+      r = (is_unsigned ? a == 0 : sa == 0) ? 0 : !is_unsigned && sa < 0 ? ~std::uint64_t{0} : 1;
+      break;
     default:  // kDiv
       if (b == 0) {
         by_zero = true;
@@ -206,7 +181,6 @@ Number integer_op(Op op, DType dtype, Number x, Number y, bool& by_zero) {
   return is_unsigned ? static_cast<Number>(r) : static_cast<Number>(static_cast<std::int64_t>(r));
 }
 
-}  // namespace
 
 absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out) {
   bool by_zero = false;
@@ -227,6 +201,7 @@ Tensor filled(const TensorType& type, double value) {
 
 absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tensor> in,
                                 const TensorType& out) {
+  if (moves_or_makes_values(op)) return made_value(op, a, in, out);
   switch (op) {  // inference checked that every input holds plain numbers
     case Op::kShape: {
       const auto [start, end] = shape_range(a, in[0].dims().size());
@@ -248,8 +223,6 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
         return Number(std::isinf(v[0]) && (v[0] < 0 ? negative : positive));
       });
     }
-    case Op::kExpand:
-      return broadcast_map(in, out, [](std::span<const Number> v) { return v[0]; });
     default:
       return broadcast_map(
           in, out, [op](std::span<const Number> v) { return Number(binary_value(op, v[0], v[1])); });
@@ -257,65 +230,6 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& a, std::span<const Tens
 }
 
 namespace {
-
-// The elements a computed value may have: each is a Number while computed.
-constexpr std::int64_t kMaxElements = kMaxEvaluatedBytes / kValueOpElementBytes;
-static_assert(sizeof(Number) <= kValueOpElementBytes);
-
-// A shape given as a value (Expand's, ConstantOfShape's): its dimensions,
-// none negative, and at most kMaxElements elements in all.
-absl::StatusOr<Dims> shape_value(const std::string& type, const Tensor& shape) {
-  if (shape.dtype() != DType::kInt64 || shape.dims().size() != 1)
-    return absl::InvalidArgumentError(
-        fmt::format("{}'s shape must be a 1-D int64 tensor, is {}", type, to_string(shape.type())));
-  const Dims dims(shape.ints().begin(), shape.ints().end());
-  std::int64_t total = 1;
-  for (std::int64_t d : dims) {
-    if (d < 0)
-      return absl::InvalidArgumentError(fmt::format("{}'s shape {} has a negative dimension", type,
-                                                    to_string(dims)));
-    if (d > 0 && total > kMaxElements / d)
-      return absl::ResourceExhaustedError(
-          fmt::format("{}'s shape {} holds more than the interpreter computes ({} bytes)", type,
-                      to_string(dims), kMaxEvaluatedBytes));
-    total *= d;
-  }
-  return dims;
-}
-
-// ONNX's Range: start, start + delta, ... short of limit (scalars of one type).
-absl::StatusOr<Tensor> range(std::span<const Tensor> in) {
-  if (in.size() != 3 || in[0].size() != 1 || in[1].size() != 1 || in[2].size() != 1 ||
-      in[1].dtype() != in[0].dtype() || in[2].dtype() != in[0].dtype() ||
-      !is_plain_number(in[0].dtype()) || in[0].dtype() == DType::kBool)
-    return absl::InvalidArgumentError("Range takes three numeric scalars of one type");
-  const Number start = numbers(in[0])[0], limit = numbers(in[1])[0], delta = numbers(in[2])[0];
-  if (delta == 0) return absl::InvalidArgumentError("Range's delta is 0");
-  const Number steps = std::max<Number>(0, std::ceil((limit - start) / delta));
-  if (!std::isfinite(steps) || steps > static_cast<Number>(kMaxElements))
-    return absl::ResourceExhaustedError(fmt::format(
-        "Range from {} to {} by {} has more elements than the interpreter computes",
-        static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta)));
-  const auto count = static_cast<std::int64_t>(steps);
-  std::vector<Number> out(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = start + delta * i;
-  return from_numbers(TensorType{in[0].dtype(), {count}}, out);
-}
-
-// ONNX's Expand: x broadcast with the shape its second input gives.
-absl::StatusOr<Tensor> expand(std::span<const Tensor> in) {
-  if (in.size() != 2 || !is_plain_number(in[0].dtype()))
-    return absl::InvalidArgumentError("Expand takes a tensor of numbers and a shape");
-  absl::StatusOr<Dims> shape = shape_value("Expand", in[1]);
-  if (!shape.ok()) return shape.status();
-  std::optional<Dims> dims = broadcast_dims(in[0].dims(), *shape);
-  if (!dims) return absl::InvalidArgumentError("Expand's shape does not broadcast with its input");
-  if (TensorType out{in[0].dtype(), *dims}; out.num_elements() > kMaxElements)
-    return absl::ResourceExhaustedError(fmt::format(
-        "Expand to {} holds more than the interpreter computes", to_string(out)));
-  return broadcast_map(in.first(1), TensorType{in[0].dtype(), *dims},
-                       [](std::span<const Number> v) { return v[0]; });
-}
 
 // ONNX's Add, Sub and Mul on any plain element type, for an opaque node
 // (exporters compute positions and sizes in int64; integers as the IR's
@@ -372,21 +286,6 @@ absl::StatusOr<Tensor> slice_op(const Attributes& a, std::span<const Tensor> in)
   return slice(*attrs, *args[0]);
 }
 
-// ONNX's ConstantOfShape: its fill (the importer's fill_value) in the
-// shape its input gives, of the type the node's output has.
-absl::StatusOr<Tensor> constant_of_shape(const Attributes& a, std::span<const Tensor> in) {
-  absl::StatusOr<std::vector<TensorType>> out = opaque_outputs(a);
-  const std::optional<double> fill = a.get_float("fill_value");
-  if (!out.ok() || out->size() != 1 || !fill || in.size() != 1)
-    return absl::InvalidArgumentError("ConstantOfShape takes a shape and a known fill");
-  const DType dtype = (*out)[0].dtype;
-  if (!is_plain_number(dtype))
-    return absl::UnimplementedError("ConstantOfShape of this element type is not computed");
-  absl::StatusOr<Dims> dims = shape_value("ConstantOfShape", in[0]);
-  if (!dims.ok()) return dims.status();
-  return filled(TensorType{dtype, *std::move(dims)}, *fill);
-}
-
 }  // namespace
 
 absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) {
@@ -394,10 +293,16 @@ absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) 
   const std::string* domain = a.get_string("domain");
   const bool standard = domain == nullptr || domain->empty() || *domain == "ai.onnx";
   if (type != nullptr && standard) {
-    if (*type == "Range") return range(in);
-    if (*type == "Expand") return expand(in);
+    if (*type == "Range") return range_of(in);
+    if (*type == "Expand") return expand_by(in);
     if (*type == "Slice") return slice_op(a, in);
-    if (*type == "ConstantOfShape") return constant_of_shape(a, in);
+    if (*type == "ConstantOfShape") {
+      absl::StatusOr<std::vector<TensorType>> out = opaque_outputs(a);
+      const std::optional<double> fill = a.get_float("fill_value");
+      if (!out.ok() || out->size() != 1 || !fill || in.size() != 1)
+        return absl::InvalidArgumentError("ConstantOfShape takes a shape and a known fill");
+      return constant_of_shape((*out)[0].dtype, *fill, in[0]);
+    }
     if (*type == "Add" || *type == "Sub" || *type == "Mul") return arithmetic(*type, in);
   }
   return absl::UnimplementedError(
@@ -405,3 +310,12 @@ absl::StatusOr<Tensor> onnx_op(const Attributes& a, std::span<const Tensor> in) 
 }
 
 }  // namespace saturn::tensor::kernels
+
+namespace saturn::tensor {
+
+std::optional<double> scalar_number(const Tensor& t) {
+  if (t.size() != 1 || !is_plain_number(t.dtype())) return std::nullopt;
+  return static_cast<double>(kernels::numbers(t)[0]);
+}
+
+}  // namespace saturn::tensor

@@ -191,9 +191,9 @@ def test_a_value_that_follows_a_symbolic_size_stays_computed_and_runs_at_any_siz
     batch_follower_model(str(model))
     r = optimize(model, out, report, "--dim", "batch=2")
     # The batch is not folded into a constant: the arithmetic that reads it
-    # stays (Shape is an IR operator, the Expand by a computed shape is kept
-    # as it is), and what reads the arithmetic is typed at the given size.
-    assert r["opaque_ops_before"] == {"Expand": 1}, r["opaque_ops_before"]
+    # stays (Shape is an IR operator, the Expand by the computed shape reads
+    # it), and what reads the arithmetic is typed at the given size.
+    assert r["opaque_ops_before"] == {}, r["opaque_ops_before"]
     assert "Shape" in {n.op_type for n in onnx.load(str(out)).graph.node}
     rng = np.random.default_rng(2)
     for b in (1, 2, 5):
@@ -342,7 +342,8 @@ def test_an_expand_that_holds_at_every_size_is_an_ir_operator(tmp_path):
     from the input's, then Reshape) with a symbolic batch: the Expand
     creates only a static axis, so it is an IR operator, written back with
     1s where it keeps the input's axes, and runs at any batch. An Expand
-    that creates the symbolic axis stays opaque, typed."""
+    that creates the symbolic axis is the IR's Expand by the computed shape,
+    written with it."""
     f = TensorProto.FLOAT
     inits = [ints("lead", [0]), ints("two_axes", [2]), ints("three_axes", [3]),
              ints("end", [5]), ints("group", [3]), ints("heads", [6]), ints("four", [4])]
@@ -372,7 +373,7 @@ def test_an_expand_that_holds_at_every_size_is_an_ir_operator(tmp_path):
     path, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
     onnx.save(model, str(path))
     r = optimize(path, out, report, "--dim", "batch=2")
-    assert r["opaque_ops_before"] == {"Expand": 1}, r["opaque_reasons_before"]
+    assert r["opaque_ops_before"] == {}, r["opaque_reasons_before"]
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
     constants = {t.name: numpy_helper.to_array(t).tolist() for t in written.graph.initializer}

@@ -1,0 +1,53 @@
+// IR -> ONNX: the value operators with attributes. Those sized by values
+// (tensor/ops.h) are written with the inputs that give their size, so the
+// written model computes it at any size.
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "saturn/onnx/exporter.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/tensor/interpreter/kernels.h"
+
+namespace saturn::tensor::onnx_io {
+
+absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
+                                     const std::vector<std::string>& in, const std::string& out) {
+  switch (n.op) {
+    case Op::kExpand:
+      node("Expand", {in[0], in.size() == 2 ? in[1] : ints_constant(*a.get_ints("shape"))}, {out});
+      return absl::OkStatus();
+    case Op::kTile:
+      node("Tile", {in[0], in.size() == 2 ? in[1] : ints_constant(*a.get_ints("repeats"))}, {out});
+      return absl::OkStatus();
+    case Op::kConstantOfShape: {
+      const DType dtype = *parse_dtype(*a.get_string("dtype"));
+      auto* c = node("ConstantOfShape", in, {out});
+      auto* value = c->add_attribute();
+      value->set_name("value");
+      value->set_type(onnx::AttributeProto::TENSOR);
+      tensor_to_proto(kernels::filled(TensorType{dtype, {1}}, *a.get_float("value")), "",
+                      value->mutable_t());
+      return absl::OkStatus();
+    }
+    case Op::kCumSum: {
+      const Tensor axis(TensorType{DType::kInt64, {}}, Ints{axis_of(n, 0)});
+      auto* c = node("CumSum", {in[0], constant(axis)}, {out});
+      if (*a.get_int("exclusive") != 0) set_int(c, "exclusive", 1);
+      if (*a.get_int("reverse") != 0) set_int(c, "reverse", 1);
+      return absl::OkStatus();
+    }
+    case Op::kGatherElements:
+      set_int(node("GatherElements", in, {out}), "axis", axis_of(n, 0));
+      return absl::OkStatus();
+    case Op::kGatherND: {
+      auto* g = node("GatherND", in, {out});
+      if (*a.get_int("batch_dims") != 0) set_int(g, "batch_dims", *a.get_int("batch_dims"));
+      return absl::OkStatus();
+    }
+    default:
+      return absl::InternalError("not a value operator with attributes");
+  }
+}
+
+}  // namespace saturn::tensor::onnx_io

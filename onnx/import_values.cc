@@ -1,0 +1,181 @@
+// ONNX -> IR: the value operators that move or make values (Expand, Tile,
+// Range, ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND).
+// Where a node's output size depends on values its inputs compute at run
+// time (a Range to the sequence length, a mask expanded to it), the IR
+// operator keeps those inputs and carries its output's size at the given
+// and the probe sizes of the symbols (sized_by_values, tensor/ops.h).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/proto.h"
+#include "saturn/tensor/interpreter/kernels.h"
+#include "saturn/tensor/probe.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+// The dimensions a shape or repeats value gives Expand or Tile of `in`.
+std::optional<Dims> dims_by_value(std::string_view op, const Dims& in, const Tensor& value) {
+  if (value.dtype() != DType::kInt64 || value.dims().size() != 1) return std::nullopt;
+  const Dims v(value.ints().begin(), value.ints().end());
+  if (op == "Expand") return broadcast_dims(in, v);
+  if (v.size() != in.size()) return std::nullopt;
+  Dims out = in;
+  for (std::size_t k = 0; k < in.size(); ++k) out[k] *= v[k];
+  return out;
+}
+
+}  // namespace
+
+bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view key) {
+  absl::StatusOr<TensorType> type = value_type(node.proto.output(0));
+  if (!type.ok() || type->dtype == DType::kOther) return false;
+  const std::string& op = node.proto.op_type();
+  const bool by_value_input = op == "Expand" || op == "Tile";
+  // ONNX's inference leaves a size unknown where it cannot see an input's
+  // (a mask built from a Range): Expand's and Tile's come from the IR's
+  // type of the input and the value of the shape at the given sizes.
+  Dims out = type->dims;
+  if (!type->is_static() && by_value_input) {
+    const std::string shape = node.input(1);
+    auto c = constants_.find(shape);
+    auto v = graph_.size_values.find(shape);
+    const Tensor* value = c != constants_.end()       ? &c->second
+                          : v != graph_.size_values.end() ? v->second.get()
+                                                         : nullptr;
+    std::optional<Dims> dims = value ? dims_by_value(op, node.dims(0), *value) : std::nullopt;
+    if (!dims) return false;
+    out = *std::move(dims);
+  }
+  if (!TensorType{type->dtype, out}.is_static()) return false;
+  if (key == "repeats") {
+    const Dims& in = node.dims(0);
+    if (in.size() != out.size()) return false;
+    Ints repeats(in.size());
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (in[k] <= 0 || out[k] % in[k] != 0) return false;
+      repeats[k] = out[k] / in[k];
+    }
+    m.attributes.set("repeats", repeats);
+  } else {
+    m.attributes.set(std::string(key), out);
+  }
+  if (graph_.symbols.empty()) return true;
+  // At the probe sizes: what ONNX's inference found, or the shape's value
+  // there for the input's dimensions there.
+  std::optional<Dims> probe;
+  if (auto p = probe_dims_.find(node.proto.output(0)); p != probe_dims_.end()) probe = p->second;
+  if (!probe && by_value_input) {
+    auto in = probe_dims_.find(node.input(0));
+    auto v = probe_values_.find(node.input(1));
+    auto c = constants_.find(node.input(1));
+    const Tensor* value = v != probe_values_.end() ? &v->second
+                          : c != constants_.end()  ? &c->second
+                                                   : nullptr;
+    if (in != probe_dims_.end() && value) probe = dims_by_value(op, in->second, *value);
+  }
+  if (probe && probe->size() == out.size()) {
+    Ints shapes{static_cast<std::int64_t>(probe->size())};
+    shapes.insert(shapes.end(), probe->begin(), probe->end());
+    m.attributes.set(std::string(kProbeShapes), shapes);
+  }
+  return true;
+}
+
+std::optional<Mapped> Importer::map_expand(KnownNode& node) {
+  // The IR's Expand is by a shape with a 1 wherever the input has the
+  // output's dimension and the created dimensions as they are. It holds at
+  // every size when each dimension either follows the input's at the probe
+  // sizes too, or is created from a 1 and the same there (a repeat of key
+  // heads, say). A created dimension that follows a symbol (a mask
+  // broadcast to the sequence) is an Expand by its shape as a value, sized
+  // by that value (sized_by_values).
+  absl::StatusOr<TensorType> out = value_type(node.proto.output(0));
+  if (!out.ok() || out->dtype == DType::kOther) return std::nullopt;
+  const auto by_value = [&]() -> std::optional<Mapped> {
+    Mapped m{Op::kExpand, {}, node.in};
+    if (!node.present(1) || constant_ints(node.input(1)) || !set_sized_by_values(node, m, "shape"))
+      return std::nullopt;
+    return m;
+  };
+  if (!out->is_static()) return by_value();
+  const Dims& in = types_[node.in[0]].parts[0].dims;
+  if (in.size() > out->dims.size()) return by_value();
+  const std::size_t lead = out->dims.size() - in.size();
+  Ints shape(out->dims.begin(), out->dims.end());
+  for (std::size_t k = lead; k < shape.size(); ++k)
+    if (in[k - lead] == shape[k]) shape[k] = 1;
+  if (!graph_.symbols.empty()) {
+    auto in_probe = probe_dims_.find(node.proto.input(0));
+    auto out_probe = probe_dims_.find(node.proto.output(0));
+    if (in_probe == probe_dims_.end() || out_probe == probe_dims_.end() ||
+        in_probe->second.size() != in.size() || out_probe->second.size() != out->dims.size())
+      return by_value();
+    for (std::size_t k = 0; k < out->dims.size(); ++k) {
+      const std::int64_t at = out->dims[k], at_probe = out_probe->second[k];
+      const std::int64_t from = k < lead ? 1 : in[k - lead];
+      const std::int64_t from_probe = k < lead ? 1 : in_probe->second[k - lead];
+      const bool follows = from == at && from_probe == at_probe;
+      const bool created = from == 1 && from_probe == 1 && at == at_probe;
+      if (!follows && !created) return by_value();
+    }
+  }
+  return Mapped{Op::kExpand, {{"shape", shape}}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_value_op(KnownNode& node) {
+  const std::string& t = node.proto.op_type();
+  AttrReader& r = node.attrs;
+  if (t == "Min" || t == "Max") {  // ONNX's are variadic; the IR's take two
+    if (node.in.size() == 1) return Mapped{Op::kIdentity, {}, node.in};
+    if (node.in.size() != 2) return std::nullopt;
+    return Mapped{t == "Min" ? Op::kMin : Op::kMax, {}, node.in};
+  }
+  if (t == "GatherElements")
+    return Mapped{Op::kGatherElements, {{"axis", r.i("axis").value_or(0)}}, node.in};
+  if (t == "GatherND")
+    return Mapped{Op::kGatherND, {{"batch_dims", r.i("batch_dims").value_or(0)}}, node.in};
+  if (t == "CumSum") {
+    std::optional<Ints> axis = node.present(1) ? constant_ints(node.input(1)) : std::nullopt;
+    if (!axis || axis->size() != 1) return std::nullopt;
+    Mapped m{Op::kCumSum, {{"axis", (*axis)[0]}}, node.first(1)};
+    m.attributes.set("exclusive", r.i("exclusive").value_or(0));
+    m.attributes.set("reverse", r.i("reverse").value_or(0));
+    return m;
+  }
+  if (t == "Tile") {
+    if (opset_ < 6 || !node.present(1)) return std::nullopt;
+    if (std::optional<Ints> repeats = constant_ints(node.input(1)))
+      return Mapped{Op::kTile, {{"repeats", *repeats}}, node.first(1)};
+    Mapped m{Op::kTile, {}, node.in};
+    if (!set_sized_by_values(node, m, "repeats")) return std::nullopt;
+    return m;
+  }
+  if (t == "Range") {
+    Mapped m{Op::kRange, {}, node.in};
+    if (node.in.size() != 3 || !set_sized_by_values(node, m, "shape")) return std::nullopt;
+    return m;
+  }
+  // ConstantOfShape: its fill is a one-element tensor (float32 0 where absent).
+  Mapped m{Op::kConstantOfShape, {}, node.first(1)};
+  if (const onnx::AttributeProto* value = r.find("value")) {
+    if (!value->has_t()) return std::nullopt;
+    absl::StatusOr<Tensor> fill = tensor_from_proto(value->t());
+    std::optional<double> v = fill.ok() ? scalar_number(*fill) : std::nullopt;
+    if (!v) return std::nullopt;
+    m.attributes.set("value", *v);
+    m.attributes.set("dtype", std::string(dtype_name(fill->dtype())));
+  }
+  if (!set_sized_by_values(node, m, "shape")) return std::nullopt;
+  return m;
+}
+
+}  // namespace saturn::tensor::onnx_io

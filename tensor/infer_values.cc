@@ -1,0 +1,138 @@
+// Types of the value operators that move or make values: Expand, Tile,
+// Range, ConstantOfShape, CumSum, GatherElements and GatherND, and Min and
+// Max. Each follows its ONNX definition; Range and ConstantOfShape, and
+// Expand and Tile given their shape or repeats as a value, take their
+// output's size from their attributes (sized_by_values, ops.h).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/inference.h"
+
+namespace saturn::tensor::inference {
+
+absl::Status Inference::need_index(std::size_t i) const {
+  if (t(i).dtype != DType::kInt64 && t(i).dtype != DType::kInt32)
+    return fail(op_, "input {} must hold int64 or int32 indices, is {}", i, to_string(t(i)));
+  return absl::OkStatus();
+}
+
+// A shape or repeats given as a value: a 1-D int64 tensor of `length`.
+absl::Status Inference::need_shape_value(std::size_t i, std::size_t length) const {
+  if (t(i).dtype != DType::kInt64 || d(i).size() != 1 ||
+      d(i)[0] != static_cast<std::int64_t>(length))
+    return fail(op_, "input {} must be an int64[{}], is {}", i, length, to_string(t(i)));
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status need_sizes(Op op, const Ints& dims, std::string_view what) {
+  for (std::int64_t x : dims) {
+    if (x < 0) return fail(op, "{} {} has a negative value", what, to_string(dims));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ValueType> Inference::made_value() {
+  const DType dtype = t(0).dtype;
+  if (dtype == DType::kBool && op_ != Op::kExpand && op_ != Op::kTile &&
+      op_ != Op::kGatherElements && op_ != Op::kGatherND)
+    return fail(op_, "input 0 must hold numbers, is {}", to_string(t(0)));
+  switch (op_) {
+    case Op::kExpand: {
+      const Ints& shape = ints(a_, "shape");
+      if (in_.size() == 2 && (t(1).dtype != DType::kInt64 || d(1).size() != 1))
+        return fail(op_, "input 1 must be a 1-D int64 shape, is {}", to_string(t(1)));
+      if (auto s = need_sizes(op_, shape, "shape"); !s.ok()) return s;
+      std::optional<Dims> out = broadcast_dims(d(0), shape);
+      if (!out) return fail(op_, "{} does not broadcast to {}", to_string(t(0)), to_string(shape));
+      return like(0, *std::move(out));
+    }
+    case Op::kTile: {
+      const Ints& repeats = ints(a_, "repeats");
+      if (repeats.size() != d(0).size())
+        return fail(op_, "repeats {} must have one value per axis of {}", to_string(repeats),
+                    to_string(t(0)));
+      if (auto s = need_sizes(op_, repeats, "repeats"); !s.ok()) return s;
+      if (in_.size() == 2) {
+        if (auto s = need_shape_value(1, repeats.size()); !s.ok()) return s;
+      }
+      Dims out = d(0);
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        if (__builtin_mul_overflow(out[k], repeats[k], &out[k]))
+          return fail(op_, "{} repeated {} overflows", to_string(t(0)), to_string(repeats));
+      }
+      return like(0, std::move(out));
+    }
+    case Op::kRange: {
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (!d(i).empty() || t(i).dtype != dtype)
+          return fail(op_, "input {} must be a scalar of input 0's type {}, is {}", i,
+                      dtype_name(dtype), to_string(t(i)));
+      }
+      const Ints& shape = ints(a_, "shape");
+      if (shape.size() != 1) return fail(op_, "its shape {} must have one value", to_string(shape));
+      if (auto s = need_sizes(op_, shape, "shape"); !s.ok()) return s;
+      return ValueType::of(TensorType{dtype, shape});
+    }
+    case Op::kConstantOfShape: {
+      const Ints& shape = ints(a_, "shape");
+      std::optional<DType> filled = parse_dtype(*a_.get_string("dtype"));
+      if (!filled || !is_plain_number(*filled))
+        return fail(op_, "cannot fill with '{}'", *a_.get_string("dtype"));
+      if (auto s = need_shape_value(0, shape.size()); !s.ok()) return s;
+      if (auto s = need_sizes(op_, shape, "shape"); !s.ok()) return s;
+      return ValueType::of(TensorType{*filled, shape});
+    }
+    case Op::kMin:
+    case Op::kMax: {
+      if (t(1).dtype != dtype)
+        return fail(op_, "input 1 must have input 0's element type {}, is {}", dtype_name(dtype),
+                    to_string(t(1)));
+      std::optional<Dims> out = broadcast_dims(d(0), d(1));
+      if (!out) return fail(op_, "shapes {} and {} do not broadcast", to_string(d(0)), to_string(d(1)));
+      return like(0, *std::move(out));
+    }
+    case Op::kCumSum:
+      if (!normalize_axis(int_attr(a_, "axis"), d(0).size()))
+        return fail(op_, "axis {} is out of range for {}", int_attr(a_, "axis"), to_string(t(0)));
+      return in_[0];
+    case Op::kGatherElements: {
+      if (auto s = need_index(1); !s.ok()) return s;
+      if (d(0).empty() || d(1).size() != d(0).size())
+        return fail(op_, "indices {} must have the rank of data {}", to_string(t(1)), to_string(t(0)));
+      if (!normalize_axis(int_attr(a_, "axis"), d(0).size()))
+        return fail(op_, "axis {} is out of range for {}", int_attr(a_, "axis"), to_string(t(0)));
+      return like(0, d(1));
+    }
+    case Op::kGatherND: {
+      if (t(1).dtype != DType::kInt64)
+        return fail(op_, "input 1 must hold int64 indices, is {}", to_string(t(1)));
+      const auto r = static_cast<std::int64_t>(d(0).size()), q = static_cast<std::int64_t>(d(1).size());
+      const std::int64_t b = int_attr(a_, "batch_dims");
+      if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q))
+        return fail(op_, "batch_dims {} must be below the ranks of {} and {}", b, to_string(t(0)),
+                    to_string(t(1)));
+      const std::int64_t k = d(1).back();
+      if (k < 1 || k > r - b)
+        return fail(op_, "indices {} index {} axes of {} after {} batch axes", to_string(t(1)), k,
+                    to_string(t(0)), b);
+      for (std::int64_t i = 0; i < b; ++i) {
+        if (d(0)[i] != d(1)[i])
+          return fail(op_, "the batch axes of {} and {} differ", to_string(t(0)), to_string(t(1)));
+      }
+      Dims out(d(1).begin(), d(1).end() - 1);
+      out.insert(out.end(), d(0).begin() + b + k, d(0).end());
+      return like(0, std::move(out));
+    }
+    default:
+      return fail(op_, "not a value operator");
+  }
+}
+
+}  // namespace saturn::tensor::inference

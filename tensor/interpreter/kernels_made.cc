@@ -1,0 +1,264 @@
+// Reference kernels of the value operators that move or make values, on
+// any plain element type, as ONNX defines them: Expand, Tile, Range,
+// ConstantOfShape, Min, Max, CumSum, GatherElements and GatherND. Indices
+// may be negative (counted from the end of their axis); one out of range
+// is an error, where ONNX leaves the result undefined.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/interpreter/numbers.h"
+
+namespace saturn::tensor::kernels {
+
+namespace {
+
+// A shape given as a value (Expand's, ConstantOfShape's, Tile's repeats):
+// its values, none negative, and at most kMaxElements elements in all.
+absl::StatusOr<Dims> shape_value(std::string_view what, const Tensor& shape) {
+  if (shape.dtype() != DType::kInt64 || shape.dims().size() != 1)
+    return absl::InvalidArgumentError(
+        fmt::format("{} must be a 1-D int64 tensor, is {}", what, to_string(shape.type())));
+  const Dims dims(shape.ints().begin(), shape.ints().end());
+  std::int64_t total = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0)
+      return absl::InvalidArgumentError(
+          fmt::format("{} {} has a negative value", what, to_string(dims)));
+    if (d > 0 && total > kMaxElements / d)
+      return absl::ResourceExhaustedError(
+          fmt::format("{} {} holds more than the interpreter computes ({} bytes)", what,
+                      to_string(dims), kMaxEvaluatedBytes));
+    total *= d;
+  }
+  return dims;
+}
+
+absl::Status within_limit(std::string_view op, const TensorType& out) {
+  if (out.num_elements() > kMaxElements)
+    return absl::ResourceExhaustedError(
+        fmt::format("{} to {} holds more than the interpreter computes", op, to_string(out)));
+  return absl::OkStatus();
+}
+
+// The flat offset of each element of a tensor of `dims`, by its index.
+std::int64_t offset_of(const Dims& index, const Dims& strides) {
+  std::int64_t at = 0;
+  for (std::size_t k = 0; k < index.size(); ++k) at += index[k] * strides[k];
+  return at;
+}
+
+// Advances `index` through `dims` in row-major order; false after the last.
+bool next_index(Dims& index, const Dims& dims) {
+  for (std::size_t k = index.size(); k-- > 0;) {
+    if (++index[k] < dims[k]) return true;
+    index[k] = 0;
+  }
+  return false;
+}
+
+// `i` as an index into an axis of `extent`: negative counts from the end.
+std::optional<std::int64_t> index_into(Number i, std::int64_t extent) {
+  auto at = static_cast<std::int64_t>(i);
+  if (at < 0) at += extent;
+  if (at < 0 || at >= extent) return std::nullopt;
+  return at;
+}
+
+absl::Status out_of_range(std::string_view op, Number i, std::int64_t extent) {
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: index {} is out of range for an axis of {}", op, static_cast<double>(i), extent));
+}
+
+absl::StatusOr<Tensor> tile(const Attributes& a, std::span<const Tensor> in) {
+  Dims repeats(a.get_ints("repeats")->begin(), a.get_ints("repeats")->end());
+  if (in.size() == 2) {
+    absl::StatusOr<Dims> given = shape_value("Tile's repeats", in[1]);
+    if (!given.ok()) return given.status();
+    repeats = *std::move(given);
+  }
+  const Dims& dims = in[0].dims();
+  if (repeats.size() != dims.size())
+    return absl::InvalidArgumentError(fmt::format(
+        "Tile: repeats {} must have one value per axis of {}", to_string(repeats), to_string(dims)));
+  TensorType out{in[0].dtype(), dims};
+  for (std::size_t k = 0; k < dims.size(); ++k) out.dims[k] *= repeats[k];
+  if (auto s = within_limit("Tile", out); !s.ok()) return s;
+  const std::vector<Number> x = numbers(in[0]);
+  std::vector<Number> y(static_cast<std::size_t>(out.num_elements()));
+  const Dims strides = strides_of(dims);
+  Dims index(dims.size(), 0), source(dims.size(), 0);
+  for (std::size_t i = 0; i < y.size(); ++i, next_index(index, out.dims)) {
+    for (std::size_t k = 0; k < dims.size(); ++k) source[k] = index[k] % dims[k];
+    y[i] = x[static_cast<std::size_t>(offset_of(source, strides))];
+  }
+  return from_numbers(out, y);
+}
+
+Tensor cumsum(const Attributes& a, const Tensor& x) {
+  const DType dtype = x.dtype();
+  const AxisView v = view_around(x.dims(), *normalize_axis(*a.get_int("axis"), x.dims().size()));
+  const bool exclusive = *a.get_int("exclusive") != 0, reverse = *a.get_int("reverse") != 0;
+  // The running sum in the element type's own arithmetic: integers wrap in
+  // their width (ONNX's Add), float32 rounds at each step.
+  bool by_zero = false;  // never set by Add
+  const auto add = [&](Number sum, Number e) -> Number {
+    if (is_integer(dtype)) return integer_op(Op::kAdd, dtype, sum, e, by_zero);
+    if (dtype == DType::kFloat32) return static_cast<float>(sum) + static_cast<float>(e);
+    return sum + e;
+  };
+  const std::vector<Number> in = numbers(x);
+  std::vector<Number> out(in.size());
+  for (std::int64_t o = 0; o < v.outer; ++o) {
+    for (std::int64_t i = 0; i < v.inner; ++i) {
+      Number sum = 0;
+      for (std::int64_t step = 0; step < v.extent; ++step) {
+        const std::int64_t e = reverse ? v.extent - 1 - step : step;
+        const auto at = static_cast<std::size_t>((o * v.extent + e) * v.inner + i);
+        if (exclusive) out[at] = sum;
+        sum = add(sum, in[at]);
+        if (!exclusive) out[at] = sum;
+      }
+    }
+  }
+  return from_numbers(x.type(), out);
+}
+
+absl::StatusOr<Tensor> gather_elements(const Attributes& a, const Tensor& data,
+                                       const Tensor& indices, const TensorType& out) {
+  const Dims& dims = data.dims();
+  const auto axis = static_cast<std::size_t>(*normalize_axis(*a.get_int("axis"), dims.size()));
+  const std::vector<Number> x = numbers(data), at = numbers(indices);
+  const Dims strides = strides_of(dims);
+  std::vector<Number> y(at.size());
+  Dims index(out.dims.size(), 0);
+  for (std::size_t i = 0; i < y.size(); ++i, next_index(index, out.dims)) {
+    Dims source = index;
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      if (k != axis && source[k] >= dims[k])
+        return absl::InvalidArgumentError(fmt::format(
+            "GatherElements: indices {} exceed data {} off the axis", to_string(out.dims),
+            to_string(dims)));
+    }
+    std::optional<std::int64_t> j = index_into(at[i], dims[axis]);
+    if (!j) return out_of_range("GatherElements", at[i], dims[axis]);
+    source[axis] = *j;
+    y[i] = x[static_cast<std::size_t>(offset_of(source, strides))];
+  }
+  return from_numbers(out, y);
+}
+
+absl::StatusOr<Tensor> gather_nd(const Attributes& a, const Tensor& data, const Tensor& indices,
+                                 const TensorType& out) {
+  const Dims& dims = data.dims();
+  const auto b = static_cast<std::size_t>(*a.get_int("batch_dims"));
+  const auto k = static_cast<std::size_t>(indices.dims().back());
+  const std::vector<Number> x = numbers(data), at = numbers(indices);
+  const Dims strides = strides_of(dims);
+  // Each index tuple picks a block of the trailing axes.
+  std::int64_t block = 1;
+  for (std::size_t r = b + k; r < dims.size(); ++r) block *= dims[r];
+  const std::size_t tuples = at.size() / k;
+  std::int64_t per_batch = 1;  // index tuples per batch position
+  for (std::size_t r = b; r + 1 < indices.dims().size(); ++r) per_batch *= indices.dims()[r];
+  std::vector<Number> y;
+  y.reserve(static_cast<std::size_t>(out.num_elements()));
+  for (std::size_t t = 0; t < tuples; ++t) {
+    // The batch position of tuple t, as an offset into data.
+    std::int64_t from = 0, batch = static_cast<std::int64_t>(t) / std::max<std::int64_t>(per_batch, 1);
+    for (std::size_t r = b; r-- > 0;) {
+      from += (batch % dims[r]) * strides[r];
+      batch /= dims[r];
+    }
+    for (std::size_t r = 0; r < k; ++r) {
+      const Number i = at[t * k + r];
+      std::optional<std::int64_t> j = index_into(i, dims[b + r]);
+      if (!j) return out_of_range("GatherND", i, dims[b + r]);
+      from += *j * strides[b + r];
+    }
+    for (std::int64_t e = 0; e < block; ++e) y.push_back(x[static_cast<std::size_t>(from + e)]);
+  }
+  return from_numbers(out, y);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> range_of(std::span<const Tensor> in) {
+  if (in.size() != 3 || in[0].size() != 1 || in[1].size() != 1 || in[2].size() != 1 ||
+      in[1].dtype() != in[0].dtype() || in[2].dtype() != in[0].dtype() ||
+      !is_plain_number(in[0].dtype()) || in[0].dtype() == DType::kBool)
+    return absl::InvalidArgumentError("Range takes three numeric scalars of one type");
+  const Number start = numbers(in[0])[0], limit = numbers(in[1])[0], delta = numbers(in[2])[0];
+  if (delta == 0) return absl::InvalidArgumentError("Range's delta is 0");
+  const Number steps = std::max<Number>(0, std::ceil((limit - start) / delta));
+  if (!std::isfinite(steps) || steps > static_cast<Number>(kMaxElements))
+    return absl::ResourceExhaustedError(fmt::format(
+        "Range from {} to {} by {} has more elements than the interpreter computes",
+        static_cast<double>(start), static_cast<double>(limit), static_cast<double>(delta)));
+  const auto count = static_cast<std::int64_t>(steps);
+  std::vector<Number> out(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = start + delta * i;
+  return from_numbers(TensorType{in[0].dtype(), {count}}, out);
+}
+
+absl::StatusOr<Tensor> expand_by(std::span<const Tensor> in) {
+  if (in.size() != 2 || !is_plain_number(in[0].dtype()))
+    return absl::InvalidArgumentError("Expand takes a tensor of numbers and a shape");
+  absl::StatusOr<Dims> shape = shape_value("Expand's shape", in[1]);
+  if (!shape.ok()) return shape.status();
+  std::optional<Dims> dims = broadcast_dims(in[0].dims(), *shape);
+  if (!dims) return absl::InvalidArgumentError("Expand's shape does not broadcast with its input");
+  const TensorType out{in[0].dtype(), *dims};
+  if (auto s = within_limit("Expand", out); !s.ok()) return s;
+  return broadcast_map(in.first(1), out, [](std::span<const Number> v) { return v[0]; });
+}
+
+absl::StatusOr<Tensor> constant_of_shape(DType dtype, double fill, const Tensor& shape) {
+  if (!is_plain_number(dtype))
+    return absl::UnimplementedError("ConstantOfShape of this element type is not computed");
+  absl::StatusOr<Dims> dims = shape_value("ConstantOfShape's shape", shape);
+  if (!dims.ok()) return dims.status();
+  return filled(TensorType{dtype, *std::move(dims)}, fill);
+}
+
+absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Tensor> in,
+                                  const TensorType& out) {
+  switch (op) {
+    case Op::kExpand:
+      if (in.size() == 2) return expand_by(in);
+      return broadcast_map(in, out, [](std::span<const Number> v) { return v[0]; });
+    case Op::kTile:
+      return tile(a, in);
+    case Op::kRange:
+      return range_of(in);
+    case Op::kConstantOfShape:
+      return constant_of_shape(out.dtype, *a.get_float("value"), in[0]);
+    case Op::kMin:
+    case Op::kMax: {
+      const bool least = op == Op::kMin;
+      return broadcast_map(in, out, [least](std::span<const Number> v) {
+        if (std::isnan(v[0]) || std::isnan(v[1])) return std::isnan(v[0]) ? v[0] : v[1];
+        return least ? std::min(v[0], v[1]) : std::max(v[0], v[1]);
+      });
+    }
+    case Op::kCumSum:
+      return cumsum(a, in[0]);
+    case Op::kGatherElements:
+      return gather_elements(a, in[0], in[1], out);
+    case Op::kGatherND:
+      return gather_nd(a, in[0], in[1], out);
+    default:
+      return absl::InvalidArgumentError(fmt::format("{} is not a value operator", op_name(op)));
+  }
+}
+
+}  // namespace saturn::tensor::kernels

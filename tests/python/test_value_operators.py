@@ -1,0 +1,191 @@
+"""The value operators that move or make values, and the rounding unary
+operators, as IR operators: Ceil, Floor, Round, Sign, Min, Max, CumSum,
+GatherElements, GatherND, Tile, Range, ConstantOfShape and Expand by a
+shape computed at run time. A model of each is read with no opaque
+operator; saturn's interpreter computes what onnxruntime computes on random
+inputs (negative indices included); the model saturn writes holds the
+operator again and gives onnxruntime's outputs; and where the size depends
+on values (a Range to the sequence length, a mask expanded to it), the
+written model gives them at sizes other than the one saturn read it at.
+Run by CTest (python_tests, the venv's python, SATURN_CLI set, the module
+on PYTHONPATH).
+"""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import saturn
+
+CLI = os.environ.get("SATURN_CLI")
+needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
+NP = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32}
+
+
+def ints(name, values):
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+def save(path, nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "values", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return path
+
+
+def value(name, proto, dims):
+    return helper.make_tensor_value_info(name, proto, dims)
+
+
+def random_feeds(path, seed, sizes=None):
+    """Random values for every graph input (symbolic axes at `sizes`, else
+    1); integer inputs named 'idx*' hold indices in [-3, 3)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in onnx.load(str(path)).graph.input:
+        t = i.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else (sizes or {}).get(d.dim_param, 1)
+                for d in t.shape.dim]
+        dtype = NP[t.elem_type]
+        if i.name.startswith("idx"):
+            feeds[i.name] = rng.integers(-3, 3, size=dims).astype(dtype)
+        elif np.issubdtype(dtype, np.integer):
+            feeds[i.name] = rng.integers(-50, 50, size=dims).astype(dtype)
+        else:  # halves too, where Round's ties to even show
+            feeds[i.name] = (np.round(rng.uniform(-4, 4, size=dims) * 2) / 2 +
+                             rng.choice([0, 0.3], size=dims)).astype(dtype)
+    return feeds
+
+
+def ort_outputs(path, feeds):
+    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+
+
+def same(got, want, what):
+    """Integers and what only moves values exactly; a float sum to its
+    rounding (the order of its terms is the kernel's)."""
+    if np.issubdtype(want.dtype, np.floating):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def check_against_onnxruntime(tmp_path, path, op_types, sizes=()):
+    model = saturn.load(str(path))
+    assert "Opaque" not in model.op_counts, model.op_counts
+    for op in op_types:
+        assert op in model.op_counts, (op, model.op_counts)
+    for seed in range(3):
+        feeds = random_feeds(path, seed)
+        want, got = ort_outputs(path, feeds), model.run(feeds)
+        for name, v in want.items():
+            assert got[name].dtype == v.dtype, name
+            same(got[name], v, f"{name}, seed {seed}")
+    if not CLI:
+        return
+    out = tmp_path / "written.onnx"
+    done = subprocess.run([CLI, "optimize", str(path), "-o", str(out), "--no-measure", "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    written_ops = {n.op_type for n in written.graph.node}
+    for op in op_types:
+        assert op in written_ops, (op, written_ops)
+    assert "Opaque" not in saturn.load(str(out)).op_counts  # read back as IR operators
+    for at in [None, *sizes]:
+        feeds = random_feeds(path, 7, at)
+        want, got = ort_outputs(path, feeds), ort_outputs(out, feeds)
+        for name, v in want.items():
+            same(got[name], v, f"{name} at {at}")
+
+
+def test_rounding_and_sign(tmp_path):
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node(op, ["x"], [op.lower()]) for op in ("Ceil", "Floor", "Round", "Sign")]
+    nodes.append(helper.make_node("Sign", ["n"], ["sign_n"]))
+    path = save(tmp_path / "m.onnx", nodes, [value("x", f, [4, 6]), value("n", TensorProto.INT32, [5])],
+                [value(o, f, [4, 6]) for o in ("ceil", "floor", "round", "sign")] +
+                [value("sign_n", TensorProto.INT32, [5])])
+    check_against_onnxruntime(tmp_path, path, ["Ceil", "Floor", "Round", "Sign"])
+
+
+def test_min_max_cumsum_and_tile(tmp_path):
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("Min", ["x", "y"], ["least"]),
+             helper.make_node("Max", ["a", "b"], ["most"]),
+             helper.make_node("CumSum", ["x", "axis1"], ["sum1"]),
+             helper.make_node("CumSum", ["x", "axis0"], ["sum0"], exclusive=1, reverse=1),
+             helper.make_node("CumSum", ["a", "axis_last"], ["isum"], exclusive=1),
+             helper.make_node("Tile", ["a", "repeats"], ["tiled"])]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("x", f, [3, 5]), value("y", f, [5]), value("a", i64, [2, 4]), value("b", i64, [2, 1])],
+                [value("least", f, [3, 5]), value("most", i64, [2, 4]), value("sum1", f, [3, 5]),
+                 value("sum0", f, [3, 5]), value("isum", i64, [2, 4]), value("tiled", i64, [6, 8])],
+                [helper.make_tensor("axis1", i64, [], [1]), helper.make_tensor("axis0", i64, [], [0]),
+                 helper.make_tensor("axis_last", TensorProto.INT32, [], [-1]), ints("repeats", [3, 2])])
+    check_against_onnxruntime(tmp_path, path, ["Min", "Max", "CumSum", "Tile"])
+
+
+def test_gather_elements_and_gather_nd(tmp_path):
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("GatherElements", ["x", "idx_e"], ["rows"], axis=1),
+             helper.make_node("GatherElements", ["x", "idx_e0"], ["cols"], axis=0),
+             helper.make_node("GatherND", ["x3", "idx_nd"], ["picked"]),
+             helper.make_node("GatherND", ["x3", "idx_b"], ["batched"], batch_dims=1)]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("x", f, [3, 4]), value("idx_e", i64, [3, 2]), value("idx_e0", i64, [2, 4]),
+                 value("x3", f, [3, 4, 5]), value("idx_nd", i64, [2, 2]), value("idx_b", i64, [3, 2, 1])],
+                [value("rows", f, [3, 2]), value("cols", f, [2, 4]), value("picked", f, [2, 5]),
+                 value("batched", f, [3, 2, 5])])
+    check_against_onnxruntime(tmp_path, path, ["GatherElements", "GatherND"])
+
+
+def test_an_index_out_of_range_is_an_error(tmp_path):
+    i64 = TensorProto.INT64
+    path = save(tmp_path / "m.onnx", [helper.make_node("GatherElements", ["x", "i"], ["y"])],
+                [value("x", TensorProto.FLOAT, [2, 2]), value("i", i64, [2, 2])],
+                [value("y", TensorProto.FLOAT, [2, 2])])
+    model = saturn.load(str(path))
+    with pytest.raises(Exception, match="out of range"):
+        model.run({"x": np.zeros((2, 2), np.float32), "i": np.array([[0, 1], [2, 0]], np.int64)})
+
+
+def test_sizes_computed_at_run_time(tmp_path):
+    """A causal mask and position ids of a symbolic sequence, as decoders'
+    exports build them: Range to the length, ConstantOfShape and Tile of
+    the computed shape, and an Expand of the mask to [batch, 1, seq, seq]."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+             helper.make_node("Range", ["zero", "seq", "one"], ["positions"]),
+             helper.make_node("Unsqueeze", ["positions", "axes0"], ["row"]),
+             helper.make_node("Unsqueeze", ["positions", "axes1"], ["column"]),
+             helper.make_node("LessOrEqual", ["row", "column"], ["causal"]),
+             helper.make_node("Cast", ["causal"], ["causal_f"], to=f),
+             helper.make_node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+             helper.make_node("Unsqueeze", ["seq", "axes0"], ["seq1"]),
+             helper.make_node("Concat", ["batch1", "ones", "seq1", "seq1"], ["mask_shape"], axis=0),
+             helper.make_node("Expand", ["causal_f", "mask_shape"], ["mask"]),
+             helper.make_node("Concat", ["batch1", "seq1"], ["ids_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["ids_shape"], ["filled"],
+                              value=helper.make_tensor("v", i64, [1], [3])),
+             helper.make_node("Concat", ["batch1", "one_repeat"], ["repeats"], axis=0),
+             helper.make_node("Tile", ["bias", "repeats"], ["tiled"]),
+             helper.make_node("ReduceSum", ["x", "axes2"], ["summed"], keepdims=0),
+             helper.make_node("Add", ["summed", "tiled"], ["with_bias"])]
+    path = save(tmp_path / "m.onnx", nodes, [value("x", f, ["batch", "seq", 8])],
+                [value("mask", f, ["batch", 1, "seq", "seq"]), value("filled", i64, ["batch", "seq"]),
+                 value("with_bias", f, ["batch", "seq"])],
+                [helper.make_tensor("zero", i64, [], [0]), helper.make_tensor("one", i64, [], [1]),
+                 ints("axes0", [0]), ints("axes1", [1]), ints("axes2", [2]), ints("ones", [1]),
+                 ints("one_repeat", [1]), helper.make_tensor("bias", f, [1, 1], [0.5])])
+    check_against_onnxruntime(tmp_path, path, ["Range", "ConstantOfShape", "Tile", "Expand"],
+                              sizes=[{"batch": 2, "seq": 5}, {"batch": 3, "seq": 11}])
