@@ -29,7 +29,9 @@ std::optional<Dims> dims_by_value(std::string_view op, const Dims& in, const Ten
   if (op == "Expand") return broadcast_dims(in, v);
   if (v.size() != in.size()) return std::nullopt;
   Dims out = in;
-  for (std::size_t k = 0; k < in.size(); ++k) out[k] *= v[k];
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (v[k] < 0 || __builtin_mul_overflow(in[k], v[k], &out[k])) return std::nullopt;
+  }
   return out;
 }
 

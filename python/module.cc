@@ -352,8 +352,9 @@ class PyEnvironment {
 
 }  // namespace
 
-PYBIND11_MODULE(saturn, m) {
-  m.doc() = "saturn: a superoptimizer for tensor computation graphs";
+PYBIND11_MODULE(_saturn, m) {
+  m.doc() = "saturn: a superoptimizer for tensor computation graphs (the package's extension)";
+  m.attr("__version__") = SATURN_VERSION;
 
   py::class_<Model>(m, "Model", "A tensor graph (ONNX, saturn JSON or a zoo model)")
       .def_static(

@@ -14,6 +14,12 @@ step "the Release build"
 ctest --test-dir build --output-on-failure -j "$(nproc)" -LE large
 step "the Release tests"
 
+# The Python package as a user installs it: a wheel built by pip, repaired
+# by auditwheel, installed into a fresh virtual environment and tested
+# there (tools/wheel.sh).
+bash tools/wheel.sh
+step "the wheel"
+
 # The sanitized build (a Debug build, so the e-graph's invariant checks run
 # after every rebuild) covers the engine's tests; SATURN_SANITIZE_ONNX=1
 # adds ONNX import, evaluation and export (libonnx-testdata's node models,

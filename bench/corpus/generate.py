@@ -261,18 +261,21 @@ def worker(name, result_path):
     t_start = time.time()
     try:
         with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as tmp:
-            model, cls, info = spec.build()
-            model.eval()
-            for p in model.parameters():
-                p.requires_grad_(False)
-            raw = Path(tmp) / "raw.onnx"
             t0 = time.time()
-            with torch.no_grad():
-                export(spec, model, raw)
+            if spec.fetch is not None:  # exported by someone else, read as they ship it
+                m, cls, info = spec.fetch(tmp)
+            else:
+                model, cls, info = spec.build()
+                model.eval()
+                for p in model.parameters():
+                    p.requires_grad_(False)
+                raw = Path(tmp) / "raw.onnx"
+                with torch.no_grad():
+                    export(spec, model, raw)
+                del model
+                gc.collect()
+                m = onnx.load(str(raw), load_external_data=True)
             export_s = time.time() - t0
-            del model
-            gc.collect()
-            m = onnx.load(str(raw), load_external_data=True)
             moved = constants_to_initializers(m)
             symbolic = rename_dims(m, spec)
             seeded = strip_weights(m)
@@ -349,8 +352,10 @@ def write_readme(man):
     L.append("Real-architecture ONNX graphs for developing and benchmarking saturn: decoders (LLaMA-family with "
              "grouped-query attention, a KV-cache decode step, GPT-2, GPT-NeoX, OPT, Phi), encoders, "
              "encoder-decoders, audio, vision transformers, detection/segmentation, CNNs and a diffusion UNet. "
-             "Every model is built from a configuration (no downloaded checkpoints), exported with PyTorch's "
-             "TorchScript or dynamo ONNX exporter and stripped of its weights: each float32 initializer with more "
+             "Every model is built from a configuration (no downloaded checkpoints) and exported with PyTorch's "
+             "TorchScript or dynamo ONNX exporter, or, for the exports of other tools (source `pypi`: paddle2onnx's "
+             "PaddleOCR models), read from the ONNX file a PyPI package ships at a pinned version; each is stripped "
+             "of its weights: each float32 initializer with more "
              f"than {SEEDED_MIN_ELEMENTS} elements became a graph input of the same name, type and shape, and the "
              "metadata entry `saturn.seeded_weights` maps its name to `{\"low\": L, \"high\": H}`, the range of the "
              "original tensor. A runner materializes those inputs with uniform random values in [L, H). "
@@ -373,8 +378,12 @@ def write_readme(man):
              "stripped file, an onnxruntime load of it, and one onnxruntime run of the materialized model (seeded "
              "inputs filled uniformly in [low, high) as initializers, symbolic dims at `dims`) whose outputs must "
              "be finite (recorded as `finite`).\n")
+    n_ts = sum(m["exporter"] == "torchscript" for m in ms)
+    others = sorted({m["exporter"] for m in ms} - {"dynamo", "torchscript"})
     L.append(f"{len(ms)} models, {len(fams)} families, {n_dyn} exported with the dynamo exporter, "
-             f"{len(ms) - n_dyn} with the TorchScript exporter; models/ totals {total / 1e6:.1f} MB.\n")
+             f"{n_ts} with the TorchScript exporter"
+             + (f", {len(ms) - n_dyn - n_ts} by {', '.join(others)}" if others else "")
+             + f"; models/ totals {total / 1e6:.1f} MB.\n")
     L.append("## Regenerate\n")
     L.append("From the repository root (about 20-25 minutes on 2 cores; models are exported one at a time, each in its own subprocess):\n")
     L.append("```sh\n/usr/bin/python3 -m venv build/corpus-venv\n"

