@@ -399,9 +399,6 @@ add(encoder("albert-base-v2", "albert", "dynamo", 18, "AlbertModel", "AlbertConf
 add(encoder("electra-small-discriminator", "electra", "torchscript", 16, "ElectraModel", "ElectraConfig", 30522,
             embedding_size=128, hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
             intermediate_size=1024))
-# XLNet: two-stream relative attention written with torch.einsum (Einsum in its export).
-add(encoder("xlnet-base-cased", "xlnet", "torchscript", 17, "XLNetModel", "XLNetConfig", 32000,
-            d_model=768, n_layer=12, n_head=12, d_inner=3072))
 add(encoder("mobilebert-uncased", "mobilebert", "torchscript", 17, "MobileBertModel", "MobileBertConfig", 30522))
 
 # ---- encoder-decoders and audio ----
@@ -441,10 +438,6 @@ add(vision("swin-tiny-patch4-window7-224", "swin", "transformers", "dynamo", 18,
 add(vision("tv-convnext_tiny", "convnext", "torchvision", "torchscript", 16, tv_model("convnext_tiny")))
 add(vision("convnext-tiny-224", "convnext", "transformers", "dynamo", 20,
            hf_vision("ConvNextForImageClassification", "ConvNextConfig", num_labels=1000)))
-# BEiT: a relative-position bias per layer, gathered from a table by a relative-position index.
-add(vision("beit-base-patch16-224", "beit", "transformers", "torchscript", 17,
-           hf_vision("BeitForImageClassification", "BeitConfig", num_labels=1000, use_relative_position_bias=True,
-                     use_absolute_position_embeddings=False, use_mean_pooling=True)))
 add(vision("mobilevit-small", "mobilevit", "transformers", "torchscript", 17,
            hf_vision("MobileViTForImageClassification", "MobileViTConfig", num_labels=1000), size=256))
 _s = Spec("clip-vit-base-patch32", "clip", "transformers", "torchscript", 14,
