@@ -37,6 +37,16 @@ std::optional<Dims> dims_by_value(std::string_view op, const Dims& in, const Ten
 
 }  // namespace
 
+const Tensor* Importer::known_value(const std::string& name, bool at_probe) const {
+  if (auto c = constants_.find(name); c != constants_.end()) return &c->second;
+  if (at_probe) {
+    auto v = probe_values_.find(name);
+    return v == probe_values_.end() ? nullptr : &v->second;
+  }
+  auto v = graph_.size_values.find(name);
+  return v == graph_.size_values.end() ? nullptr : v->second.get();
+}
+
 bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view key) {
   absl::StatusOr<TensorType> type = value_type(node.proto.output(0));
   if (!type.ok() || type->dtype == DType::kOther) return false;
@@ -47,12 +57,7 @@ bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view 
   // type of the input and the value of the shape at the given sizes.
   Dims out = type->dims;
   if (!type->is_static() && by_value_input) {
-    const std::string shape = node.input(1);
-    auto c = constants_.find(shape);
-    auto v = graph_.size_values.find(shape);
-    const Tensor* value = c != constants_.end()       ? &c->second
-                          : v != graph_.size_values.end() ? v->second.get()
-                                                         : nullptr;
+    const Tensor* value = known_value(node.input(1), /*at_probe=*/false);
     std::optional<Dims> dims = value ? dims_by_value(op, node.dims(0), *value) : std::nullopt;
     if (!dims) return false;
     out = *std::move(dims);
@@ -77,11 +82,7 @@ bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view 
   if (auto p = probe_dims_.find(node.proto.output(0)); p != probe_dims_.end()) probe = p->second;
   if (!probe && by_value_input) {
     auto in = probe_dims_.find(node.input(0));
-    auto v = probe_values_.find(node.input(1));
-    auto c = constants_.find(node.input(1));
-    const Tensor* value = v != probe_values_.end() ? &v->second
-                          : c != constants_.end()  ? &c->second
-                                                   : nullptr;
+    const Tensor* value = known_value(node.input(1), /*at_probe=*/true);
     if (in != probe_dims_.end() && value) probe = dims_by_value(op, in->second, *value);
   }
   if (probe && probe->size() == out.size()) {

@@ -323,6 +323,9 @@ class Importer {
   // given sizes (`key`, or the repeats that give them) and at the probe
   // sizes; false when its output has no static type.
   bool set_sized_by_values(KnownNode& node, Mapped& m, std::string_view key);
+  // A value known at import at the given sizes (a constant, or a size value
+  // computed there) or at the probe sizes; null where it is not known.
+  const Tensor* known_value(const std::string& name, bool at_probe) const;
   // onnxruntime's fused operators, in the forms saturn writes them.
   std::optional<Mapped> map_runtime(KnownNode& node);
 

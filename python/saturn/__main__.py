@@ -18,10 +18,8 @@ def program() -> str:
 
 
 def main() -> None:
-    harness = Path(__file__).resolve().parent / "ort_harness"
-    if harness.is_dir():
-        os.environ.setdefault("SATURN_ORT_DIR", str(harness))
-        os.environ.setdefault("SATURN_ORT_PYTHON", sys.executable)
+    # Importing the package (as this module's import does) has pointed the
+    # program at the packaged harness, for this interpreter.
     binary = program()
     sys.stdout.flush()
     os.execv(binary, [binary, *sys.argv[1:]])
