@@ -183,6 +183,8 @@ absl::Status Exporter::emit(int i) {
     case Op::kCumSum:
     case Op::kGatherElements:
     case Op::kGatherND:
+    case Op::kScatterND:
+    case Op::kScatterElements:
       return emit_value_op(n, a, in, out);
     case Op::kIsInf: {
       auto* inf = node("IsInf", in, {out});

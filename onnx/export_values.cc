@@ -45,6 +45,14 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
       if (*a.get_int("batch_dims") != 0) set_int(g, "batch_dims", *a.get_int("batch_dims"));
       return absl::OkStatus();
     }
+    case Op::kScatterND:
+    case Op::kScatterElements: {
+      auto* s = node(op_name(n.op), in, {out});
+      if (n.op == Op::kScatterElements) set_int(s, "axis", axis_of(n, 0));
+      if (const std::string& reduction = *a.get_string("reduction"); reduction != "none")
+        set_string(s, "reduction", reduction);
+      return absl::OkStatus();
+    }
     default:
       return absl::InternalError("not a value operator with attributes");
   }

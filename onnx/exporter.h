@@ -221,7 +221,8 @@ class Exporter {
   absl::Status emit_pad(const Attributes& a, const std::vector<std::string>& in,
                         const std::string& out);
   // The value operators with attributes (export_values.cc): Expand, Tile,
-  // ConstantOfShape, CumSum, GatherElements and GatherND.
+  // ConstantOfShape, CumSum, GatherElements, GatherND, ScatterND and
+  // ScatterElements.
   absl::Status emit_value_op(const Node& n, const Attributes& a,
                              const std::vector<std::string>& in, const std::string& out);
   // Opaque operators: the ONNX node they came from.

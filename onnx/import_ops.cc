@@ -185,7 +185,8 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Pad") return map_pad(node);
   if (t == "Expand") return map_expand(node);
   if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
-      t == "CumSum" || t == "GatherElements" || t == "GatherND")
+      t == "CumSum" || t == "GatherElements" || t == "GatherND" || t == "ScatterND" ||
+      t == "ScatterElements")
     return map_value_op(node);
   if (t == "Dropout") return map_dropout(node);
   return std::nullopt;

@@ -1,5 +1,6 @@
 // ONNX -> IR: the value operators that move or make values (Expand, Tile,
-// Range, ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND).
+// Range, ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND,
+// ScatterND, ScatterElements).
 // Where a node's output size depends on values its inputs compute at run
 // time (a Range to the sequence length, a mask expanded to it), the IR
 // operator keeps those inputs and carries its output's size at the given
@@ -146,6 +147,13 @@ std::optional<Mapped> Importer::map_value_op(KnownNode& node) {
     return Mapped{Op::kGatherElements, {{"axis", r.i("axis").value_or(0)}}, node.in};
   if (t == "GatherND")
     return Mapped{Op::kGatherND, {{"batch_dims", r.i("batch_dims").value_or(0)}}, node.in};
+  if (t == "ScatterND" || t == "ScatterElements") {
+    if (node.in.size() != 3) return std::nullopt;
+    Mapped m{t == "ScatterND" ? Op::kScatterND : Op::kScatterElements, {}, node.in};
+    m.attributes.set("reduction", r.s("reduction").value_or("none"));
+    if (t == "ScatterElements") m.attributes.set("axis", r.i("axis").value_or(0));
+    return m;
+  }
   if (t == "CumSum") {
     std::optional<Ints> axis = node.present(1) ? constant_ints(node.input(1)) : std::nullopt;
     if (!axis || axis->size() != 1) return std::nullopt;

@@ -314,8 +314,8 @@ class Importer {
   std::optional<Mapped> map_pad(KnownNode& node);
   std::optional<Mapped> map_dropout(KnownNode& node);
   // The value operators that move or make values (import_values.cc):
-  // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements
-  // and GatherND.
+  // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements,
+  // GatherND, ScatterND and ScatterElements.
   std::optional<Mapped> map_expand(KnownNode& node);
   std::optional<Mapped> map_value_op(KnownNode& node);
   // Sets the attributes of a node whose output size depends on its inputs'

@@ -309,4 +309,11 @@ void set_ints(onnx::NodeProto* n, const char* key, const std::vector<std::int64_
   for (std::int64_t x : v) a->add_ints(x);
 }
 
+void set_string(onnx::NodeProto* n, const char* key, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
 }  // namespace saturn::tensor::onnx_io

@@ -63,9 +63,11 @@ std::set<std::string> outer_names(const onnx::GraphProto& graph);
 // The same for all of a node's graph attributes (If's branches, Loop's body).
 std::set<std::string> node_outer_names(const onnx::NodeProto& node);
 
-// Adds attribute `key` of one integer, one float or a list of integers to `n`.
+// Adds attribute `key` of one integer, one float, a list of integers or a
+// string to `n`.
 void set_int(onnx::NodeProto* n, const char* key, std::int64_t v);
 void set_float(onnx::NodeProto* n, const char* key, double v);
 void set_ints(onnx::NodeProto* n, const char* key, const std::vector<std::int64_t>& v);
+void set_string(onnx::NodeProto* n, const char* key, const std::string& v);
 
 }  // namespace saturn::tensor::onnx_io

@@ -80,22 +80,20 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
 std::string describe(const VerifyReport& report);
 
 // Whether a candidate runs measurably faster than its input (ort_run.py's
-// decide): four sessions, one at a time, in the order input, candidate,
-// candidate, input (a linear drift in the machine's speed weighs on both
-// models alike), each released before the next loads: onnxruntime holds one
-// model's weights at a time. Each session runs at least min_rounds and at
-// most max_rounds times, until its median is known to a quarter of min_gain
-// or its quarter of `seconds` is spent. With one intra-op thread a run is
-// timed by the session thread's CPU time, so that other load on the machine
-// does not count. A session of a model can run a few percent off another
-// session of the same model for its whole life (on this machine up to 7% on
-// a 30 ms decoder step), so every pairing of an input's session with a
-// candidate's gives a speedup, and the candidate is faster when the least of
-// them beats 1 + min_gain by more than two sessions of one model differ; a
-// first pair that does not beat 1 + min_gain decides alone. One intra-op
-// thread: on 2 cores, two threads' timings spread several times wider
-// (SqueezeNet's paired ratios: p10-p90 0.83-1.86 with two, 0.96-1.07 with
-// one).
+// decide): sessions one at a time, each released before the next loads
+// (onnxruntime holds one model's weights at a time), in blocks of four whose
+// order reverses (input, candidate, candidate, input; then the reverse), so
+// that a linear drift in the machine's speed weighs on both models alike.
+// A session's median is one sample: two sessions of one model differ by a
+// few percent for their whole life (on this machine up to 7% on a 30 ms
+// decoder step). The speedup is the ratio of the models' geometric means of
+// session medians with a 90% interval; the candidate is faster when the
+// interval's low end clears 1 + min_gain, and blocks are added, up to three,
+// while it straddles that and the next fits in `seconds`. With one intra-op
+// thread a run is timed by the session thread's CPU time, so that other load
+// on the machine does not count (on 2 cores, two threads' timings spread
+// several times wider: SqueezeNet's paired ratios p10-p90 0.83-1.86 with
+// two, 0.96-1.07 with one).
 struct DecideOptions {
   RuntimeOptions runtime{.warmup = 2, .threads = 1};
   double seconds = 20;

@@ -238,7 +238,16 @@ absl::StatusOr<ValueType> Inference::instance_norm() {
 }
 
 absl::StatusOr<ValueType> Inference::reduce() {
-  if (auto s = need_float(0); !s.ok()) return s;
+  // Sums and products of 32- and 64-bit integers, maxima and minima of any
+  // (ONNX's types), as index arithmetic writes them: in the type's width.
+  const DType dtype = t(0).dtype;
+  const bool wide = dtype == DType::kInt32 || dtype == DType::kInt64 ||
+                    dtype == DType::kUInt32 || dtype == DType::kUInt64;
+  const bool on_integers = ((op_ == Op::kReduceSum || op_ == Op::kReduceProd) && wide) ||
+                           ((op_ == Op::kReduceMax || op_ == Op::kReduceMin) && is_integer(dtype));
+  if (!on_integers) {
+    if (auto s = need_float(0); !s.ok()) return s;
+  }
   const Ints& axes = ints(a_, "axes");
   std::vector<bool> reduced(t(0).rank(), axes.empty());
   for (std::int64_t ax : axes) {

@@ -1,6 +1,6 @@
 // Types of the value operators that move or make values: Expand, Tile,
-// Range, ConstantOfShape, CumSum, GatherElements and GatherND, and Min and
-// Max. Each follows its ONNX definition; Range and ConstantOfShape, and
+// Range, ConstantOfShape, CumSum, GatherElements, GatherND, ScatterND and
+// ScatterElements, and Min and Max. Each follows its ONNX definition; Range and ConstantOfShape, and
 // Expand and Tile given their shape or repeats as a value, take their
 // output's size from their attributes (sized_by_values, ops.h).
 #include <cstddef>
@@ -29,6 +29,16 @@ absl::Status Inference::need_shape_value(std::size_t i, std::size_t length) cons
 
 namespace {
 
+// A scatter's reduction: ONNX's none, add, mul, max or min; only none on bool.
+absl::Status need_reduction(Op op, const std::string& reduction, DType dtype) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return fail(op, "reduction '{}' is none of none, add, mul, max and min", reduction);
+  if (reduction != "none" && dtype == DType::kBool)
+    return fail(op, "reduction '{}' needs numbers, the data is bool", reduction);
+  return absl::OkStatus();
+}
+
 absl::Status need_sizes(Op op, const Ints& dims, std::string_view what) {
   for (std::int64_t x : dims) {
     if (x < 0) return fail(op, "{} {} has a negative value", what, to_string(dims));
@@ -41,7 +51,8 @@ absl::Status need_sizes(Op op, const Ints& dims, std::string_view what) {
 absl::StatusOr<ValueType> Inference::made_value() {
   const DType dtype = t(0).dtype;
   if (dtype == DType::kBool && op_ != Op::kExpand && op_ != Op::kTile &&
-      op_ != Op::kGatherElements && op_ != Op::kGatherND)
+      op_ != Op::kGatherElements && op_ != Op::kGatherND && op_ != Op::kScatterND &&
+      op_ != Op::kScatterElements)
     return fail(op_, "input 0 must hold numbers, is {}", to_string(t(0)));
   switch (op_) {
     case Op::kExpand: {
@@ -130,9 +141,51 @@ absl::StatusOr<ValueType> Inference::made_value() {
       out.insert(out.end(), d(0).begin() + b + k, d(0).end());
       return like(0, std::move(out));
     }
+    case Op::kScatterND:
+    case Op::kScatterElements:
+      return scatter();
     default:
       return fail(op_, "not a value operator");
   }
+}
+
+// ScatterND (data, int64 indices [..., k], updates [...indices' lead, data
+// past k]) and ScatterElements (data, indices and updates of one rank,
+// indices no larger than data off `axis`, updates indices' shape): data's
+// type, its addressed elements replaced or combined by `reduction`.
+absl::StatusOr<ValueType> Inference::scatter() {
+  const DType dtype = t(0).dtype;
+  if (t(2).dtype != dtype)
+    return fail(op_, "updates {} must have data's element type {}", to_string(t(2)),
+                dtype_name(dtype));
+  if (auto s = need_reduction(op_, *a_.get_string("reduction"), dtype); !s.ok()) return s;
+  if (op_ == Op::kScatterND) {
+    if (t(1).dtype != DType::kInt64)
+      return fail(op_, "input 1 must hold int64 indices, is {}", to_string(t(1)));
+    const std::size_t r = d(0).size();
+    const std::int64_t k = d(1).empty() ? 0 : d(1).back();
+    if (r < 1 || k < 1 || k > static_cast<std::int64_t>(r))
+      return fail(op_, "indices {} must index 1 to {} axes of {}", to_string(t(1)), r,
+                  to_string(t(0)));
+    Dims expected(d(1).begin(), d(1).end() - 1);
+    expected.insert(expected.end(), d(0).begin() + k, d(0).end());
+    if (d(2) != expected)
+      return fail(op_, "updates {} must be {} for indices {} into {}", to_string(t(2)),
+                  to_string(expected), to_string(t(1)), to_string(t(0)));
+    return in_[0];
+  }
+  if (auto s = need_index(1); !s.ok()) return s;
+  const std::optional<std::int64_t> axis = normalize_axis(int_attr(a_, "axis"), d(0).size());
+  if (!axis) return fail(op_, "axis {} is out of range for {}", int_attr(a_, "axis"), to_string(t(0)));
+  if (d(1).size() != d(0).size() || d(2) != d(1))
+    return fail(op_, "indices {} and updates {} must have one shape, of data {}'s rank",
+                to_string(t(1)), to_string(t(2)), to_string(t(0)));
+  for (std::size_t k = 0; k < d(0).size(); ++k) {
+    if (static_cast<std::int64_t>(k) != *axis && d(1)[k] > d(0)[k])
+      return fail(op_, "indices {} exceed data {} off axis {}", to_string(t(1)), to_string(t(0)),
+                  *axis);
+  }
+  return in_[0];
 }
 
 }  // namespace saturn::tensor::inference

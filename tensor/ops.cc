@@ -140,6 +140,11 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"axis", Kind::kInt, std::int64_t{0}}};
     case Op::kGatherND:
       return {{"batch_dims", Kind::kInt, std::int64_t{0}}};
+    case Op::kScatterND:  // ONNX's: none, add, mul, max or min
+      return {{"reduction", Kind::kString, std::string("none")}};
+    case Op::kScatterElements:
+      return {{"axis", Kind::kInt, std::int64_t{0}},
+              {"reduction", Kind::kString, std::string("none")}};
     case Op::kMaxPool:
       return {{"kernel_shape", Kind::kInts, {}},
               {"strides", Kind::kInts, one_one},
@@ -283,7 +288,7 @@ bool is_value_op(Op op) {
 bool moves_or_makes_values(Op op) {
   return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
          op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
-         op == Op::kGatherND;
+         op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements;
 }
 
 bool sized_by_values(Op op, std::size_t num_inputs) {

@@ -126,6 +126,8 @@ namespace saturn::tensor {
   X(kCumSum, "CumSum", 1)                       \
   X(kGatherElements, "GatherElements", 2)       \
   X(kGatherND, "GatherND", 2)                   \
+  X(kScatterND, "ScatterND", 3)                 \
+  X(kScatterElements, "ScatterElements", 3)     \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
   X(kOpaque, "Opaque", -1)
@@ -150,14 +152,15 @@ bool is_binary_elementwise(Op op);
 
 // Whether an operator computes on values of any element type rather than on
 // floats: Shape, Cast, Where, Expand, Tile, Range, ConstantOfShape, Min,
-// Max, CumSum, GatherElements, GatherND, the comparisons (Equal, Less, ...),
-// the logic operators (And, Or, Not) and the tests of floats (IsNaN,
-// IsInf). The shape arithmetic, position ids and mask building that
+// Max, CumSum, GatherElements, GatherND, ScatterND, ScatterElements, the
+// comparisons (Equal, Less, ...), the logic operators (And, Or, Not) and
+// the tests of floats (IsNaN, IsInf). The shape arithmetic, position ids and mask building that
 // exporters write, kept typed so that its readers are; no rule rewrites
 // them.
 bool is_value_op(Op op);
 // The value operators that move or make values: Expand, Tile, Range,
-// ConstantOfShape, Min, Max, CumSum, GatherElements and GatherND.
+// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND
+// and ScatterElements.
 bool moves_or_makes_values(Op op);
 // Whether a node's output size depends on its inputs' values rather than
 // their types: Range and ConstantOfShape, and Expand and Tile given their

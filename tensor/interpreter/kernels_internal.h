@@ -129,12 +129,18 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const 
 // of one, as ONNX computes them: wrapping in the type's width, Div
 // truncating toward zero; a division by zero is an error.
 absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out);
-// Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements
-// and GatherND (kernels_made.cc), of the output type inference gave: where
+// Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements,
+// GatherND, ScatterND and ScatterElements (kernels_made.cc), of the output
+// type inference gave: where
 // the size depends on the values (sized_by_values), the size the values
 // give, which must be that type's.
 absl::StatusOr<Tensor> made_value(Op op, const Attributes& attrs, std::span<const Tensor> in,
                                   const TensorType& out);
+// ReduceSum, ReduceProd, ReduceMax or ReduceMin of an integer tensor `x`
+// into `kept` (x's dimensions with the reduced ones 1; `out_strides` x's
+// strides into it), in the type's width: sums and products wrap, an empty
+// Max is the type's lowest value (kernels_made.cc).
+Tensor reduce_integers(Op op, const Tensor& x, const Dims& kept, const Ints& out_strides);
 // ONNX's Range of three scalars, Expand of a tensor by a shape value, and
 // ConstantOfShape of a shape value filled with `fill` as `dtype`.
 absl::StatusOr<Tensor> range_of(std::span<const Tensor> in);

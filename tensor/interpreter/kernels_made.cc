@@ -1,6 +1,7 @@
 // Reference kernels of the value operators that move or make values, on
 // any plain element type, as ONNX defines them: Expand, Tile, Range,
-// ConstantOfShape, Min, Max, CumSum, GatherElements and GatherND. Indices
+// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND and
+// ScatterElements. Indices
 // may be negative (counted from the end of their axis); one out of range
 // is an error, where ONNX leaves the result undefined.
 #include <algorithm>
@@ -109,18 +110,28 @@ absl::StatusOr<Tensor> tile(const Attributes& a, std::span<const Tensor> in) {
   return from_numbers(out, y);
 }
 
+// x op y (Add, Mul) in `dtype`'s own arithmetic: integers wrap in their
+// width (ONNX's Add and Mul), float32 rounds at each step.
+Number arithmetic(Op op, DType dtype, Number x, Number y) {
+  bool by_zero = false;  // never set by Add or Mul
+  if (is_integer(dtype)) return integer_op(op, dtype, x, y, by_zero);
+  if (dtype == DType::kFloat32) {
+    const float a = static_cast<float>(x), b = static_cast<float>(y);
+    return op == Op::kAdd ? a + b : a * b;
+  }
+  return op == Op::kAdd ? x + y : x * y;
+}
+
+// Where Min and Max meet a NaN, they give it (onnxruntime's kernels do).
+Number least_or_most(bool least, Number x, Number y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) ? x : y;
+  return least ? std::min(x, y) : std::max(x, y);
+}
+
 Tensor cumsum(const Attributes& a, const Tensor& x) {
   const DType dtype = x.dtype();
   const AxisView v = view_around(x.dims(), *normalize_axis(*a.get_int("axis"), x.dims().size()));
   const bool exclusive = *a.get_int("exclusive") != 0, reverse = *a.get_int("reverse") != 0;
-  // The running sum in the element type's own arithmetic: integers wrap in
-  // their width (ONNX's Add), float32 rounds at each step.
-  bool by_zero = false;  // never set by Add
-  const auto add = [&](Number sum, Number e) -> Number {
-    if (is_integer(dtype)) return integer_op(Op::kAdd, dtype, sum, e, by_zero);
-    if (dtype == DType::kFloat32) return static_cast<float>(sum) + static_cast<float>(e);
-    return sum + e;
-  };
   const std::vector<Number> in = numbers(x);
   std::vector<Number> out(in.size());
   for (std::int64_t o = 0; o < v.outer; ++o) {
@@ -130,7 +141,7 @@ Tensor cumsum(const Attributes& a, const Tensor& x) {
         const std::int64_t e = reverse ? v.extent - 1 - step : step;
         const auto at = static_cast<std::size_t>((o * v.extent + e) * v.inner + i);
         if (exclusive) out[at] = sum;
-        sum = add(sum, in[at]);
+        sum = arithmetic(Op::kAdd, dtype, sum, in[at]);
         if (!exclusive) out[at] = sum;
       }
     }
@@ -195,7 +206,93 @@ absl::StatusOr<Tensor> gather_nd(const Attributes& a, const Tensor& data, const 
   return from_numbers(out, y);
 }
 
+// An element already there combined with its update by a scatter's
+// `reduction` (none: replaced).
+Number combine(const std::string& reduction, DType dtype, Number old, Number update) {
+  if (reduction == "add") return arithmetic(Op::kAdd, dtype, old, update);
+  if (reduction == "mul") return arithmetic(Op::kMul, dtype, old, update);
+  if (reduction == "max" || reduction == "min") return least_or_most(reduction == "min", old, update);
+  return update;
+}
+
+// ScatterND: each index tuple of `indices` [..., k] addresses a block of
+// data's trailing axes past k, which its updates replace or combine with.
+absl::StatusOr<Tensor> scatter_nd(const Attributes& a, std::span<const Tensor> in) {
+  const Dims& dims = in[0].dims();
+  const std::string& reduction = *a.get_string("reduction");
+  const auto k = static_cast<std::size_t>(in[1].dims().back());
+  std::vector<Number> y = numbers(in[0]);
+  const std::vector<Number> at = numbers(in[1]), update = numbers(in[2]);
+  const Dims strides = strides_of(dims);
+  std::int64_t block = 1;
+  for (std::size_t r = k; r < dims.size(); ++r) block *= dims[r];
+  for (std::size_t t = 0; t < at.size() / k; ++t) {
+    std::int64_t to = 0;
+    for (std::size_t r = 0; r < k; ++r) {
+      std::optional<std::int64_t> j = index_into(at[t * k + r], dims[r]);
+      if (!j) return out_of_range("ScatterND", at[t * k + r], dims[r]);
+      to += *j * strides[r];
+    }
+    for (std::int64_t e = 0; e < block; ++e) {
+      Number& element = y[static_cast<std::size_t>(to + e)];
+      element = combine(reduction, in[0].dtype(),
+                        element, update[static_cast<std::size_t>(t) * block + e]);
+    }
+  }
+  return from_numbers(in[0].type(), y);
+}
+
+// ScatterElements: the update at each index of `indices` goes to the same
+// index of data with its `axis` coordinate replaced by the index's value.
+absl::StatusOr<Tensor> scatter_elements(const Attributes& a, std::span<const Tensor> in) {
+  const Dims& dims = in[0].dims();
+  const std::string& reduction = *a.get_string("reduction");
+  const auto axis = static_cast<std::size_t>(*normalize_axis(*a.get_int("axis"), dims.size()));
+  std::vector<Number> y = numbers(in[0]);
+  const std::vector<Number> at = numbers(in[1]), update = numbers(in[2]);
+  const Dims strides = strides_of(dims);
+  Dims index(dims.size(), 0);
+  for (std::size_t i = 0; i < at.size(); ++i, next_index(index, in[1].dims())) {
+    std::optional<std::int64_t> j = index_into(at[i], dims[axis]);
+    if (!j) return out_of_range("ScatterElements", at[i], dims[axis]);
+    Dims target = index;
+    target[axis] = *j;
+    Number& element = y[static_cast<std::size_t>(offset_of(target, strides))];
+    element = combine(reduction, in[0].dtype(), element, update[i]);
+  }
+  return from_numbers(in[0].type(), y);
+}
+
 }  // namespace
+
+Tensor reduce_integers(Op op, const Tensor& x, const Dims& kept, const Ints& out_strides) {
+  const DType dtype = x.dtype();
+  const TensorType out{dtype, kept};
+  // The empty Max and Min: infinities, which from_numbers saturates to the
+  // type's ends.
+  Number start = 0;
+  if (op == Op::kReduceProd) start = 1;
+  if (op == Op::kReduceMax) start = -INFINITY;
+  if (op == Op::kReduceMin) start = INFINITY;
+  std::vector<Number> acc(static_cast<std::size_t>(out.num_elements()), start);
+  const std::vector<Number> in = numbers(x);
+  for_each_index(x.dims(), out_strides, Ints(x.dims().size(), 0),
+                 [&](std::int64_t i, std::int64_t o, std::int64_t) {
+                   Number& a = acc[static_cast<std::size_t>(o)];
+                   const Number v = in[static_cast<std::size_t>(i)];
+                   switch (op) {
+                     case Op::kReduceSum:
+                       a = arithmetic(Op::kAdd, dtype, a, v);
+                       break;
+                     case Op::kReduceProd:
+                       a = arithmetic(Op::kMul, dtype, a, v);
+                       break;
+                     default:
+                       a = least_or_most(op == Op::kReduceMin, a, v);
+                   }
+                 });
+  return from_numbers(out, acc);
+}
 
 absl::StatusOr<Tensor> range_of(std::span<const Tensor> in) {
   if (in.size() != 3 || in[0].size() != 1 || in[1].size() != 1 || in[2].size() != 1 ||
@@ -251,8 +348,7 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
     case Op::kMax: {
       const bool least = op == Op::kMin;
       return broadcast_map(in, out, [least](std::span<const Number> v) {
-        if (std::isnan(v[0]) || std::isnan(v[1])) return std::isnan(v[0]) ? v[0] : v[1];
-        return least ? std::min(v[0], v[1]) : std::max(v[0], v[1]);
+        return least_or_most(least, v[0], v[1]);
       });
     }
     case Op::kCumSum:
@@ -261,6 +357,10 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
       return gather_elements(a, in[0], in[1], out);
     case Op::kGatherND:
       return gather_nd(a, in[0], in[1], out);
+    case Op::kScatterND:
+      return scatter_nd(a, in);
+    case Op::kScatterElements:
+      return scatter_elements(a, in);
     default:
       return absl::InvalidArgumentError(fmt::format("{} is not a value operator", op_name(op)));
   }

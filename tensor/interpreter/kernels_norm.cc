@@ -124,6 +124,15 @@ Tensor reduce(Op op, const Attributes& attrs, const Tensor& x) {
     }
   }
   const Ints out_strides = broadcast_strides(kept, x.dims());
+  auto squeezed = [&](Tensor result) {
+    if (*attrs.get_int("keepdims") != 0) return result;
+    Dims dims;
+    for (std::size_t i = 0; i < r; ++i) {
+      if (!reduced[i]) dims.push_back(kept[i]);
+    }
+    return result.reshaped(dims);
+  };
+  if (is_integer(x.dtype())) return squeezed(reduce_integers(op, x, kept, out_strides));
   Tensor result(TensorType{DType::kFloat32, kept});
   const auto count = static_cast<std::size_t>(result.size());
   const float* in = x.floats().data();
@@ -190,12 +199,7 @@ Tensor reduce(Op op, const Attributes& attrs, const Tensor& x) {
   }
   std::span<float> out = result.mutable_floats();
   for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(acc[i]);
-  if (*attrs.get_int("keepdims") != 0) return result;
-  Dims squeezed;
-  for (std::size_t i = 0; i < r; ++i) {
-    if (!reduced[i]) squeezed.push_back(kept[i]);
-  }
-  return result.reshaped(squeezed);
+  return squeezed(std::move(result));
 }
 
 }  // namespace saturn::tensor::kernels

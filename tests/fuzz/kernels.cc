@@ -117,7 +117,7 @@ Attributes draw_attributes(Draw& d, Op op) {
   std::vector<std::string> every_key = kIntKeys;
   every_key.insert(every_key.end(), kIntsKeys.begin(), kIntsKeys.end());
   every_key.insert(every_key.end(), kFloatKeys.begin(), kFloatKeys.end());
-  every_key.insert(every_key.end(), {"to", "dtype", "activation"});
+  every_key.insert(every_key.end(), {"to", "dtype", "activation", "reduction"});
   Attributes a;
   auto add = [&](const std::string& key, AttrValue value) {
     if (!d.coin()) return;
@@ -129,6 +129,8 @@ Attributes draw_attributes(Draw& d, Op op) {
   add("to", kTypeNames[d.pick(kTypeNames.size())]);
   add("dtype", kTypeNames[d.pick(kTypeNames.size())]);
   add("activation", std::string(d.coin() ? "relu" : "gelu"));
+  static const std::vector<std::string> kReductions{"none", "add", "mul", "max", "min", "mean"};
+  add("reduction", kReductions[d.pick(kReductions.size())]);
   return a;
 }
 

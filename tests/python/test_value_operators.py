@@ -1,7 +1,8 @@
 """The value operators that move or make values, and the rounding unary
 operators, as IR operators: Ceil, Floor, Round, Sign, Min, Max, CumSum,
-GatherElements, GatherND, Tile, Range, ConstantOfShape and Expand by a
-shape computed at run time. A model of each is read with no opaque
+GatherElements, GatherND, ScatterND, ScatterElements, Tile, Range,
+ConstantOfShape and Expand by a shape computed at run time, and the integer
+reductions. A model of each is read with no opaque
 operator; saturn's interpreter computes what onnxruntime computes on random
 inputs (negative indices included); the model saturn writes holds the
 operator again and gives onnxruntime's outputs; and where the size depends
@@ -23,7 +24,8 @@ import saturn
 
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
-NP = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32}
+NP = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32,
+      TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8}
 
 
 def ints(name, values):
@@ -44,7 +46,9 @@ def value(name, proto, dims):
 
 def random_feeds(path, seed, sizes=None):
     """Random values for every graph input (symbolic axes at `sizes`, else
-    1); integer inputs named 'idx*' hold indices in [-3, 3)."""
+    1); integer inputs named 'idx*' hold indices in [-3, 3), those named
+    'perm*' a permutation of [-3, 3) along their first axis (a scatter
+    without a reduction writes each place once)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for i in onnx.load(str(path)).graph.input:
@@ -52,7 +56,10 @@ def random_feeds(path, seed, sizes=None):
         dims = [d.dim_value if d.HasField("dim_value") else (sizes or {}).get(d.dim_param, 1)
                 for d in t.shape.dim]
         dtype = NP[t.elem_type]
-        if i.name.startswith("idx"):
+        if i.name.startswith("perm"):
+            picks = np.argsort(rng.random([6] + dims[1:]), axis=0)[:dims[0]] - 3
+            feeds[i.name] = picks.astype(dtype)
+        elif i.name.startswith("idx"):
             feeds[i.name] = rng.integers(-3, 3, size=dims).astype(dtype)
         elif np.issubdtype(dtype, np.integer):
             feeds[i.name] = rng.integers(-50, 50, size=dims).astype(dtype)
@@ -145,6 +152,53 @@ def test_gather_elements_and_gather_nd(tmp_path):
                 [value("rows", f, [3, 2]), value("cols", f, [2, 4]), value("picked", f, [2, 5]),
                  value("batched", f, [3, 2, 5])])
     check_against_onnxruntime(tmp_path, path, ["GatherElements", "GatherND"])
+
+
+def test_scatter_nd_and_scatter_elements(tmp_path):
+    """Every reduction at opset 18, on floats and on integers (which wrap):
+    ScatterND of rows and of single elements, ScatterElements along each
+    axis; indices negative and positive."""
+    f, i64, i8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT8
+    nodes = [helper.make_node("ScatterND", ["x", "perm_rows", "rows"], ["set_rows"]),
+             helper.make_node("ScatterND", ["x", "idx_points", "points"], ["added"], reduction="add"),
+             helper.make_node("ScatterND", ["n", "idx_n", "n_updates"], ["n_mul"], reduction="mul"),
+             helper.make_node("ScatterElements", ["x", "perm_e", "e_updates"], ["set_e"]),
+             helper.make_node("ScatterElements", ["x", "idx_e1", "e1_updates"], ["most"], axis=1,
+                              reduction="max"),
+             helper.make_node("ScatterElements", ["n", "idx_ne", "ne_updates"], ["least"], axis=-1,
+                              reduction="min"),
+             helper.make_node("ScatterElements", ["n", "idx_ne", "ne_updates"], ["n_add"], axis=1,
+                              reduction="add")]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("x", f, [6, 4]), value("perm_rows", i64, [3, 1]), value("rows", f, [3, 4]),
+                 value("idx_points", i64, [5, 2]), value("points", f, [5]),
+                 value("n", i8, [6, 3]), value("idx_n", i64, [4, 1]), value("n_updates", i8, [4, 3]),
+                 value("perm_e", i64, [3, 4]), value("e_updates", f, [3, 4]),
+                 value("idx_e1", i64, [6, 2]), value("e1_updates", f, [6, 2]),
+                 value("idx_ne", TensorProto.INT32, [6, 2]), value("ne_updates", i8, [6, 2])],
+                [value(o, t, s) for o, t, s in [("set_rows", f, [6, 4]), ("added", f, [6, 4]),
+                                                ("n_mul", i8, [6, 3]), ("set_e", f, [6, 4]),
+                                                ("most", f, [6, 4]), ("least", i8, [6, 3]),
+                                                ("n_add", i8, [6, 3])]], opset=18)
+    check_against_onnxruntime(tmp_path, path, ["ScatterND", "ScatterElements"])
+
+
+def test_integer_reductions(tmp_path):
+    """ReduceSum (axes as an input) and ReduceProd of int64 and int32,
+    ReduceMax and ReduceMin of int32 and int8. (An int32 product that
+    overflows wraps in saturn's interpreter; onnxruntime's gives INT32_MIN:
+    ONNX leaves it undefined, so no input here overflows.)"""
+    i64, i32, i8 = TensorProto.INT64, TensorProto.INT32, TensorProto.INT8
+    nodes = [helper.make_node("ReduceSum", ["a", "axes1"], ["sum"], keepdims=0),
+             helper.make_node("ReduceProd", ["b"], ["prod1"], axes=[1], keepdims=1),
+             helper.make_node("ReduceProd", ["b"], ["prod"], axes=[0], keepdims=0),
+             helper.make_node("ReduceMax", ["b"], ["most"], axes=[-1], keepdims=1),
+             helper.make_node("ReduceMin", ["c"], ["least"], keepdims=0)]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("a", i64, [3, 7]), value("b", i32, [2, 5]), value("c", i8, [4, 9])],
+                [value("sum", i64, [3]), value("prod1", i32, [2, 1]), value("prod", i32, [5]),
+                 value("most", i32, [2, 1]), value("least", i8, [])], [ints("axes1", [1])])
+    check_against_onnxruntime(tmp_path, path, ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin"])
 
 
 def test_an_index_out_of_range_is_an_error(tmp_path):
