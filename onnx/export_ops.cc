@@ -185,6 +185,7 @@ absl::Status Exporter::emit(int i) {
     case Op::kGatherND:
     case Op::kScatterND:
     case Op::kScatterElements:
+    case Op::kResize:
       return emit_value_op(n, a, in, out);
     case Op::kIsInf: {
       auto* inf = node("IsInf", in, {out});

@@ -53,9 +53,28 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
         set_string(s, "reduction", reduction);
       return absl::OkStatus();
     }
+    case Op::kResize:
+      return emit_resize(n, a, in, out);
     default:
       return absl::InternalError("not a value operator with attributes");
   }
+}
+
+// Resize: X, roi, scales, sizes. Opsets 11 and 12 want roi, and scales
+// where sizes are given, as (empty) tensors; later ones take "".
+absl::Status Exporter::emit_resize(const Node& n, const Attributes& a,
+                                   const std::vector<std::string>& in, const std::string& out) {
+  const bool by_sizes = types_[n.inputs[1]].parts[0].dtype == DType::kInt64;
+  const std::string none =
+      opset_ < 13 ? constant(Tensor(TensorType{DType::kFloat32, {0}}, std::vector<float>{})) : "";
+  auto* r = node("Resize", by_sizes ? std::vector<std::string>{in[0], none, none, in[1]}
+                                    : std::vector<std::string>{in[0], none, in[1]},
+                 {out});
+  for (const char* key : {"mode", "coordinate_transformation_mode", "nearest_mode"})
+    set_string(r, key, *a.get_string(key));
+  set_float(r, "cubic_coeff_a", *a.get_float("cubic_coeff_a"));
+  if (*a.get_int("exclude_outside") != 0) set_int(r, "exclude_outside", 1);
+  return absl::OkStatus();
 }
 
 }  // namespace saturn::tensor::onnx_io

@@ -184,6 +184,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Gather") return Mapped{Op::kGather, {{"axis", r.i("axis").value_or(0)}}, node.in};
   if (t == "Pad") return map_pad(node);
   if (t == "Expand") return map_expand(node);
+  if (t == "Resize") return map_resize(node);
   if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
       t == "CumSum" || t == "GatherElements" || t == "GatherND" || t == "ScatterND" ||
       t == "ScatterElements")
@@ -435,12 +436,15 @@ std::optional<Mapped> Importer::map_reduce(KnownNode& node, Op op) {
   const bool axes_input = op == Op::kReduceSum && opset_ >= 13;
   std::optional<Ints> axes = axes_input ? constant_ints(node.input(1)) : r.ints("axes");
   if (axes_input && node.present(1) && !axes) return std::nullopt;  // computed axes
-  // No axes with noop_with_empty_axes: the input as it is.
-  if (!axes && r.i("noop_with_empty_axes").value_or(0) != 0)
+  // No axes (or an empty list) with noop_with_empty_axes: the input as it
+  // is; with axes given, the attribute says nothing.
+  const bool noop_with_empty_axes = r.i("noop_with_empty_axes").value_or(0) != 0;
+  const std::int64_t keepdims = r.i("keepdims").value_or(1);
+  if ((!axes || axes->empty()) && noop_with_empty_axes)
     return Mapped{Op::kIdentity, {}, node.first(1)};
   Mapped m{op, {}, node.first(1)};
   m.attributes.set("axes", axes.value_or(Ints{}));
-  m.attributes.set("keepdims", r.i("keepdims").value_or(1));
+  m.attributes.set("keepdims", keepdims);
   return m;
 }
 

@@ -1,6 +1,6 @@
 // ONNX -> IR: the value operators that move or make values (Expand, Tile,
 // Range, ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND,
-// ScatterND, ScatterElements).
+// ScatterND, ScatterElements, Resize).
 // Where a node's output size depends on values its inputs compute at run
 // time (a Range to the sequence length, a mask expanded to it), the IR
 // operator keeps those inputs and carries its output's size at the given
@@ -133,6 +133,25 @@ std::optional<Mapped> Importer::map_expand(KnownNode& node) {
     }
   }
   return Mapped{Op::kExpand, {{"shape", shape}}, node.first(1)};
+}
+
+std::optional<Mapped> Importer::map_resize(KnownNode& node) {
+  // Opset 11 on: X, roi, scales, sizes (one of the last two given). The
+  // IR's keeps X and the scales or sizes, and carries the output's size.
+  if (opset_ < 11) return std::nullopt;
+  const bool by_sizes = node.present(3);
+  if (!by_sizes && !node.present(2)) return std::nullopt;
+  AttrReader& r = node.attrs;
+  Mapped m{Op::kResize, {}, {node.in[0], node.in[by_sizes ? 3 : 2]}};
+  m.attributes.set("mode", r.s("mode").value_or("nearest"));
+  m.attributes.set("coordinate_transformation_mode",
+                   r.s("coordinate_transformation_mode").value_or("half_pixel"));
+  m.attributes.set("nearest_mode", r.s("nearest_mode").value_or("round_prefer_floor"));
+  m.attributes.set("cubic_coeff_a", r.f("cubic_coeff_a").value_or(-0.75));
+  m.attributes.set("exclude_outside", r.i("exclude_outside").value_or(0));
+  r.f("extrapolation_value");  // read by tf_crop_and_resize only, which the IR has not
+  if (!set_sized_by_values(node, m, "shape")) return std::nullopt;
+  return m;
 }
 
 std::optional<Mapped> Importer::map_value_op(KnownNode& node) {

@@ -315,8 +315,9 @@ class Importer {
   std::optional<Mapped> map_dropout(KnownNode& node);
   // The value operators that move or make values (import_values.cc):
   // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements,
-  // GatherND, ScatterND and ScatterElements.
+  // GatherND, ScatterND, ScatterElements and Resize.
   std::optional<Mapped> map_expand(KnownNode& node);
+  std::optional<Mapped> map_resize(KnownNode& node);
   std::optional<Mapped> map_value_op(KnownNode& node);
   // Sets the attributes of a node whose output size depends on its inputs'
   // values (sized_by_values, tensor/ops.h): its output's dimensions at the

@@ -1,11 +1,15 @@
 // Types of the value operators that move or make values: Expand, Tile,
-// Range, ConstantOfShape, CumSum, GatherElements, GatherND, ScatterND and
-// ScatterElements, and Min and Max. Each follows its ONNX definition; Range and ConstantOfShape, and
+// Range, ConstantOfShape, CumSum, GatherElements, GatherND, ScatterND,
+// ScatterElements and Resize, and Min and Max. Each follows its ONNX definition; Range and ConstantOfShape, and
 // Expand and Tile given their shape or repeats as a value, take their
 // output's size from their attributes (sized_by_values, ops.h).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "saturn/tensor/infer.h"
@@ -144,6 +148,8 @@ absl::StatusOr<ValueType> Inference::made_value() {
     case Op::kScatterND:
     case Op::kScatterElements:
       return scatter();
+    case Op::kResize:
+      return resize();
     default:
       return fail(op_, "not a value operator");
   }
@@ -186,6 +192,44 @@ absl::StatusOr<ValueType> Inference::scatter() {
                   *axis);
   }
   return in_[0];
+}
+
+namespace {
+
+bool one_of(const std::string& s, std::initializer_list<std::string_view> names) {
+  return std::ranges::find(names, s) != names.end();
+}
+
+}  // namespace
+
+// Resize (X, its scales or sizes as a value: float32 or int64, one per axis
+// of X): X's type at the output's dimensions `shape`. Nearest picks values
+// of any number type; linear and cubic interpolate floats.
+absl::StatusOr<ValueType> Inference::resize() {
+  const std::string& mode = *a_.get_string("mode");
+  const std::string& transform = *a_.get_string("coordinate_transformation_mode");
+  const std::string& nearest = *a_.get_string("nearest_mode");
+  if (!one_of(mode, {"nearest", "linear", "cubic"}))
+    return fail(op_, "mode '{}' is none of nearest, linear and cubic", mode);
+  if (!one_of(transform, {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                          "align_corners", "asymmetric"}))
+    return fail(op_, "coordinate_transformation_mode '{}' is not computed", transform);
+  if (!one_of(nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}))
+    return fail(op_, "nearest_mode '{}' is not one of ONNX's", nearest);
+  if (mode != "nearest") {
+    if (auto s = need_float(0); !s.ok()) return s;
+  }
+  const std::size_t rank = d(0).size();
+  if (rank == 0 || (t(1).dtype != DType::kFloat32 && t(1).dtype != DType::kInt64) ||
+      d(1) != Dims{static_cast<std::int64_t>(rank)})
+    return fail(op_, "input 1 must be float32 scales or int64 sizes, one per axis of {}, is {}",
+                to_string(t(0)), to_string(t(1)));
+  const Ints& shape = ints(a_, "shape");
+  if (shape.size() != rank)
+    return fail(op_, "its shape {} must have one value per axis of {}", to_string(shape),
+                to_string(t(0)));
+  if (auto s = need_sizes(op_, shape, "shape"); !s.ok()) return s;
+  return like(0, shape);
 }
 
 }  // namespace saturn::tensor::inference

@@ -78,6 +78,7 @@ class Inference {
   // infer_values.cc
   absl::StatusOr<ValueType> made_value();  // an operator of value_op() below
   absl::StatusOr<ValueType> scatter();     // ScatterND, ScatterElements
+  absl::StatusOr<ValueType> resize();
   absl::Status need_index(std::size_t i) const;
   absl::Status need_shape_value(std::size_t i, std::size_t length) const;
 

@@ -145,6 +145,14 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kScatterElements:
       return {{"axis", Kind::kInt, std::int64_t{0}},
               {"reduction", Kind::kString, std::string("none")}};
+    case Op::kResize:  // ONNX's modes; `shape` the output's dimensions
+      return {{"mode", Kind::kString, std::string("nearest")},
+              {"coordinate_transformation_mode", Kind::kString, std::string("half_pixel")},
+              {"nearest_mode", Kind::kString, std::string("round_prefer_floor")},
+              {"cubic_coeff_a", Kind::kFloat, -0.75},
+              {"exclude_outside", Kind::kInt, std::int64_t{0}},
+              {"shape", Kind::kInts, {}},
+              {"probe_shapes", Kind::kInts, Ints{}}};
     case Op::kMaxPool:
       return {{"kernel_shape", Kind::kInts, {}},
               {"strides", Kind::kInts, one_one},
@@ -288,11 +296,12 @@ bool is_value_op(Op op) {
 bool moves_or_makes_values(Op op) {
   return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
          op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
-         op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements;
+         op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements ||
+         op == Op::kResize;
 }
 
 bool sized_by_values(Op op, std::size_t num_inputs) {
-  return op == Op::kRange || op == Op::kConstantOfShape ||
+  return op == Op::kRange || op == Op::kConstantOfShape || op == Op::kResize ||
          ((op == Op::kExpand || op == Op::kTile) && num_inputs == 2);
 }
 

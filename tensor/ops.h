@@ -128,6 +128,7 @@ namespace saturn::tensor {
   X(kGatherND, "GatherND", 2)                   \
   X(kScatterND, "ScatterND", 3)                 \
   X(kScatterElements, "ScatterElements", 3)     \
+  X(kResize, "Resize", 2)                       \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
   X(kOpaque, "Opaque", -1)
@@ -152,19 +153,19 @@ bool is_binary_elementwise(Op op);
 
 // Whether an operator computes on values of any element type rather than on
 // floats: Shape, Cast, Where, Expand, Tile, Range, ConstantOfShape, Min,
-// Max, CumSum, GatherElements, GatherND, ScatterND, ScatterElements, the
-// comparisons (Equal, Less, ...), the logic operators (And, Or, Not) and
+// Max, CumSum, GatherElements, GatherND, ScatterND, ScatterElements, Resize,
+// the comparisons (Equal, Less, ...), the logic operators (And, Or, Not) and
 // the tests of floats (IsNaN, IsInf). The shape arithmetic, position ids and mask building that
 // exporters write, kept typed so that its readers are; no rule rewrites
 // them.
 bool is_value_op(Op op);
 // The value operators that move or make values: Expand, Tile, Range,
-// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND
-// and ScatterElements.
+// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND,
+// ScatterElements and Resize.
 bool moves_or_makes_values(Op op);
 // Whether a node's output size depends on its inputs' values rather than
-// their types: Range and ConstantOfShape, and Expand and Tile given their
-// shape or repeats as a second input. Such a node carries its output's
+// their types: Range, ConstantOfShape and Resize (by its scales or sizes),
+// and Expand and Tile given their shape or repeats as a second input. Such a node carries its output's
 // dimensions at the given sizes of the symbols as attributes ("shape" or
 // "repeats": a fresh symbol standing at its size) and, where the importer
 // found them, at the probe sizes (kProbeShapes, tensor/probe.h); its

@@ -117,6 +117,18 @@ std::string check_reference(const Graph& g, const fs::path& dir) {
   return "";
 }
 
+// Node tests whose reference outputs onnxruntime does not give either; the
+// interpreter computes what onnxruntime computes, since the values it
+// folds into a written model must be the runtime's. Resize by scales with
+// align_corners where the scale does not give a whole length: the
+// reference maps coordinates through the unfloored length (input * scale),
+// onnxruntime 1.30 through the output's (4 -> 2 at 0.6, linear: 1, 3.14
+// against onnxruntime's 1, 4).
+bool runtime_differs_from_reference(const std::string& name) {
+  return name == "test_resize_downsample_scales_linear_align_corners" ||
+         name == "test_resize_downsample_scales_cubic_align_corners";
+}
+
 TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
   std::vector<fs::path> models = testdata_models();
   if (models.empty())
@@ -155,6 +167,7 @@ TEST(OnnxTestdata, EveryNodeModelRoundTripsAndMatchesTheReference) {
       ++opaque;
       continue;
     }
+    if (runtime_differs_from_reference(name)) continue;
     ++evaluated;
     for (const Graph* graph : {&*g, &*back}) {
       std::string problem = check_reference(*graph, dir);

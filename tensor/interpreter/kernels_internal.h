@@ -130,12 +130,18 @@ absl::StatusOr<Tensor> value_op(Op op, const Attributes& attrs, std::span<const 
 // truncating toward zero; a division by zero is an error.
 absl::StatusOr<Tensor> integer_arithmetic(Op op, std::span<const Tensor> in, const TensorType& out);
 // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements,
-// GatherND, ScatterND and ScatterElements (kernels_made.cc), of the output
+// GatherND, ScatterND, ScatterElements and Resize (kernels_made.cc), of the output
 // type inference gave: where
 // the size depends on the values (sized_by_values), the size the values
 // give, which must be that type's.
 absl::StatusOr<Tensor> made_value(Op op, const Attributes& attrs, std::span<const Tensor> in,
                                   const TensorType& out);
+// Resize of in[0] by its scales or sizes in[1] (kernels_resize.cc); an
+// error where they do not give `out`'s dimensions.
+absl::StatusOr<Tensor> resize(const Attributes& attrs, std::span<const Tensor> in,
+                              const TensorType& out);
+// Advances `index` through `dims` in row-major order; false after the last.
+bool next_index(Dims& index, const Dims& dims);
 // ReduceSum, ReduceProd, ReduceMax or ReduceMin of an integer tensor `x`
 // into `kept` (x's dimensions with the reduced ones 1; `out_strides` x's
 // strides into it), in the type's width: sums and products wrap, an empty

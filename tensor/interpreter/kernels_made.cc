@@ -1,7 +1,7 @@
 // Reference kernels of the value operators that move or make values, on
 // any plain element type, as ONNX defines them: Expand, Tile, Range,
 // ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND and
-// ScatterElements. Indices
+// ScatterElements (Resize: kernels_resize.cc). Indices
 // may be negative (counted from the end of their axis); one out of range
 // is an error, where ONNX leaves the result undefined.
 #include <algorithm>
@@ -56,15 +56,6 @@ std::int64_t offset_of(const Dims& index, const Dims& strides) {
   std::int64_t at = 0;
   for (std::size_t k = 0; k < index.size(); ++k) at += index[k] * strides[k];
   return at;
-}
-
-// Advances `index` through `dims` in row-major order; false after the last.
-bool next_index(Dims& index, const Dims& dims) {
-  for (std::size_t k = index.size(); k-- > 0;) {
-    if (++index[k] < dims[k]) return true;
-    index[k] = 0;
-  }
-  return false;
 }
 
 // `i` as an index into an axis of `extent`: negative counts from the end.
@@ -265,6 +256,14 @@ absl::StatusOr<Tensor> scatter_elements(const Attributes& a, std::span<const Ten
 
 }  // namespace
 
+bool next_index(Dims& index, const Dims& dims) {
+  for (std::size_t k = index.size(); k-- > 0;) {
+    if (++index[k] < dims[k]) return true;
+    index[k] = 0;
+  }
+  return false;
+}
+
 Tensor reduce_integers(Op op, const Tensor& x, const Dims& kept, const Ints& out_strides) {
   const DType dtype = x.dtype();
   const TensorType out{dtype, kept};
@@ -361,6 +360,8 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
       return scatter_nd(a, in);
     case Op::kScatterElements:
       return scatter_elements(a, in);
+    case Op::kResize:
+      return resize(a, in, out);
     default:
       return absl::InvalidArgumentError(fmt::format("{} is not a value operator", op_name(op)));
   }

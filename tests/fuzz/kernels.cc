@@ -105,19 +105,20 @@ Attributes draw_attributes(Draw& d, Op op) {
                                                  "num_heads", "kv_num_heads", "index",
                                                  "count_include_pad", "detect_negative",
                                                  "detect_positive", "exclusive", "reverse",
-                                                 "batch_dims"};
+                                                 "batch_dims", "exclude_outside"};
   static const std::vector<std::string> kIntsKeys{"perm", "shape", "starts", "ends", "axes",
                                                   "steps", "split", "pads", "kernel_shape",
                                                   "strides", "dilations", "repeats",
                                                   "probe_shapes"};
   static const std::vector<std::string> kFloatKeys{"value", "alpha", "beta", "epsilon", "min",
-                                                   "max", "scale"};
+                                                   "max", "scale", "cubic_coeff_a"};
   static const std::vector<std::string> kTypeNames{"float32", "int64", "bool", "int8",
                                                    "float16", "bfloat16", "string", "nonsense"};
   std::vector<std::string> every_key = kIntKeys;
   every_key.insert(every_key.end(), kIntsKeys.begin(), kIntsKeys.end());
   every_key.insert(every_key.end(), kFloatKeys.begin(), kFloatKeys.end());
-  every_key.insert(every_key.end(), {"to", "dtype", "activation", "reduction"});
+  every_key.insert(every_key.end(), {"to", "dtype", "activation", "reduction", "mode",
+                                     "coordinate_transformation_mode", "nearest_mode"});
   Attributes a;
   auto add = [&](const std::string& key, AttrValue value) {
     if (!d.coin()) return;
@@ -131,6 +132,15 @@ Attributes draw_attributes(Draw& d, Op op) {
   add("activation", std::string(d.coin() ? "relu" : "gelu"));
   static const std::vector<std::string> kReductions{"none", "add", "mul", "max", "min", "mean"};
   add("reduction", kReductions[d.pick(kReductions.size())]);
+  static const std::vector<std::string> kModes{"nearest", "linear", "cubic", "area"};
+  static const std::vector<std::string> kTransforms{
+      "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+      "tf_crop_and_resize"};
+  static const std::vector<std::string> kNearest{"round_prefer_floor", "round_prefer_ceil",
+                                                 "floor", "ceil", "up"};
+  add("mode", kModes[d.pick(kModes.size())]);
+  add("coordinate_transformation_mode", kTransforms[d.pick(kTransforms.size())]);
+  add("nearest_mode", kNearest[d.pick(kNearest.size())]);
   return a;
 }
 

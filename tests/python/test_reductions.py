@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import saturn
 from onnx import TensorProto, helper, numpy_helper
 from optimizing import optimize
 
@@ -91,24 +92,32 @@ def test_a_reduction_is_read_folded_and_written_as_onnxruntime_computes_it(tmp_p
 
 @needs_cli
 def test_reduce_sum_without_axes_reduces_all_or_nothing(tmp_path):
-    """ReduceSum at opset 13 without its axes input reduces every axis, or
-    none with noop_with_empty_axes (the input as it is)."""
-    for noop in (0, 1):
+    """ReduceSum at opset 13 without its axes input (or with an empty one)
+    reduces every axis, or none with noop_with_empty_axes (the input as it
+    is); given axes, noop_with_empty_axes says nothing. None is opaque."""
+    cases = [(0, None, ()), (1, None, tuple(SHAPE)), (1, [], tuple(SHAPE)),
+             (1, [1], (SHAPE[0], SHAPE[2]))]
+    for k, (noop, axes, shape) in enumerate(cases):
         inits = [numpy_helper.from_array(np.array(2, np.float32), "two"),
                  numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+        reduce_inputs = ["x1"]
+        if axes is not None:
+            inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+            reduce_inputs.append("axes")
         nodes = [helper.make_node("Mul", ["x", "two"], ["x2"]),
                  helper.make_node("Mul", ["x2", "half"], ["x1"]),
-                 helper.make_node("ReduceSum", ["x1"], ["y"], keepdims=0,
+                 helper.make_node("ReduceSum", reduce_inputs, ["y"], keepdims=0,
                                   noop_with_empty_axes=noop)]
         graph = helper.make_graph(
             nodes, "sum", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
         m = onnx.shape_inference.infer_shapes(m)
-        path, out = tmp_path / f"s{noop}.onnx", tmp_path / f"s{noop}.opt.onnx"
+        path, out = tmp_path / f"s{k}.onnx", tmp_path / f"s{k}.opt.onnx"
         onnx.save(m, str(path))
-        optimize(path, out, tmp_path / f"s{noop}.json")
+        assert "Opaque" not in saturn.load(str(path)).op_counts, (noop, axes)
+        optimize(path, out, tmp_path / f"s{k}.json")
         x = np.random.default_rng(noop).standard_normal(SHAPE).astype(np.float32)
         got, want = outputs(out, x)[0], outputs(path, x)[0]
-        assert got.shape == want.shape == (() if not noop else tuple(SHAPE))
+        assert got.shape == want.shape == shape, (noop, axes)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

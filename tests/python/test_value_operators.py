@@ -1,6 +1,6 @@
 """The value operators that move or make values, and the rounding unary
 operators, as IR operators: Ceil, Floor, Round, Sign, Min, Max, CumSum,
-GatherElements, GatherND, ScatterND, ScatterElements, Tile, Range,
+GatherElements, GatherND, ScatterND, ScatterElements, Resize, Tile, Range,
 ConstantOfShape and Expand by a shape computed at run time, and the integer
 reductions. A model of each is read with no opaque
 operator; saturn's interpreter computes what onnxruntime computes on random
@@ -74,16 +74,16 @@ def ort_outputs(path, feeds):
     return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
 
 
-def same(got, want, what):
+def same(got, want, what, tol=1e-6):
     """Integers and what only moves values exactly; a float sum to its
     rounding (the order of its terms is the kernel's)."""
     if np.issubdtype(want.dtype, np.floating):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=what)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def check_against_onnxruntime(tmp_path, path, op_types, sizes=()):
+def check_against_onnxruntime(tmp_path, path, op_types, sizes=(), tol=1e-6):
     model = saturn.load(str(path))
     assert "Opaque" not in model.op_counts, model.op_counts
     for op in op_types:
@@ -93,7 +93,7 @@ def check_against_onnxruntime(tmp_path, path, op_types, sizes=()):
         want, got = ort_outputs(path, feeds), model.run(feeds)
         for name, v in want.items():
             assert got[name].dtype == v.dtype, name
-            same(got[name], v, f"{name}, seed {seed}")
+            same(got[name], v, f"{name}, seed {seed}", tol)
     if not CLI:
         return
     out = tmp_path / "written.onnx"
@@ -199,6 +199,73 @@ def test_integer_reductions(tmp_path):
                 [value("sum", i64, [3]), value("prod1", i32, [2, 1]), value("prod", i32, [5]),
                  value("most", i32, [2, 1]), value("least", i8, [])], [ints("axes1", [1])])
     check_against_onnxruntime(tmp_path, path, ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin"])
+
+
+TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_resize(tmp_path, mode, opset):
+    """Every coordinate transformation, up and down, by scales (2, 0.5,
+    1.5 and 0.6 on one axis: floored sizes) and by sizes; nearest with
+    each rounding, cubic with another coefficient and exclude_outside;
+    nearest on uint8 and int8 too. Opset 11 spells an absent roi or
+    scales as an empty tensor, later ones as ''."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    empty = "empty" if opset < 13 else ""
+    nodes, outputs, inits = [], [], [helper.make_tensor("empty", f, [0], [])]
+    resizes = [("up", [1, 1, 2, 1.5], None), ("down", [1, 1, 0.5, 0.6], None),
+               ("sized", None, [1, 2, 7, 3])]
+    for t in TRANSFORMS:
+        for name, scales, sizes in resizes:
+            out = f"{name}_{t}"
+            extra = {}
+            if mode == "nearest":
+                extra["nearest_mode"] = ["round_prefer_floor", "round_prefer_ceil", "floor",
+                                         "ceil"][len(nodes) % 4]
+            if mode == "cubic" and name == "up":
+                extra.update(cubic_coeff_a=-0.5, exclude_outside=1)
+            if scales:
+                inits.append(helper.make_tensor(f"{out}_scales", f, [4], scales))
+                ins = ["x", empty, f"{out}_scales"]
+                dims = [int(np.floor(d * s)) for d, s in zip([1, 2, 6, 5], scales)]
+            else:
+                inits.append(ints(f"{out}_sizes", sizes))
+                ins, dims = ["x", empty, empty, f"{out}_sizes"], sizes
+            nodes.append(helper.make_node("Resize", ins, [out], mode=mode,
+                                          coordinate_transformation_mode=t, **extra))
+            outputs.append(value(out, f, dims))
+    inputs = [value("x", f, [1, 2, 6, 5])]
+    if mode == "nearest":
+        for name, t in [("q", TensorProto.UINT8), ("n", TensorProto.INT8)]:
+            inputs.append(value(name, t, [1, 3, 4]))
+            nodes.append(helper.make_node("Resize", [name, empty, "up3"], [f"{name}_up"]))
+            outputs.append(value(f"{name}_up", t, [1, 6, 6]))
+        inits.append(helper.make_tensor("up3", f, [3], [1, 2, 1.5]))
+    path = save(tmp_path / "m.onnx", nodes, inputs, outputs, inits, opset=opset)
+    # onnxruntime weighs in float32, saturn's interpreter in double.
+    check_against_onnxruntime(tmp_path, path, ["Resize"], tol=1e-5)
+
+
+def test_resize_to_a_computed_size(tmp_path):
+    """A feature map resized to another input's spatial size (as
+    segmentation heads upsample to the image): written once, it gives
+    onnxruntime's outputs at sizes other than the one saturn read it at."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node("Shape", ["image"], ["image_shape"]),
+             helper.make_node("Slice", ["image_shape", "two", "four"], ["hw"]),
+             helper.make_node("Shape", ["x"], ["x_shape"]),
+             helper.make_node("Slice", ["x_shape", "zero", "two"], ["nc"]),
+             helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear")]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("x", f, [1, 3, "h", "w"]), value("image", f, [1, 1, "H", "W"])],
+                [value("y", f, [1, 3, "H", "W"])],
+                [ints("zero", [0]), ints("two", [2]), ints("four", [4])])
+    check_against_onnxruntime(tmp_path, path, ["Resize"], tol=1e-5,
+                              sizes=[{"h": 4, "w": 6, "H": 16, "W": 24},
+                                     {"h": 7, "w": 3, "H": 9, "W": 5}])
 
 
 def test_an_index_out_of_range_is_an_error(tmp_path):

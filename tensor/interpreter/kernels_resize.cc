@@ -1,0 +1,164 @@
+// The reference kernel of Resize, as ONNX defines it (opsets 11-19, without
+// tf_crop_and_resize and antialias): each output coordinate is mapped to a
+// coordinate of the input by the coordinate transformation, per axis, and
+// the output is the sum of the input's values at a few taps around it,
+// weighted: one tap for nearest, two for linear, four for cubic. A tap
+// past the input's edge reads the edge value (or, for cubic with
+// exclude_outside, is left out and the others renormalized). Coordinates
+// are computed in float32 as onnxruntime computes them, so that nearest
+// picks the same element where a coordinate falls on a half, and through
+// the output's whole length as onnxruntime does (ONNX's reference maps
+// align_corners through input * scale unfloored: the two differ where a
+// scale does not give a whole length; the values folded into a written
+// model must be the runtime's).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "saturn/tensor/infer.h"
+#include "saturn/tensor/interpreter/kernels_internal.h"
+#include "saturn/tensor/interpreter/numbers.h"
+
+namespace saturn::tensor::kernels {
+
+namespace {
+
+struct Tap {
+  std::int64_t index;
+  double weight;
+};
+
+struct ResizeModes {
+  std::string mode, transform, nearest;
+  float cubic_a;
+  bool exclude_outside;
+};
+
+// The input coordinate output coordinate `x` maps to along an axis of
+// `in` elements resized to `out` by `scale`.
+float original_coordinate(const std::string& transform, std::int64_t x, float scale,
+                          std::int64_t in, std::int64_t out) {
+  const auto xf = static_cast<float>(x);
+  if (transform == "asymmetric") return xf / scale;
+  if (transform == "align_corners")
+    return out == 1 ? 0.0f : xf * static_cast<float>(in - 1) / static_cast<float>(out - 1);
+  if (transform == "pytorch_half_pixel" && out == 1) return 0.0f;
+  const float centred = (xf + 0.5f) / scale - 0.5f;
+  if (transform != "half_pixel_symmetric") return centred;  // half_pixel, pytorch_half_pixel
+  // The output's extent as the scale gives it, centred on the input's.
+  const float adjustment = static_cast<float>(out) / (scale * static_cast<float>(in));
+  const float center = static_cast<float>(in) / 2.0f;
+  return center * (1.0f - adjustment) + centred;
+}
+
+// The nearest input index to `x` by ONNX's nearest_mode.
+std::int64_t nearest_index(const std::string& nearest_mode, float x) {
+  const float below = std::floor(x);
+  const bool half = x == below + 0.5f;
+  if (nearest_mode == "floor") return static_cast<std::int64_t>(below);
+  if (nearest_mode == "ceil") return static_cast<std::int64_t>(std::ceil(x));
+  if (nearest_mode == "round_prefer_ceil")
+    return static_cast<std::int64_t>(half ? below + 1.0f : std::round(x));
+  return static_cast<std::int64_t>(half ? below : std::round(x));  // round_prefer_floor
+}
+
+// The cubic convolution's four weights at fraction t past the tap at floor
+// (for the taps floor - 1 .. floor + 2), with ONNX's coefficient `a`.
+std::array<double, 4> cubic_weights(double t, double a) {
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };        // |d| <= 1
+  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < |d| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+// The taps of output coordinate `x` along an axis of `in` elements.
+std::vector<Tap> axis_taps(const ResizeModes& m, std::int64_t x, float scale, std::int64_t in,
+                           std::int64_t out) {
+  const float at = original_coordinate(m.transform, x, scale, in, out);
+  auto edge = [in](std::int64_t i) { return std::clamp<std::int64_t>(i, 0, in - 1); };
+  if (m.mode == "nearest") return {{edge(nearest_index(m.nearest, at)), 1.0}};
+  const auto below = static_cast<std::int64_t>(std::floor(at));
+  const double t = static_cast<double>(at) - static_cast<double>(below);
+  std::vector<Tap> taps;
+  if (m.mode == "linear") {
+    taps = {{edge(below), 1 - t}, {edge(below + 1), t}};
+  } else {
+    const std::array<double, 4> w = cubic_weights(t, m.cubic_a);
+    double kept = 0;
+    for (std::int64_t k = 0; k < 4; ++k) {
+      const std::int64_t i = below - 1 + k;
+      if (m.exclude_outside && (i < 0 || i >= in)) continue;
+      taps.push_back({edge(i), w[static_cast<std::size_t>(k)]});
+      kept += w[static_cast<std::size_t>(k)];
+    }
+    if (m.exclude_outside && kept != 0) {
+      for (Tap& tap : taps) tap.weight /= kept;
+    }
+  }
+  std::erase_if(taps, [](const Tap& tap) { return tap.weight == 0; });
+  return taps;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> resize(const Attributes& a, std::span<const Tensor> in,
+                              const TensorType& out) {
+  const Dims& dims = in[0].dims();
+  const std::size_t rank = dims.size();
+  // The output's size and each axis's scale: given, or the sizes' ratio.
+  Dims size(rank);
+  std::vector<float> scale(rank);
+  const std::vector<Number> by = numbers(in[1]);
+  for (std::size_t k = 0; k < rank; ++k) {
+    if (in[1].dtype() == DType::kInt64) {
+      size[k] = static_cast<std::int64_t>(by[k]);
+      scale[k] = static_cast<float>(size[k]) / static_cast<float>(dims[k]);
+    } else {
+      scale[k] = static_cast<float>(by[k]);
+      if (!(scale[k] > 0))
+        return absl::InvalidArgumentError(
+            fmt::format("Resize: scale {} of axis {} is not positive", scale[k], k));
+      size[k] = static_cast<std::int64_t>(std::floor(static_cast<double>(dims[k]) * scale[k]));
+    }
+  }
+  if (size != out.dims)
+    return absl::InvalidArgumentError(fmt::format(
+        "Resize: its {} give {}, where its type is {}",
+        in[1].dtype() == DType::kInt64 ? "sizes" : "scales", to_string(size), to_string(out)));
+  const ResizeModes m{*a.get_string("mode"), *a.get_string("coordinate_transformation_mode"),
+                      *a.get_string("nearest_mode"),
+                      static_cast<float>(*a.get_float("cubic_coeff_a")),
+                      *a.get_int("exclude_outside") != 0};
+  std::vector<std::vector<std::vector<Tap>>> taps(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    for (std::int64_t x = 0; x < size[k]; ++x)
+      taps[k].push_back(axis_taps(m, x, scale[k], dims[k], size[k]));
+  }
+  const std::vector<Number> x = numbers(in[0]);
+  const Dims strides = strides_of(dims);
+  std::vector<Number> y(static_cast<std::size_t>(out.num_elements()));
+  Dims index(rank, 0);
+  // The weighted sum over the taps of axes k.. of output `index`, from the
+  // input offset and weight the axes before k give.
+  auto sum = [&](auto& self, std::size_t k, std::int64_t offset, double weight) -> Number {
+    if (k == rank) return weight * x[static_cast<std::size_t>(offset)];
+    Number total = 0;
+    for (const Tap& tap : taps[k][static_cast<std::size_t>(index[k])])
+      total += self(self, k + 1, offset + tap.index * strides[k], weight * tap.weight);
+    return total;
+  };
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    y[i] = sum(sum, 0, 0, 1.0);
+    next_index(index, size);
+  }
+  // Integers (nearest only) are picked, not summed: from_numbers keeps them.
+  return from_numbers(out, y);
+}
+
+}  // namespace saturn::tensor::kernels
