@@ -186,6 +186,7 @@ absl::Status Exporter::emit(int i) {
     case Op::kScatterND:
     case Op::kScatterElements:
     case Op::kResize:
+    case Op::kEyeLike:
       return emit_value_op(n, a, in, out);
     case Op::kIsInf: {
       auto* inf = node("IsInf", in, {out});

@@ -55,6 +55,13 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
     }
     case Op::kResize:
       return emit_resize(n, a, in, out);
+    case Op::kEyeLike: {
+      auto* e = node("EyeLike", in, {out});
+      if (*a.get_int("k") != 0) set_int(e, "k", *a.get_int("k"));
+      if (const std::string& dtype = *a.get_string("dtype"); !dtype.empty())
+        set_int(e, "dtype", dtype_to_onnx(*parse_dtype(dtype)));
+      return absl::OkStatus();
+    }
     default:
       return absl::InternalError("not a value operator with attributes");
   }

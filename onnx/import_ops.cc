@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fmt/format.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/onnx/importer.h"
 #include "saturn/tensor/probe.h"
@@ -187,7 +187,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Resize") return map_resize(node);
   if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
       t == "CumSum" || t == "GatherElements" || t == "GatherND" || t == "ScatterND" ||
-      t == "ScatterElements")
+      t == "ScatterElements" || t == "EyeLike")
     return map_value_op(node);
   if (t == "Dropout") return map_dropout(node);
   return std::nullopt;
@@ -293,68 +293,6 @@ std::optional<Mapped> Importer::map_reshape(KnownNode& node) {
   if (!shape) return std::nullopt;
   if (r.i("allowzero").value_or(0) != 0 && std::ranges::count(*shape, 0) > 0) return std::nullopt;
   return Mapped{Op::kReshape, {{"shape", *shape}}, node.first(1)};
-}
-
-namespace {
-
-// An Einsum equation's terms, spaces dropped: {"bhid", "bhjd", "bhij"};
-// nullopt for an ellipsis, an implicit output or a repeated letter in a term.
-std::optional<std::vector<std::string>> einsum_terms(std::string equation) {
-  std::erase(equation, ' ');
-  const std::size_t arrow = equation.find("->");
-  if (arrow == std::string::npos || equation.find('.') != std::string::npos) return std::nullopt;
-  std::vector<std::string> terms;
-  std::size_t start = 0;
-  for (std::size_t comma; (comma = equation.find(',', start)) < arrow; start = comma + 1)
-    terms.push_back(equation.substr(start, comma - start));
-  terms.push_back(equation.substr(start, arrow - start));
-  terms.push_back(equation.substr(arrow + 2));
-  for (const std::string& term : terms) {
-    std::string sorted = term;
-    std::ranges::sort(sorted);
-    if (std::ranges::adjacent_find(sorted) != sorted.end()) return std::nullopt;
-  }
-  return terms;
-}
-
-}  // namespace
-
-// An Einsum that is a batched matrix product (the same batch letters
-// leading every term, one contracted letter): P i k, P k j -> P i j is a
-// MatMul, and P i k, P j k -> P i j one of the first input and the second
-// transposed (attention's scores as MaxViT spells them). Other equations
-// stay opaque.
-std::optional<Mapped> Importer::map_einsum(KnownNode& node) {
-  std::optional<std::string> equation = node.attrs.s("equation");
-  if (!equation || node.in.size() != 2) return std::nullopt;
-  std::optional<std::vector<std::string>> terms = einsum_terms(*equation);
-  if (!terms || terms->size() != 3) return std::nullopt;
-  const std::string &a = (*terms)[0], &b = (*terms)[1], &out = (*terms)[2];
-  const std::size_t rank = a.size();
-  if (rank < 2 || b.size() != rank || out.size() != rank || node.dims(0).size() != rank ||
-      node.dims(1).size() != rank)
-    return std::nullopt;
-  const std::size_t batch = rank - 2;
-  if (a.compare(0, batch, out, 0, batch) != 0 || b.compare(0, batch, out, 0, batch) != 0)
-    return std::nullopt;
-  const char i = a[batch], k = a[batch + 1];
-  if (out[batch] != i || out[batch + 1] == k || i == k) return std::nullopt;
-  const char j = out[batch + 1];
-  if (b[batch] == k && b[batch + 1] == j) return Mapped{Op::kMatMul, {}, node.in};
-  if (b[batch] != j || b[batch + 1] != k) return std::nullopt;
-  Ints perm(rank);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[batch], perm[batch + 1]);
-  // The transpose is an IR value of its own; were the product refused after
-  // all, nothing would read it and the walk's pruning drops it.
-  // It composes with a Transpose before it, as any imported Transpose does.
-  Mapped t{Op::kTranspose, {{"perm", perm}}, {node.in[1]}};
-  compose_layout(t, t.attributes);
-  if (t.op == Op::kIdentity) return Mapped{Op::kMatMul, {}, {node.in[0], t.inputs[0]}};
-  absl::StatusOr<int> transposed =
-      append(t.op, std::move(t.attributes), t.inputs, node.proto.output(0) + "/einsum_b");
-  if (!transposed.ok()) return std::nullopt;
-  return Mapped{Op::kMatMul, {}, {node.in[0], *transposed}};
 }
 
 // Squeeze, Unsqueeze and Flatten are reshapes to their inferred output

@@ -1,11 +1,12 @@
 // ONNX -> IR: the value operators that move or make values (Expand, Tile,
 // Range, ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND,
-// ScatterND, ScatterElements, Resize).
+// ScatterND, ScatterElements, Resize, EyeLike).
 // Where a node's output size depends on values its inputs compute at run
 // time (a Range to the sequence length, a mask expanded to it), the IR
 // operator keeps those inputs and carries its output's size at the given
 // and the probe sizes of the symbols (sized_by_values, tensor/ops.h).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -23,12 +24,26 @@ namespace saturn::tensor::onnx_io {
 
 namespace {
 
-// The dimensions a shape or repeats value gives Expand or Tile of `in`.
+// The dimensions a shape or repeats value gives Expand or Tile of `in`, or
+// a sizes or scales value gives Resize of `in`.
 std::optional<Dims> dims_by_value(std::string_view op, const Dims& in, const Tensor& value) {
+  if (op == "Resize" && value.dtype() == DType::kFloat32 && value.dims() == Dims{static_cast<std::int64_t>(in.size())}) {
+    Dims out(in.size());
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const double size = std::floor(static_cast<double>(in[k]) * value.floats()[k]);
+      if (!(size >= 0 && size < 1e15)) return std::nullopt;
+      out[k] = static_cast<std::int64_t>(size);
+    }
+    return out;
+  }
   if (value.dtype() != DType::kInt64 || value.dims().size() != 1) return std::nullopt;
   const Dims v(value.ints().begin(), value.ints().end());
   if (op == "Expand") return broadcast_dims(in, v);
   if (v.size() != in.size()) return std::nullopt;
+  if (op == "Resize") {
+    if (std::ranges::any_of(v, [](std::int64_t d) { return d < 0; })) return std::nullopt;
+    return v;
+  }
   Dims out = in;
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (v[k] < 0 || __builtin_mul_overflow(in[k], v[k], &out[k])) return std::nullopt;
@@ -52,14 +67,36 @@ bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view 
   absl::StatusOr<TensorType> type = value_type(node.proto.output(0));
   if (!type.ok() || type->dtype == DType::kOther) return false;
   const std::string& op = node.proto.op_type();
-  const bool by_value_input = op == "Expand" || op == "Tile";
+  const bool by_value_input = op == "Expand" || op == "Tile" || op == "Resize";
+  // The input that gives the size: Resize's scales or sizes (the IR's
+  // second input), Expand's shape, Tile's repeats.
+  const std::string by = op == "Resize" ? node.input(node.present(3) ? 3 : 2) : node.input(1);
   // ONNX's inference leaves a size unknown where it cannot see an input's
-  // (a mask built from a Range): Expand's and Tile's come from the IR's
-  // type of the input and the value of the shape at the given sizes.
+  // value (a mask built from a Range, a size computed in floats): it comes
+  // from the values the importer computed, at the given or the probe sizes:
+  // Range's bounds, or Expand's, Tile's and Resize's input type and the
+  // value that sizes it.
+  auto from_values = [&](bool at_probe) -> std::optional<Dims> {
+    if (op == "Range") {
+      std::optional<double> v[3];
+      for (int k = 0; k < 3; ++k) {
+        const Tensor* t = known_value(node.input(k), at_probe);
+        if (t != nullptr) v[k] = scalar_number(*t);
+        if (!v[k]) return std::nullopt;
+      }
+      const double steps = std::ceil((*v[1] - *v[0]) / *v[2]);
+      if (*v[2] == 0 || !(steps < 1e15)) return std::nullopt;
+      return Dims{static_cast<std::int64_t>(std::max(steps, 0.0))};
+    }
+    const Tensor* value = by_value_input ? known_value(by, at_probe) : nullptr;
+    if (value == nullptr) return std::nullopt;
+    if (!at_probe) return dims_by_value(op, node.dims(0), *value);
+    auto in = probe_dims_.find(node.input(0));
+    return in == probe_dims_.end() ? std::nullopt : dims_by_value(op, in->second, *value);
+  };
   Dims out = type->dims;
-  if (!type->is_static() && by_value_input) {
-    const Tensor* value = known_value(node.input(1), /*at_probe=*/false);
-    std::optional<Dims> dims = value ? dims_by_value(op, node.dims(0), *value) : std::nullopt;
+  if (!type->is_static()) {
+    std::optional<Dims> dims = from_values(/*at_probe=*/false);
     if (!dims) return false;
     out = *std::move(dims);
   }
@@ -81,11 +118,7 @@ bool Importer::set_sized_by_values(KnownNode& node, Mapped& m, std::string_view 
   // there for the input's dimensions there.
   std::optional<Dims> probe;
   if (auto p = probe_dims_.find(node.proto.output(0)); p != probe_dims_.end()) probe = p->second;
-  if (!probe && by_value_input) {
-    auto in = probe_dims_.find(node.input(0));
-    const Tensor* value = known_value(node.input(1), /*at_probe=*/true);
-    if (in != probe_dims_.end() && value) probe = dims_by_value(op, in->second, *value);
-  }
+  if (!probe) probe = from_values(/*at_probe=*/true);
   if (probe && probe->size() == out.size()) {
     Ints shapes{static_cast<std::int64_t>(probe->size())};
     shapes.insert(shapes.end(), probe->begin(), probe->end());
@@ -166,6 +199,15 @@ std::optional<Mapped> Importer::map_value_op(KnownNode& node) {
     return Mapped{Op::kGatherElements, {{"axis", r.i("axis").value_or(0)}}, node.in};
   if (t == "GatherND")
     return Mapped{Op::kGatherND, {{"batch_dims", r.i("batch_dims").value_or(0)}}, node.in};
+  if (t == "EyeLike") {
+    Mapped m{Op::kEyeLike, {{"k", r.i("k").value_or(0)}}, node.in};
+    if (std::optional<std::int64_t> dtype = r.i("dtype")) {
+      std::optional<DType> d = dtype_from_onnx(static_cast<int>(*dtype));
+      if (!d) return std::nullopt;
+      m.attributes.set("dtype", std::string(dtype_name(*d)));
+    }
+    return m;
+  }
   if (t == "ScatterND" || t == "ScatterElements") {
     if (node.in.size() != 3) return std::nullopt;
     Mapped m{t == "ScatterND" ? Op::kScatterND : Op::kScatterElements, {}, node.in};

@@ -161,6 +161,11 @@ std::optional<std::optional<Num>> evaluate_elementwise(const std::string& op, co
   if (op == "Mul") return binary(std::multiplies<>());
   if (op == "Div")
     return binary([integer](double x, double y) { return integer_division(x, y, integer); });
+  if (op == "Pow")  // a table's side as the square root of its length (DINOv2)
+    return binary([integer](double x, double y) {
+      const double p = std::pow(x, y);
+      return integer ? std::trunc(p) : p;
+    });
   if (op == "Mod") {
     const bool fmod = a.i("fmod").value_or(0) != 0;
     return binary([fmod](double x, double y) { return modulo(x, y, fmod); });

@@ -54,7 +54,7 @@ absl::Status need_sizes(Op op, const Ints& dims, std::string_view what) {
 
 absl::StatusOr<ValueType> Inference::made_value() {
   const DType dtype = t(0).dtype;
-  if (dtype == DType::kBool && op_ != Op::kExpand && op_ != Op::kTile &&
+  if (dtype == DType::kBool && op_ != Op::kExpand && op_ != Op::kTile && op_ != Op::kEyeLike &&
       op_ != Op::kGatherElements && op_ != Op::kGatherND && op_ != Op::kScatterND &&
       op_ != Op::kScatterElements)
     return fail(op_, "input 0 must hold numbers, is {}", to_string(t(0)));
@@ -150,6 +150,14 @@ absl::StatusOr<ValueType> Inference::made_value() {
       return scatter();
     case Op::kResize:
       return resize();
+    case Op::kEyeLike: {  // a matrix like input 0, of `dtype` (input 0's when empty)
+      const std::string& name = *a_.get_string("dtype");
+      const std::optional<DType> filled = name.empty() ? std::optional(dtype) : parse_dtype(name);
+      if (!filled || !is_plain_number(*filled))
+        return fail(op_, "cannot fill with '{}'", name);
+      if (d(0).size() != 2) return fail(op_, "input 0 must be a matrix, is {}", to_string(t(0)));
+      return ValueType::of(TensorType{*filled, d(0)});
+    }
     default:
       return fail(op_, "not a value operator");
   }

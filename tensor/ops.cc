@@ -145,6 +145,8 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kScatterElements:
       return {{"axis", Kind::kInt, std::int64_t{0}},
               {"reduction", Kind::kString, std::string("none")}};
+    case Op::kEyeLike:  // ones on diagonal k of a matrix like the input, of `dtype`
+      return {{"k", Kind::kInt, std::int64_t{0}}, {"dtype", Kind::kString, std::string()}};
     case Op::kResize:  // ONNX's modes; `shape` the output's dimensions
       return {{"mode", Kind::kString, std::string("nearest")},
               {"coordinate_transformation_mode", Kind::kString, std::string("half_pixel")},
@@ -297,7 +299,7 @@ bool moves_or_makes_values(Op op) {
   return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
          op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
          op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements ||
-         op == Op::kResize;
+         op == Op::kResize || op == Op::kEyeLike;
 }
 
 bool sized_by_values(Op op, std::size_t num_inputs) {

@@ -1,7 +1,7 @@
 // Reference kernels of the value operators that move or make values, on
 // any plain element type, as ONNX defines them: Expand, Tile, Range,
 // ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND and
-// ScatterElements (Resize: kernels_resize.cc). Indices
+// ScatterElements, EyeLike (Resize: kernels_resize.cc). Indices
 // may be negative (counted from the end of their axis); one out of range
 // is an error, where ONNX leaves the result undefined.
 #include <algorithm>
@@ -362,6 +362,14 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
       return scatter_elements(a, in);
     case Op::kResize:
       return resize(a, in, out);
+    case Op::kEyeLike: {  // ones where column = row + k
+      std::vector<Number> y(static_cast<std::size_t>(out.num_elements()), 0);
+      const std::int64_t rows = out.dims[0], cols = out.dims[1], k = *a.get_int("k");
+      for (std::int64_t r = 0; r < rows; ++r) {
+        if (r + k >= 0 && r + k < cols) y[static_cast<std::size_t>(r * cols + r + k)] = 1;
+      }
+      return from_numbers(out, y);
+    }
     default:
       return absl::InvalidArgumentError(fmt::format("{} is not a value operator", op_name(op)));
   }
