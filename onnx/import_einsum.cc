@@ -10,32 +10,9 @@
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "saturn/onnx/importer.h"
+#include "saturn/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
-
-namespace {
-
-// An Einsum equation's terms, spaces dropped: {"bhid", "bhjd", "bhij"};
-// nullopt for an ellipsis, an implicit output or a repeated letter in a term.
-std::optional<std::vector<std::string>> einsum_terms(std::string equation) {
-  std::erase(equation, ' ');
-  const std::size_t arrow = equation.find("->");
-  if (arrow == std::string::npos || equation.find('.') != std::string::npos) return std::nullopt;
-  std::vector<std::string> terms;
-  std::size_t start = 0;
-  for (std::size_t comma; (comma = equation.find(',', start)) < arrow; start = comma + 1)
-    terms.push_back(equation.substr(start, comma - start));
-  terms.push_back(equation.substr(start, arrow - start));
-  terms.push_back(equation.substr(arrow + 2));
-  for (const std::string& term : terms) {
-    std::string sorted = term;
-    std::ranges::sort(sorted);
-    if (std::ranges::adjacent_find(sorted) != sorted.end()) return std::nullopt;
-  }
-  return terms;
-}
-
-}  // namespace
 
 // An Einsum of one operand is a ReduceSum of the letters not in the output
 // and a Transpose; of two, the canonical operators, one form for every

@@ -1,5 +1,6 @@
 #include "saturn/onnx/proto.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -314,6 +315,26 @@ void set_string(onnx::NodeProto* n, const char* key, const std::string& v) {
   a->set_name(key);
   a->set_type(onnx::AttributeProto::STRING);
   a->set_s(v);
+}
+
+// An Einsum equation's terms, spaces dropped: {"bhid", "bhjd", "bhij"};
+// nullopt for an ellipsis, an implicit output or a repeated letter in a term.
+std::optional<std::vector<std::string>> einsum_terms(std::string equation) {
+  std::erase(equation, ' ');
+  const std::size_t arrow = equation.find("->");
+  if (arrow == std::string::npos || equation.find('.') != std::string::npos) return std::nullopt;
+  std::vector<std::string> terms;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = equation.find(',', start)) < arrow; start = comma + 1)
+    terms.push_back(equation.substr(start, comma - start));
+  terms.push_back(equation.substr(start, arrow - start));
+  terms.push_back(equation.substr(arrow + 2));
+  for (const std::string& term : terms) {
+    std::string sorted = term;
+    std::ranges::sort(sorted);
+    if (std::ranges::adjacent_find(sorted) != sorted.end()) return std::nullopt;
+  }
+  return terms;
 }
 
 }  // namespace saturn::tensor::onnx_io

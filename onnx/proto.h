@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
@@ -62,6 +63,10 @@ bool parse_base64(std::string_view text, google::protobuf::MessageLite* message)
 std::set<std::string> outer_names(const onnx::GraphProto& graph);
 // The same for all of a node's graph attributes (If's branches, Loop's body).
 std::set<std::string> node_outer_names(const onnx::NodeProto& node);
+
+// An Einsum equation's terms, spaces dropped: {"bhid", "bhjd", "bhij"};
+// nullopt for an ellipsis, an implicit output or a repeated letter in a term.
+std::optional<std::vector<std::string>> einsum_terms(std::string equation);
 
 // Adds attribute `key` of one integer, one float, a list of integers or a
 // string to `n`.

@@ -79,11 +79,54 @@ void infer_shapes(onnx::ModelProto& model, bool data_prop) {
 }
 
 
-// What one round knows: the values computed or given, and static types.
+// What one round knows: the values computed or given, static types, and
+// the types found here where ONNX's inference gives up (Einsum's).
 struct Known {
   std::map<std::string, Tensor> values;
   std::map<std::string, Dims> dims;
+  std::map<std::string, onnx::TypeProto> typed;
 };
+
+// The output dimensions of Einsum nodes whose inputs' are known: this
+// build's libonnx infers only the output's rank, and a Shape of it (XLNet's
+// relative shift) would leave everything after it untyped.
+void type_einsums(const onnx::GraphProto& g, Known& known) {
+  for (const onnx::NodeProto& n : g.node()) {
+    if (n.op_type() != "Einsum" || !is_default_domain(n.domain()) || n.output_size() != 1 ||
+        known.dims.contains(n.output(0)))
+      continue;
+    std::optional<std::vector<std::string>> terms;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.name() == "equation") terms = einsum_terms(a.s());
+    }
+    if (!terms || static_cast<int>(terms->size()) != n.input_size() + 1) continue;
+    std::map<char, std::int64_t> size;
+    bool sized = true;
+    for (int k = 0; k < n.input_size() && sized; ++k) {
+      auto d = known.dims.find(n.input(k));
+      sized = d != known.dims.end() && d->second.size() == (*terms)[k].size();
+      for (std::size_t i = 0; sized && i < d->second.size(); ++i)
+        sized = size.try_emplace((*terms)[k][i], d->second[i]).first->second == d->second[i];
+    }
+    if (!sized) continue;
+    onnx::TypeProto type;
+    auto* tt = type.mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const onnx::ValueInfoProto& v : g.value_info()) {
+      if (v.name() == n.output(0) && v.type().tensor_type().elem_type() != 0)
+        tt->set_elem_type(v.type().tensor_type().elem_type());
+    }
+    Dims out;
+    for (char c : terms->back()) {
+      if (!size.contains(c)) break;
+      out.push_back(size[c]);
+      tt->mutable_shape()->add_dim()->set_dim_value(size[c]);
+    }
+    if (out.size() != terms->back().size()) continue;
+    known.dims[n.output(0)] = out;
+    known.typed[n.output(0)] = std::move(type);
+  }
+}
 
 void read_types(const onnx::GraphProto& g, Known& known) {
   auto add = [&](const onnx::ValueInfoProto& v) {
@@ -137,6 +180,12 @@ onnx::ModelProto scratch_model(const onnx::ModelProto& model, const Known& known
     *nodes.Add() = n;
   }
   *s->mutable_node() = std::move(nodes);
+  for (const auto& [name, type] : known.typed) {
+    if (defined.contains(name) || known.values.contains(name)) continue;
+    onnx::ValueInfoProto* v = s->add_value_info();
+    v->set_name(name);
+    *v->mutable_type() = type;
+  }
   return scratch;
 }
 
@@ -220,7 +269,11 @@ absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* value
     // computed shapes through many layers needs a round per link at most.
     for (int round = 0; round < 64; ++round) {
       read_types(model.graph(), known);
-      if (evaluate_all(model.graph(), known) == before && round > 0) break;
+      const std::size_t typed = known.typed.size();
+      type_einsums(model.graph(), known);
+      if (evaluate_all(model.graph(), known) == before && known.typed.size() == typed &&
+          round > 0)
+        break;
       before = known.values.size();
       onnx::ModelProto scratch = scratch_model(model, known);
       infer_shapes(scratch, data_prop);

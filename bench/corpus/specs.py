@@ -399,6 +399,9 @@ add(encoder("albert-base-v2", "albert", "dynamo", 18, "AlbertModel", "AlbertConf
 add(encoder("electra-small-discriminator", "electra", "torchscript", 16, "ElectraModel", "ElectraConfig", 30522,
             embedding_size=128, hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
             intermediate_size=1024))
+# XLNet-base: two-stream relative attention written as Einsum (15 equations), sequence-first.
+add(encoder("xlnet-base-cased", "xlnet", "torchscript", 17, "XLNetModel", "XLNetConfig", 32000,
+            d_model=768, n_layer=12, n_head=12, d_inner=3072))
 add(encoder("mobilebert-uncased", "mobilebert", "torchscript", 17, "MobileBertModel", "MobileBertConfig", 30522))
 
 # ---- encoder-decoders and audio ----
@@ -438,6 +441,17 @@ add(vision("swin-tiny-patch4-window7-224", "swin", "transformers", "dynamo", 18,
 add(vision("tv-convnext_tiny", "convnext", "torchvision", "torchscript", 16, tv_model("convnext_tiny")))
 add(vision("convnext-tiny-224", "convnext", "transformers", "dynamo", 20,
            hf_vision("ConvNextForImageClassification", "ConvNextConfig", num_labels=1000)))
+# BEiT-base as microsoft/beit-base-patch16-224 configures it: a relative position bias per layer,
+# whose index table TorchScript writes with ScatterND.
+add(vision("beit-base-patch16-224", "beit", "transformers", "torchscript", 17,
+           hf_vision("BeitForImageClassification", "BeitConfig", use_relative_position_bias=True,
+                     use_mean_pooling=True, layer_scale_init_value=0.1, num_labels=1000)))
+# DINOv2-small as facebook/dinov2-small configures it: its position table is for 518x518 images, so at 224x224
+# the export interpolates it (bicubic Resize to sizes computed from the image's).
+add(vision("dinov2-small", "dinov2", "transformers", "torchscript", 17,
+           hf_vision("Dinov2Model", "Dinov2Config", outkey="last_hidden_state", hidden_size=384,
+                     num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536, patch_size=14,
+                     image_size=518), outputs=("last_hidden_state",)))
 add(vision("mobilevit-small", "mobilevit", "transformers", "torchscript", 17,
            hf_vision("MobileViTForImageClassification", "MobileViTConfig", num_labels=1000), size=256))
 _s = Spec("clip-vit-base-patch32", "clip", "transformers", "torchscript", 14,

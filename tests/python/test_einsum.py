@@ -53,3 +53,23 @@ def test_einsum_at_symbolic_sizes(tmp_path):
                 [value("context", F, ["i", "b", 3, 4])], opset=13)
     check_against_onnxruntime(tmp_path, path, [], tol=1e-5,
                               sizes=[{"i": 3, "j": 7, "b": 2}, {"i": 9, "j": 4, "b": 3}])
+
+
+def test_a_shape_read_from_an_einsum_types_what_follows(tmp_path):
+    """XLNet's relative shift reads the scores' length with a Shape and
+    indexes them with a Range of it: typed (the Einsum's dimensions are
+    found where ONNX's inference of this build gives only its rank), so
+    nothing after it stays opaque, at any size."""
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], equation="ibnd,jbnd->bnij"),
+             helper.make_node("Shape", ["s"], ["shape"]),
+             helper.make_node("Gather", ["shape", "three"], ["length"], axis=0),
+             helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+             helper.make_node("Gather", ["s", "positions"], ["y"], axis=3)]
+    path = save(tmp_path / "m.onnx", nodes,
+                [value("q", F, ["seq", "batch", 4, 8]), value("k", F, ["seq", "batch", 4, 8])],
+                [value("y", F, ["batch", 4, "seq", "seq"])],
+                [helper.make_tensor(n, i64, [], [v]) for n, v in
+                 [("three", 3), ("zero", 0), ("one", 1)]], opset=17)
+    check_against_onnxruntime(tmp_path, path, ["Range"], tol=1e-5,
+                              sizes=[{"seq": 5, "batch": 2}, {"seq": 9, "batch": 1}])
