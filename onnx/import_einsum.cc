@@ -35,17 +35,12 @@ std::optional<Mapped> Importer::map_einsum(KnownNode& node) {
   if (!terms || static_cast<int>(terms->size()) != operands + 1) return std::nullopt;
   std::string a = (*terms)[0], b = operands == 2 ? (*terms)[1] : "";
   const std::string& out = terms->back();
-  std::map<char, std::int64_t> size;
-  for (int k = 0; k < operands; ++k) {
-    const std::string& term = k == 0 ? a : b;
-    if (node.dims(k).size() != term.size()) return std::nullopt;
-    for (std::size_t i = 0; i < term.size(); ++i) {
-      auto [at, added] = size.try_emplace(term[i], node.dims(k)[i]);
-      if (!added && at->second != node.dims(k)[i]) return std::nullopt;
-    }
-  }
+  std::vector<Dims> operand_dims;
+  for (int k = 0; k < operands; ++k) operand_dims.push_back(node.dims(k));
+  std::optional<std::map<char, std::int64_t>> sizes = einsum_sizes(*terms, operand_dims);
+  if (!sizes) return std::nullopt;
+  std::map<char, std::int64_t>& size = *sizes;
   auto has = [](const std::string& term, char c) { return term.find(c) != std::string::npos; };
-  if (!std::ranges::all_of(out, [&](char c) { return size.contains(c); })) return std::nullopt;
   int step = 0;
   auto add = [&](const Mapped& m) -> std::optional<int> {
     absl::StatusOr<int> id = append(m.op, m.attributes, m.inputs,

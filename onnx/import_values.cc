@@ -27,23 +27,11 @@ namespace {
 // The dimensions a shape or repeats value gives Expand or Tile of `in`, or
 // a sizes or scales value gives Resize of `in`.
 std::optional<Dims> dims_by_value(std::string_view op, const Dims& in, const Tensor& value) {
-  if (op == "Resize" && value.dtype() == DType::kFloat32 && value.dims() == Dims{static_cast<std::int64_t>(in.size())}) {
-    Dims out(in.size());
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      const double size = std::floor(static_cast<double>(in[k]) * value.floats()[k]);
-      if (!(size >= 0 && size < 1e15)) return std::nullopt;
-      out[k] = static_cast<std::int64_t>(size);
-    }
-    return out;
-  }
+  if (op == "Resize") return kernels::resize_dims(in, value);
   if (value.dtype() != DType::kInt64 || value.dims().size() != 1) return std::nullopt;
   const Dims v(value.ints().begin(), value.ints().end());
   if (op == "Expand") return broadcast_dims(in, v);
   if (v.size() != in.size()) return std::nullopt;
-  if (op == "Resize") {
-    if (std::ranges::any_of(v, [](std::int64_t d) { return d < 0; })) return std::nullopt;
-    return v;
-  }
   Dims out = in;
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (v[k] < 0 || __builtin_mul_overflow(in[k], v[k], &out[k])) return std::nullopt;

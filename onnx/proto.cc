@@ -337,4 +337,19 @@ std::optional<std::vector<std::string>> einsum_terms(std::string equation) {
   return terms;
 }
 
+std::optional<std::map<char, std::int64_t>> einsum_sizes(const std::vector<std::string>& terms,
+                                                         std::span<const Dims> dims) {
+  if (terms.size() != dims.size() + 1) return std::nullopt;
+  std::map<char, std::int64_t> size;
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k].size() != terms[k].size()) return std::nullopt;
+    for (std::size_t i = 0; i < dims[k].size(); ++i) {
+      if (size.try_emplace(terms[k][i], dims[k][i]).first->second != dims[k][i]) return std::nullopt;
+    }
+  }
+  if (!std::ranges::all_of(terms.back(), [&](char c) { return size.contains(c); }))
+    return std::nullopt;
+  return size;
+}
+
 }  // namespace saturn::tensor::onnx_io

@@ -3,9 +3,11 @@
 // that carry ONNX-only information through Opaque nodes.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,11 @@ std::set<std::string> node_outer_names(const onnx::NodeProto& node);
 // An Einsum equation's terms, spaces dropped: {"bhid", "bhjd", "bhij"};
 // nullopt for an ellipsis, an implicit output or a repeated letter in a term.
 std::optional<std::vector<std::string>> einsum_terms(std::string equation);
+// Each letter's size, from the operands' dimensions (`dims[k]` those of the
+// operand of terms[k]); nullopt where a rank or a letter's sizes disagree
+// or an output letter is in no operand.
+std::optional<std::map<char, std::int64_t>> einsum_sizes(const std::vector<std::string>& terms,
+                                                         std::span<const Dims> dims);
 
 // Adds attribute `key` of one integer, one float, a list of integers or a
 // string to `n`.

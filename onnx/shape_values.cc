@@ -99,16 +99,16 @@ void type_einsums(const onnx::GraphProto& g, Known& known) {
     for (const onnx::AttributeProto& a : n.attribute()) {
       if (a.name() == "equation") terms = einsum_terms(a.s());
     }
-    if (!terms || static_cast<int>(terms->size()) != n.input_size() + 1) continue;
-    std::map<char, std::int64_t> size;
-    bool sized = true;
-    for (int k = 0; k < n.input_size() && sized; ++k) {
-      auto d = known.dims.find(n.input(k));
-      sized = d != known.dims.end() && d->second.size() == (*terms)[k].size();
-      for (std::size_t i = 0; sized && i < d->second.size(); ++i)
-        sized = size.try_emplace((*terms)[k][i], d->second[i]).first->second == d->second[i];
+    if (!terms) continue;
+    std::vector<Dims> dims;
+    for (const std::string& input : n.input()) {
+      auto d = known.dims.find(input);
+      if (d == known.dims.end()) break;
+      dims.push_back(d->second);
     }
-    if (!sized) continue;
+    if (dims.size() != static_cast<std::size_t>(n.input_size())) continue;
+    std::optional<std::map<char, std::int64_t>> size = einsum_sizes(*terms, dims);
+    if (!size) continue;
     onnx::TypeProto type;
     auto* tt = type.mutable_tensor_type();
     tt->set_elem_type(onnx::TensorProto::FLOAT);
@@ -118,11 +118,9 @@ void type_einsums(const onnx::GraphProto& g, Known& known) {
     }
     Dims out;
     for (char c : terms->back()) {
-      if (!size.contains(c)) break;
-      out.push_back(size[c]);
-      tt->mutable_shape()->add_dim()->set_dim_value(size[c]);
+      out.push_back(size->at(c));
+      tt->mutable_shape()->add_dim()->set_dim_value(out.back());
     }
-    if (out.size() != terms->back().size()) continue;
     known.dims[n.output(0)] = out;
     known.typed[n.output(0)] = std::move(type);
   }

@@ -42,6 +42,10 @@ namespace kernels {
 // A tensor of `type` (a plain number or bool type) with every element
 // `value` (cast as Cast does).
 Tensor filled(const TensorType& type, double value);
+// The dimensions Resize gives `in` by a float32 scales or int64 sizes value
+// (one per axis): the sizes, or each dimension times its scale, floored;
+// nullopt for another value, a negative size or a scale not above 0.
+std::optional<Dims> resize_dims(const Dims& in, const Tensor& scales_or_sizes);
 }  // namespace kernels
 
 // C[m x n] += A[m x k] * B[k x n], all row-major and contiguous; serial.

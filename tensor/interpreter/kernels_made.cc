@@ -1,13 +1,14 @@
 // Reference kernels of the value operators that move or make values, on
 // any plain element type, as ONNX defines them: Expand, Tile, Range,
-// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND and
-// ScatterElements, EyeLike (Resize: kernels_resize.cc). Indices
+// ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND,
+// ScatterElements and EyeLike (Resize: kernels_resize.cc). Indices
 // may be negative (counted from the end of their axis); one out of range
 // is an error, where ONNX leaves the result undefined.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -197,20 +198,25 @@ absl::StatusOr<Tensor> gather_nd(const Attributes& a, const Tensor& data, const 
   return from_numbers(out, y);
 }
 
-// An element already there combined with its update by a scatter's
-// `reduction` (none: replaced).
-Number combine(const std::string& reduction, DType dtype, Number old, Number update) {
-  if (reduction == "add") return arithmetic(Op::kAdd, dtype, old, update);
-  if (reduction == "mul") return arithmetic(Op::kMul, dtype, old, update);
-  if (reduction == "max" || reduction == "min") return least_or_most(reduction == "min", old, update);
-  return update;
+// How a scatter's `reduction` combines an element already there with its
+// update (none: replaced), chosen once per node.
+std::function<Number(Number, Number)> combiner(const std::string& reduction, DType dtype) {
+  if (reduction == "add" || reduction == "mul") {
+    const Op op = reduction == "add" ? Op::kAdd : Op::kMul;
+    return [op, dtype](Number x, Number u) { return arithmetic(op, dtype, x, u); };
+  }
+  if (reduction == "max" || reduction == "min") {
+    const bool least = reduction == "min";
+    return [least](Number x, Number u) { return least_or_most(least, x, u); };
+  }
+  return [](Number, Number u) { return u; };
 }
 
 // ScatterND: each index tuple of `indices` [..., k] addresses a block of
 // data's trailing axes past k, which its updates replace or combine with.
 absl::StatusOr<Tensor> scatter_nd(const Attributes& a, std::span<const Tensor> in) {
   const Dims& dims = in[0].dims();
-  const std::string& reduction = *a.get_string("reduction");
+  const auto combine = combiner(*a.get_string("reduction"), in[0].dtype());
   const auto k = static_cast<std::size_t>(in[1].dims().back());
   std::vector<Number> y = numbers(in[0]);
   const std::vector<Number> at = numbers(in[1]), update = numbers(in[2]);
@@ -226,8 +232,7 @@ absl::StatusOr<Tensor> scatter_nd(const Attributes& a, std::span<const Tensor> i
     }
     for (std::int64_t e = 0; e < block; ++e) {
       Number& element = y[static_cast<std::size_t>(to + e)];
-      element = combine(reduction, in[0].dtype(),
-                        element, update[static_cast<std::size_t>(t) * block + e]);
+      element = combine(element, update[static_cast<std::size_t>(t) * block + e]);
     }
   }
   return from_numbers(in[0].type(), y);
@@ -237,7 +242,7 @@ absl::StatusOr<Tensor> scatter_nd(const Attributes& a, std::span<const Tensor> i
 // index of data with its `axis` coordinate replaced by the index's value.
 absl::StatusOr<Tensor> scatter_elements(const Attributes& a, std::span<const Tensor> in) {
   const Dims& dims = in[0].dims();
-  const std::string& reduction = *a.get_string("reduction");
+  const auto combine = combiner(*a.get_string("reduction"), in[0].dtype());
   const auto axis = static_cast<std::size_t>(*normalize_axis(*a.get_int("axis"), dims.size()));
   std::vector<Number> y = numbers(in[0]);
   const std::vector<Number> at = numbers(in[1]), update = numbers(in[2]);
@@ -249,7 +254,7 @@ absl::StatusOr<Tensor> scatter_elements(const Attributes& a, std::span<const Ten
     Dims target = index;
     target[axis] = *j;
     Number& element = y[static_cast<std::size_t>(offset_of(target, strides))];
-    element = combine(reduction, in[0].dtype(), element, update[i]);
+    element = combine(element, update[i]);
   }
   return from_numbers(in[0].type(), y);
 }

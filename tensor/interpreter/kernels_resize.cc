@@ -107,25 +107,40 @@ std::vector<Tap> axis_taps(const ResizeModes& m, std::int64_t x, float scale, st
 
 }  // namespace
 
+std::optional<Dims> resize_dims(const Dims& in, const Tensor& by) {
+  if ((by.dtype() != DType::kFloat32 && by.dtype() != DType::kInt64) ||
+      by.dims() != Dims{static_cast<std::int64_t>(in.size())})
+    return std::nullopt;
+  const std::vector<Number> v = numbers(by);
+  Dims out(in.size());
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const Number size = by.dtype() == DType::kInt64
+                            ? v[k]
+                            : std::floor(static_cast<Number>(in[k]) * static_cast<float>(v[k]));
+    if (!(size >= 0 && size < static_cast<Number>(kMaxElements)) ||
+        (by.dtype() == DType::kFloat32 && !(v[k] > 0)))
+      return std::nullopt;
+    out[k] = static_cast<std::int64_t>(size);
+  }
+  return out;
+}
+
 absl::StatusOr<Tensor> resize(const Attributes& a, std::span<const Tensor> in,
                               const TensorType& out) {
   const Dims& dims = in[0].dims();
   const std::size_t rank = dims.size();
   // The output's size and each axis's scale: given, or the sizes' ratio.
-  Dims size(rank);
+  const std::optional<Dims> given = resize_dims(dims, in[1]);
+  if (!given)
+    return absl::InvalidArgumentError(fmt::format(
+        "Resize: {} has a negative size or a scale not above 0", to_string(in[1].type())));
+  const Dims& size = *given;
   std::vector<float> scale(rank);
   const std::vector<Number> by = numbers(in[1]);
   for (std::size_t k = 0; k < rank; ++k) {
-    if (in[1].dtype() == DType::kInt64) {
-      size[k] = static_cast<std::int64_t>(by[k]);
-      scale[k] = static_cast<float>(size[k]) / static_cast<float>(dims[k]);
-    } else {
-      scale[k] = static_cast<float>(by[k]);
-      if (!(scale[k] > 0))
-        return absl::InvalidArgumentError(
-            fmt::format("Resize: scale {} of axis {} is not positive", scale[k], k));
-      size[k] = static_cast<std::int64_t>(std::floor(static_cast<double>(dims[k]) * scale[k]));
-    }
+    scale[k] = in[1].dtype() == DType::kInt64
+                   ? static_cast<float>(size[k]) / static_cast<float>(dims[k])
+                   : static_cast<float>(by[k]);
   }
   if (size != out.dims)
     return absl::InvalidArgumentError(fmt::format(
