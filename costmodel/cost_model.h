@@ -399,6 +399,10 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
 // (weight-only operators free when `options.weight_only_free`).
 absl::StatusOr<double> graph_cost(const CostModel& model, const tensor::Graph& graph,
                                   EGraphCostOptions options = {});
+// The price of the work the importer folded that the source model's
+// runtime does on every run (Graph::folded_at_import), each operator priced
+// on its own.
+double folded_work_cost(const CostModel& model, const tensor::Graph& graph);
 // The costs `before` and `after` less the prices of the unmeasured fused
 // kernels (MeasuredCostModel::kUnmeasuredRuntimeOperator) both hold: one the
 // input imported, which no extraction can avoid, would otherwise hide every

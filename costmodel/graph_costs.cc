@@ -166,6 +166,13 @@ absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
   return costs;
 }
 
+double folded_work_cost(const CostModel& model, const tensor::Graph& graph) {
+  double total = 0;
+  for (const tensor::FoldedWork& w : graph.folded_at_import)
+    total += model.node_cost(w.op, w.attributes, w.inputs, w.output, OpContext{});
+  return total;
+}
+
 std::pair<double, double> comparable_costs(double before, double after) {
   constexpr double kPrice = MeasuredCostModel::kUnmeasuredRuntimeOperator;
   const double shared = std::floor(std::min(before, after) / kPrice) * kPrice;

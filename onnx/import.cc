@@ -162,6 +162,7 @@ absl::Status Importer::add_input(const onnx::ValueInfoProto& v) {
     return define(v.name(),
                   append(Op::kWeight, leaf_attributes(v.name(), t->dims, t->dtype), {}, v.name()));
   }
+  at_run_time_.insert(v.name());
   if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
     return error("input '{}' has no type", v.name());
   Attributes a;
@@ -186,11 +187,39 @@ std::string Importer::where(const onnx::NodeProto& n, int k) const {
   return fmt::format("node {} ({}{})", k, n.op_type(), n.name().empty() ? "" : ", " + n.name());
 }
 
+bool Importer::at_run_time(const onnx::NodeProto& n) const {
+  if (std::ranges::none_of(n.input(), [&](const std::string& in) { return at_run_time_.contains(in); }))
+    return false;
+  if (!is_default_domain(n.domain()) || (n.op_type() != "Shape" && n.op_type() != "Size"))
+    return true;
+  if (graph_.symbols.empty()) return false;
+  const ValueType& type = types_[values_.at(n.input(0))];
+  auto probe = probe_dims_.find(n.input(0));
+  if (type.is_tuple || probe == probe_dims_.end()) return true;
+  const Dims& dims = type.tensor().dims;
+  if (probe->second.size() != dims.size()) return true;
+  // A Shape reads the axes [start, end) (opset 15), counted from the end
+  // where negative and clamped to the rank.
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  std::int64_t start = 0, end = rank;
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (n.op_type() == "Shape" && a.name() == "start") start = a.i();
+    if (n.op_type() == "Shape" && a.name() == "end") end = a.i();
+  }
+  start = std::clamp(start < 0 ? start + rank : start, std::int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, std::int64_t{0}, rank);
+  for (std::int64_t d = start; d < end; ++d)
+    if (dims[static_cast<std::size_t>(d)] != probe->second[static_cast<std::size_t>(d)]) return true;
+  return false;
+}
+
 absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
   for (const std::string& in : n.input()) {
     if (!in.empty() && !values_.contains(in))
       return error("{}: input '{}' is not computed before it", where(n, k), in);
   }
+  node_at_run_time_ = at_run_time(n);
+  if (node_at_run_time_) at_run_time_.insert(n.output().begin(), n.output().end());
   if (n.output_size() == 1) {
     if (auto it = folded_.find(n.output(0)); it != folded_.end()) {
       add_weight(n.output(0), it->second);
@@ -199,6 +228,12 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
     if (auto it = expanded_.find(n.output(0)); it != expanded_.end()) {
       if (std::optional<int> whole = add_expanded(it->second)) return define(n.output(0), *whole);
     }
+  }
+  if (n.domain() == kKeptDomain) {  // as the file writes it (KeptNodes)
+    auto why = n.output_size() > 0 ? kept_.find(n.output(0)) : kept_.end();
+    why_opaque_ = why != kept_.end() ? why->second : "no spelling at the opset read";
+    absl::Status s = add_opaque(n, k);
+    return s.ok() ? s : error("{}: kept as written ({}), but {}", where(n, k), why_opaque_, message(s));
   }
   if (is_default_domain(n.domain()) && n.op_type() == "Constant") {
     if (std::optional<Tensor> value = constant_node_value(n)) {
@@ -276,6 +311,14 @@ absl::StatusOr<bool> Importer::add_known(const onnx::NodeProto& n) {
   absl::StatusOr<std::optional<Tensor>> value = fold_weights_only(m->op, *a, m->inputs, *ir, n.output(0));
   if (!value.ok()) return refuse(fmt::format("its constant inputs: {}", message(value.status())));
   if (*value) {
+    if (node_at_run_time_) {
+      FoldedWork work{m->op, *a, {}, *ir, n.output(0), {}};
+      for (int i : m->inputs) {
+        work.inputs.push_back(types_[i]);
+        work.reads.push_back(graph_.nodes[i].name);
+      }
+      graph_.folded_at_import.push_back(std::move(work));
+    }
     add_weight(n.output(0), **value);
     return true;
   }
@@ -398,6 +441,18 @@ void Importer::prune() {
   }
   graph_.nodes = std::move(kept);
   for (GraphOutput& o : graph_.outputs) o.node = remap[o.node];
+  // The folded work counts where a live node reads its value, or folded
+  // work that counts does.
+  std::set<std::string> read;
+  for (const Node& n : graph_.nodes) read.insert(n.name);
+  std::vector<FoldedWork> counted;
+  for (auto it = graph_.folded_at_import.rbegin(); it != graph_.folded_at_import.rend(); ++it) {
+    if (!read.contains(it->name)) continue;
+    read.insert(it->reads.begin(), it->reads.end());
+    counted.push_back(std::move(*it));
+  }
+  graph_.folded_at_import.assign(std::make_move_iterator(counted.rbegin()),
+                                 std::make_move_iterator(counted.rend()));
 }
 
 }  // namespace onnx_io

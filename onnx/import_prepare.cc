@@ -168,7 +168,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   // (its checker and shape inference run on that spelling).
   source_opset_ = opset_;
   if (opset_ > max_onnx_opset()) {
-    if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset(), &expanded_); !s.ok())
+    if (absl::Status s = lower_to_opset(model, opset_, max_onnx_opset(), &expanded_, &kept_); !s.ok())
       return error("{}", message(s));
     opset_ = max_onnx_opset();
   }

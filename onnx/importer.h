@@ -83,15 +83,21 @@ inline constexpr std::int64_t kNewestReadOpset = 23;
 // attributes that became inputs (the reductions' axes) are attributes
 // again, attributes at their defaults that `to` lacks are dropped, and Gelu
 // (opset 20), Mish (18) and RMSNormalization (23) are spelled in older
-// operators. Operators and
-// attributes with no equivalent at `to` are errors naming the node. The
-// exported model is then written at opset `to`.
+// operators. The exported model is then written at opset `from`.
 // `expanded`, when given, receives each node spelled in older operators
 // (Gelu, RMSNormalization) by its output's name, so the importer can map it
 // whole.
 using ExpandedNodes = std::map<std::string, onnx::NodeProto>;
+// A node with no spelling at `to` (an operator newer than it, an attribute
+// or input it lacks, such as Resize's antialias) stays as the file writes
+// it, moved into the domain kKeptDomain so that the checker and inference
+// at `to` pass it by; `kept`, when given, receives why, by the node's first
+// output. The importer reads such a node as an opaque operator of its own
+// domain (typed by the file's value_info) and the export writes it back.
+using KeptNodes = std::map<std::string, std::string>;
+inline constexpr std::string_view kKeptDomain = "saturn.newer_opset";
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
-                            ExpandedNodes* expanded = nullptr);
+                            ExpandedNodes* expanded = nullptr, KeptNodes* kept = nullptr);
 
 // The weights a model names under `saturn.seeded_weights`: name -> [low, high).
 using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
@@ -306,6 +312,11 @@ class Importer {
   absl::StatusOr<std::optional<Tensor>> fold_weights_only(Op op, const Attributes& attributes,
                                           const std::vector<int>& inputs, const ValueType& type,
                                           const std::string& output) const;
+  // Whether onnxruntime computes `n`'s outputs on every run: an input of
+  // the node is computed so, and it is not a Shape or Size of a value
+  // whose dimensions (those it reads) are the same at every size of the
+  // symbolic ones, which the runtime's constant folding folds.
+  bool at_run_time(const onnx::NodeProto& n) const;
   std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
   std::optional<Mapped> map_reduce(KnownNode& node, Op op);
@@ -354,10 +365,17 @@ class Importer {
   std::set<std::string> read_names_;
   // The nodes the opset lowering expanded (Gelu), by their output's name.
   ExpandedNodes expanded_;
+  // The nodes the opset lowering kept as written (kKeptDomain), and why.
+  KeptNodes kept_;
   // The large external initializers, reading their mapped files in place.
   std::map<std::string, Tensor> external_;
   // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).
   std::string why_opaque_;
+  // The values the source's runtime computes on every run (what reads a
+  // graph input, but not a Shape that its static dimensions fold), and
+  // whether the node being added reads one (at_run_time).
+  std::set<std::string> at_run_time_;
+  bool node_at_run_time_ = false;
   SeededWeights seeded_;
 };
 

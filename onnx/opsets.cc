@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,18 +53,31 @@ void respell_grid_sample_mode(onnx::NodeProto& n, bool newer) {
 
 class Lowering {
  public:
-  Lowering(onnx::ModelProto& model, std::int64_t from, std::int64_t to, ExpandedNodes* expanded)
-      : model_(model), from_(from), to_(to), expanded_(expanded) {}
+  Lowering(onnx::ModelProto& model, std::int64_t from, std::int64_t to, ExpandedNodes* expanded,
+           KeptNodes* kept)
+      : model_(model), from_(from), to_(to), expanded_(expanded), kept_(kept) {}
 
   absl::Status run() {
     if (model_.ir_version() > kCheckedIrVersion) model_.set_ir_version(kCheckedIrVersion);
     if (absl::Status s = lower_graph(*model_.mutable_graph()); !s.ok()) return s;
     for (onnx::OperatorSetIdProto& op : *model_.mutable_opset_import())
       if (is_default_domain(op.domain())) op.set_version(to_);
+    if (kept_any_) {
+      onnx::OperatorSetIdProto* kept = model_.add_opset_import();
+      kept->set_domain(std::string(kKeptDomain));
+      kept->set_version(1);
+    }
     return absl::OkStatus();
   }
 
  private:
+  // `n` as the file writes it, in kKeptDomain (KeptNodes).
+  void keep(onnx::NodeProto& n, const absl::Status& why) {
+    n.set_domain(std::string(kKeptDomain));
+    if (kept_ != nullptr && n.output_size() > 0) (*kept_)[n.output(0)] = std::string(message(why));
+    kept_any_ = true;
+  }
+
   absl::Status fail(const onnx::NodeProto& n, std::string_view why) const {
     return absl::InvalidArgumentError(fmt::format(
         "node '{}' ({}): {} (the model is at ONNX opset {}, which this build reads through "
@@ -149,8 +163,10 @@ class Lowering {
         if (v != 1) return false;
       return true;
     };
+    // What a lowering that fails halfway has changed is put back.
     if (reductions_with_axes_input().contains(op)) {
-      if (absl::Status s = lower_reduction(n); !s.ok()) return s;
+      const onnx::NodeProto before = n;
+      if (absl::Status s = lower_reduction(n); !s.ok()) keep(n = before, s);
       return false;
     }
     if (has_expansion(op)) {
@@ -158,8 +174,11 @@ class Lowering {
         auto it = declared_.find(name);
         return it == declared_.end() ? nullptr : &it->second;
       };
-      if (absl::Status s = expand_node(n, Source{declared, from_}, out); !s.ok())
-        return fail(n, message(s));
+      if (absl::Status s = expand_node(n, Source{declared, from_}, out); !s.ok()) {
+        keep(n, fail(n, message(s)));
+        out.clear();
+        return false;
+      }
       // An exact Gelu, an RMSNormalization, a causal Attention and a
       // RotaryEmbedding are IR operators, read whole where they fit
       // (Importer::add_expanded).
@@ -168,6 +187,11 @@ class Lowering {
         (*expanded_)[n.output(0)] = n;
       return true;
     }
+    const bool drops_attributes = op == "Split" || op == "Cast" || op == "CastLike" ||
+                                  op == "AveragePool" || op == "LpPool" || op == "Resize" ||
+                                  op == "QuantizeLinear" || op == "DequantizeLinear";
+    const std::optional<onnx::NodeProto> before =
+        drops_attributes ? std::optional<onnx::NodeProto>(n) : std::nullopt;
     absl::Status s = absl::OkStatus();
     if (op == "Split") {
       s = drop_default(n, "num_outputs",
@@ -198,7 +222,7 @@ class Lowering {
     } else if (onnx::OpSchemaRegistry::Schema(op, static_cast<int>(to_), "") == nullptr) {
       s = fail(n, fmt::format("the operator is newer than opset {}", to_));
     }
-    if (!s.ok()) return s;
+    if (!s.ok()) keep(before ? n = *before : n, s);
     return false;
   }
 
@@ -243,6 +267,8 @@ class Lowering {
   onnx::ModelProto& model_;
   std::int64_t from_, to_;
   ExpandedNodes* expanded_;  // may be null
+  KeptNodes* kept_;          // may be null
+  bool kept_any_ = false;
   absl::flat_hash_map<std::string, const onnx::TensorProto*> constants_;
   absl::flat_hash_map<std::string, onnx::TypeProto> declared_;  // expand_node reads it
 };
@@ -250,8 +276,8 @@ class Lowering {
 }  // namespace
 
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
-                            ExpandedNodes* expanded) {
-  return Lowering(model, from, to, expanded).run();
+                            ExpandedNodes* expanded, KeptNodes* kept) {
+  return Lowering(model, from, to, expanded, kept).run();
 }
 
 namespace {
@@ -418,7 +444,10 @@ class Raising {
     google::protobuf::RepeatedPtrField<onnx::NodeProto> raised;
     for (onnx::NodeProto& n : *g.mutable_node()) {
       if (to_ >= 23 && rotary_without_positions(n)) raise_rotary(n, raised);
-      raise_node(n);
+      if (n.domain() == kKeptDomain)
+        n.clear_domain();  // written as the file wrote it (KeptNodes)
+      else
+        raise_node(n);
       *raised.Add() = std::move(n);
     }
     g.mutable_node()->Swap(&raised);

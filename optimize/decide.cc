@@ -66,6 +66,11 @@ void gate_predicted_gain(const tensor::Graph& input, tensor::Graph candidate, do
   const double lower = before > 0 ? (before - after) / before : 0;
   std::string evidence = fmt::format("{:.2f} -> {:.2f}, {:.3f}% lower, needed {:.3g}%",
                                      result.cost_before, cost, 100 * lower, 100 * min_gain);
+  if (!input.folded_at_import.empty())
+    evidence += fmt::format(
+        "; the input's runtime computes {} operator{} on every run that saturn computed once ({})",
+        input.folded_at_import.size(), input.folded_at_import.size() == 1 ? "" : "s",
+        tensor::folded_work_summary(input));
   if (!(after < before * (1 - needed))) {
     refuse(input, result, Gate::kPredictedGain, std::move(evidence));
     return;

@@ -52,9 +52,8 @@ absl::StatusOr<PricedExtraction> price(const Environment& env, const ExtractionP
   return c;
 }
 
-}  // namespace
-
-absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& model,
+// The graph's own price (input_price without the folded work).
+absl::StatusOr<double> graph_price(const tensor::Graph& graph, const CostModel& model,
                                    const EGraphCostOptions& options,
                                    std::optional<double> search_price) {
   auto plain = [&]() -> absl::StatusOr<double> {
@@ -76,6 +75,16 @@ absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& 
   return plain();
 }
 
+}  // namespace
+
+absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& model,
+                                   const EGraphCostOptions& options,
+                                   std::optional<double> search_price) {
+  absl::StatusOr<double> price = graph_price(graph, model, options, search_price);
+  if (!price.ok()) return price;
+  return *price + folded_work_cost(model, graph);
+}
+
 double search_seconds(const OptimizeOptions& options, int ops) {
   const double limit = options.budget.time_limit_seconds;
   if (options.seconds_per_op <= 0) return limit;
@@ -87,6 +96,16 @@ double min_gain_of(const OptimizeOptions& options) {
   const std::string_view cost =
       options.cost_model != nullptr ? options.cost_model->name() : std::string_view(options.cost);
   return cost == "opcount" ? 0.0 : kDefaultMinGain;
+}
+
+double min_gain_for(const tensor::Graph& input, const OptimizeOptions& options) {
+  const bool timed = options.measure || options.min_speedup;
+  const bool removes_float_work =
+      std::ranges::any_of(input.folded_at_import, [](const tensor::FoldedWork& w) {
+        const tensor::TensorType& t = w.output.tensor();
+        return tensor::is_float(t.dtype) && t.num_elements() >= kTimedFoldElements;
+      });
+  return timed && removes_float_work ? 0.0 : min_gain_of(options);
 }
 
 absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& options,
@@ -374,7 +393,7 @@ absl::StatusOr<OptimizeResult> optimize_whole(const tensor::Graph& graph,
   // pattern fusions can. And a heuristic extraction can miss the input graph
   // itself: never return something worse than what came in.
   gate_predicted_gain(graph, std::move(best->graph), best->total(), best->spill,
-                      best->weight_bytes, min_gain_of(options), result);
+                      best->weight_bytes, min_gain_for(graph, options), result);
 
   auto named = [&](const std::vector<std::size_t>& per_rule) {
     std::vector<RuleApplication> counts;

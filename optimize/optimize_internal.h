@@ -52,10 +52,25 @@ absl::StatusOr<OptimizeResult> search_or_cut(const tensor::Graph& graph,
 
 // What the input costs: `search_price` (the search's own price of it; the
 // graph's cost when not given), except under a measured table, where the
-// input is priced as the runtime loads it (as_onnxruntime_loads).
+// input is priced as the runtime loads it (as_onnxruntime_loads); with the
+// work the importer folded that the runtime does on every run
+// (Graph::folded_at_import) on top.
 absl::StatusOr<double> input_price(const tensor::Graph& graph, const CostModel& model,
                                    const EGraphCostOptions& options,
                                    std::optional<double> search_price = std::nullopt);
+
+// A folded operator with a float output of this many elements or more is
+// work a timing should weigh (min_gain_for).
+inline constexpr std::int64_t kTimedFoldElements = 4096;
+// The least predicted gain the predicted-gain gate asks of a candidate for
+// `input`: min_gain_of, or 0 where a timing decides after it and the input
+// holds float work the import folded that its runtime does on every run.
+// The candidate computes that work once, so it cannot be slower for it,
+// and the cost model prices it one kernel at a time, from a table that
+// holds the model's own operators or else from a roofline, which can be far
+// off: onnxruntime's bicubic Resize of DINOv2-small's position table takes
+// 23 ms of the model's 228 ms (one thread, this machine's profile).
+double min_gain_for(const tensor::Graph& input, const OptimizeOptions& options);
 
 // The decision stage (decide.h, decide.cc), the only code that sets a
 // result's Decision. pass records that `gate` passed the result's

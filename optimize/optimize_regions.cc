@@ -361,7 +361,7 @@ absl::StatusOr<OptimizeResult> optimize_regions(
     if (!held.ok()) return held.status();
     result.cost_found = *after + held->spill;
     gate_predicted_gain(graph, std::move(stitched), result.cost_found, held->spill, held->bytes,
-                        min_gain_of(options), result);
+                        min_gain_for(graph, options), result);
     return absl::OkStatus();
   };
   if (unsearched == static_cast<int>(first.size())) {

@@ -1,10 +1,29 @@
 #include "saturn/tensor/graph.h"
 
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
 #include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "saturn/tensor/infer.h"
 
 namespace saturn::tensor {
+
+std::string folded_work_summary(const Graph& graph) {
+  std::vector<std::pair<std::string_view, int>> counts;
+  for (const FoldedWork& w : graph.folded_at_import) {
+    const std::string_view op = op_name(w.op);
+    auto it = std::ranges::find(counts, op, &std::pair<std::string_view, int>::first);
+    if (it == counts.end())
+      counts.emplace_back(op, 1);
+    else
+      ++it->second;
+  }
+  std::string out;
+  for (const auto& [op, n] : counts) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", op, n);
+  return out;
+}
 
 std::string node_label(const Graph& graph, int index) {
   const Node& n = graph.nodes[index];

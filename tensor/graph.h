@@ -44,6 +44,21 @@ struct WeightInit {
   float low = -0.1f, high = 0.1f;
 };
 
+// An operator the importer computed once (its output became a weight) whose
+// source model's runtime computes it on every run: it reads a value derived
+// from the shape of an input with a symbolic dimension, which onnxruntime's
+// constant folding leaves to run time (DINOv2's position table, resized to
+// sizes computed from the image's height and width). The graph no longer
+// holds it; the input as the runtime runs it does (Graph::folded_at_import).
+struct FoldedWork {
+  Op op = Op::kIdentity;
+  Attributes attributes;
+  std::vector<ValueType> inputs;
+  ValueType output;
+  std::string name;                // the value it computed
+  std::vector<std::string> reads;  // the values it read, by name
+};
+
 // ONNX operator-set imports: (domain, version) pairs.
 using Opsets = std::vector<std::pair<std::string, std::int64_t>>;
 
@@ -112,6 +127,10 @@ struct Graph {
   // self-check feeds them, not random numbers, to the inputs of a region
   // that reads them.
   absl::flat_hash_map<std::string, std::shared_ptr<const Tensor>> size_values;
+  // What the importer folded that the source's runtime computes on every
+  // run, in the order folded: the input's price includes it (a graph the
+  // importer read; a search's result holds none).
+  std::vector<FoldedWork> folded_at_import;
 
   int size() const { return static_cast<int>(nodes.size()); }
 };
@@ -149,6 +168,10 @@ int total_ops(const Graph& graph);
 std::map<std::string, int> opaque_op_types(const Graph& graph);
 // The same, by op type and then by the importer's reason (Graph::opaque_reasons).
 std::map<std::string, std::map<std::string, int>> opaque_op_reasons(const Graph& graph);
+
+// The operators of Graph::folded_at_import by type, in the order first
+// folded: "Resize x1, Transpose x2"; "" when there are none.
+std::string folded_work_summary(const Graph& graph);
 
 // A node's display name: its own name, or "%<index>".
 std::string node_label(const Graph& graph, int index);

@@ -142,6 +142,9 @@ void print_interface(const Graph& graph, const std::vector<ValueType>& types) {
                symbolic_shape(graph, o.name, types[o.node]));
   fmt::print("  weights: {} tensors, {:.1f} MB\n", weights, weight_bytes / 1e6);
   fmt::print("  ops: {}\n", op_summary(graph));
+  if (!graph.folded_at_import.empty())
+    fmt::print("  computed once at import, on every run by the source's runtime: {}\n",
+               tensor::folded_work_summary(graph));
   for (const auto& [op_type, reasons] : tensor::opaque_op_reasons(graph)) {
     int count = 0;
     std::vector<std::string> why;

@@ -373,6 +373,7 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     start = time.perf_counter()
     cpu = threads == 1
     times = ([], [])
+    checking = 0.0  # first_pair's time: once, not a block's
     # A session's median is one sample, and one model's sessions differ by
     # more than their runs: many short sessions beat few long ones (an
     # eighth of a block's share of the time each).
@@ -380,13 +381,16 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     for k, model in enumerate(SESSION_ORDER):
         # Another block only while undecided and its time (as long as the
         # blocks so far took each) fits in the budget.
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start - checking
         if k % 4 == 0 and k > 0 and (speedup_verdict(*times, gain)["settled"] or
-                                     elapsed * (k + 4) / k > seconds):
+                                     checking + elapsed * (k + 4) / k > seconds):
             break
         session = open_session(files[model], threads)
-        if first_pair and k < 2 and not first_pair(k, session):
-            return None
+        if first_pair and k < 2:
+            began = time.perf_counter()
+            if not first_pair(k, session):
+                return None
+            checking += time.perf_counter() - began
         deadline = time.perf_counter() + per_session
         times[model].append(time_session(session, opts["feeds"], opts, cpu, deadline))
         del session

@@ -85,6 +85,38 @@ def test_a_newer_opset_model_is_written_back_at_its_opset(tmp_path, opset):
     np.testing.assert_allclose(run(str(out), x), run(str(model), x), rtol=1e-6, atol=1e-6)
 
 
+@needs_cli
+@pytest.mark.parametrize("opset", [18, 21])
+def test_a_node_with_no_opset_17_spelling_is_kept_as_the_file_writes_it(tmp_path, opset):
+    """An antialiased Resize (opset 18's attribute) between two products the
+    search merges: read as an opaque operator typed by the file's
+    value_info, written back with its attribute at the model's opset."""
+    nodes, inits = bait("x", "t2")
+    inits.append(numpy_helper.from_array(np.array([1, 3, 8, 8], dtype=np.int64), "sizes"))
+    nodes += [helper.make_node("Resize", ["t2", "", "", "sizes"], ["small"], mode="linear",
+                               antialias=1),
+              helper.make_node("Relu", ["small"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "antialias", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 20])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 8, 8])], inits,
+        value_info=[helper.make_tensor_value_info("small", TensorProto.FLOAT, [1, 3, 8, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version={18: 8, 21: 10}[opset])
+    path, out, r, written = saved_and_optimized(tmp_path, model)
+    assert sum(r["opaque_ops_before"].values()) == 1, r["opaque_ops_before"]
+    info = subprocess.run([CLI, "info", str(path)], capture_output=True, text=True, check=True)
+    assert "attribute antialias has no equivalent in opset 17" in info.stdout
+    assert [o.version for o in written.opset_import if o.domain in ("", "ai.onnx")] == [opset]
+    assert [o.domain for o in written.opset_import] == [""]
+    ops = [n.op_type for n in written.graph.node]
+    assert ops.count("Mul") == 1, ops  # optimized around it, not copied
+    resize = next(n for n in written.graph.node if n.op_type == "Resize")
+    assert resize.domain == "" and helper.get_attribute_value(
+        next(a for a in resize.attribute if a.name == "antialias")) == 1
+    x = np.random.default_rng(opset).standard_normal((1, 3, 20, 20)).astype(np.float32)
+    np.testing.assert_allclose(run(str(out), x), run(str(path), x), rtol=1e-5, atol=1e-5)
+
+
 def rms_norm_model(path, axis):
     """x [2, 5, 64] -> a product by 2 then by 0.5 (the rewrite the search makes) ->
     RMSNormalization (opset 23) over the axes from `axis` on -> MatMul."""
