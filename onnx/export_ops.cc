@@ -187,7 +187,10 @@ absl::Status Exporter::emit(int i) {
     case Op::kScatterElements:
     case Op::kResize:
     case Op::kEyeLike:
+    case Op::kTrilu:
       return emit_value_op(n, a, in, out);
+    case Op::kTopK:
+      return emit_top_k(i, in);
     case Op::kIsInf: {
       auto* inf = node("IsInf", in, {out});
       set_int(inf, "detect_negative", *a.get_int("detect_negative"));

@@ -55,6 +55,13 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
     }
     case Op::kResize:
       return emit_resize(n, a, in, out);
+    case Op::kTrilu: {
+      std::vector<std::string> args = in;
+      if (*a.get_int("k") != 0) args.push_back(constant(Tensor(TensorType{DType::kInt64, {}}, Ints{*a.get_int("k")})));
+      auto* t = node("Trilu", args, {out});
+      if (*a.get_int("upper") != 1) set_int(t, "upper", *a.get_int("upper"));
+      return absl::OkStatus();
+    }
     case Op::kEyeLike: {
       auto* e = node("EyeLike", in, {out});
       if (*a.get_int("k") != 0) set_int(e, "k", *a.get_int("k"));
@@ -65,6 +72,26 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
     default:
       return absl::InternalError("not a value operator with attributes");
   }
+}
+
+// TopK: values and indices; k an attribute before opset 10, then an input.
+absl::Status Exporter::emit_top_k(int i, const std::vector<std::string>& in) {
+  const Attributes& a = g_.nodes[i].attributes;
+  onnx::NodeProto* t;
+  if (opset_ < 10) {
+    t = node("TopK", in, names_[i]);
+    set_int(t, "k", *a.get_int("k"));
+  } else {
+    t = node("TopK", {in[0], ints_constant({*a.get_int("k")})}, names_[i]);
+  }
+  set_int(t, "axis", axis_of(g_.nodes[i], 0));
+  if (opset_ >= 11) {
+    if (*a.get_int("largest") != 1) set_int(t, "largest", 0);
+    if (*a.get_int("sorted") != 1) set_int(t, "sorted", 0);
+  } else if (*a.get_int("largest") != 1 || *a.get_int("sorted") != 1) {
+    return absl::InvalidArgumentError("TopK of the smallest or unsorted needs opset 11 or later");
+  }
+  return absl::OkStatus();
 }
 
 // Resize: X, roi, scales, sizes. Opsets 11 and 12 want roi, and scales

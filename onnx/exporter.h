@@ -225,6 +225,7 @@ class Exporter {
   // ScatterElements.
   absl::Status emit_value_op(const Node& n, const Attributes& a,
                              const std::vector<std::string>& in, const std::string& out);
+  absl::Status emit_top_k(int i, const std::vector<std::string>& in);
   absl::Status emit_resize(const Node& n, const Attributes& a, const std::vector<std::string>& in,
                            const std::string& out);
   // Opaque operators: the ONNX node they came from.

@@ -66,7 +66,7 @@ std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
   // true); one that is read keeps the node as it is.
   const bool unread_mask = n.op_type() == "Dropout" && n.output_size() == 2 &&
                            (n.output(1).empty() || !read_names_.contains(n.output(1)));
-  if (n.output_size() != 1 && n.op_type() != "Split" && !unread_mask &&
+  if (n.output_size() != 1 && n.op_type() != "Split" && n.op_type() != "TopK" && !unread_mask &&
       n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization")
     return refuse(fmt::format("{} outputs, where the IR operator has one", n.output_size()));
   if (in.empty() || in[0] < 0) return refuse("its first input is absent");
@@ -187,7 +187,7 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Resize") return map_resize(node);
   if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
       t == "CumSum" || t == "GatherElements" || t == "GatherND" || t == "ScatterND" ||
-      t == "ScatterElements" || t == "EyeLike")
+      t == "ScatterElements" || t == "EyeLike" || t == "Trilu" || t == "TopK")
     return map_value_op(node);
   if (t == "Dropout") return map_dropout(node);
   return std::nullopt;

@@ -196,6 +196,25 @@ std::optional<Mapped> Importer::map_value_op(KnownNode& node) {
     }
     return m;
   }
+  if (t == "Trilu") {  // k, an optional int64 scalar input, read where constant
+    Mapped m{Op::kTrilu, {{"upper", r.i("upper").value_or(1)}, {"k", std::int64_t{0}}}, node.first(1)};
+    if (node.present(1)) {
+      std::optional<Ints> k = constant_ints(node.input(1));
+      if (!k || k->size() != 1) return std::nullopt;
+      m.attributes.set("k", (*k)[0]);
+    }
+    return m;
+  }
+  if (t == "TopK") {  // k: an attribute up to opset 9, then an int64[1] input read where constant
+    std::optional<Ints> k =
+        opset_ < 10 ? std::optional<Ints>(Ints{r.i("k").value_or(-1)})
+                    : (node.present(1) ? constant_ints(node.input(1)) : std::nullopt);
+    if (!k || k->size() != 1) return std::nullopt;
+    Mapped m{Op::kTopK, {{"k", (*k)[0]}, {"axis", r.i("axis").value_or(-1)}}, node.first(1)};
+    m.attributes.set("largest", r.i("largest").value_or(1));
+    m.attributes.set("sorted", r.i("sorted").value_or(1));
+    return m;
+  }
   if (t == "ScatterND" || t == "ScatterElements") {
     if (node.in.size() != 3) return std::nullopt;
     Mapped m{t == "ScatterND" ? Op::kScatterND : Op::kScatterElements, {}, node.in};

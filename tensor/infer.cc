@@ -91,6 +91,8 @@ absl::StatusOr<ValueType> Inference::infer() {
       return concat();
     case Op::kSplit:
       return split();
+    case Op::kTopK:
+      return top_k();
     case Op::kSlice:
       return slice();
     case Op::kGather:

@@ -55,6 +55,7 @@ absl::Status need_sizes(Op op, const Ints& dims, std::string_view what) {
 absl::StatusOr<ValueType> Inference::made_value() {
   const DType dtype = t(0).dtype;
   if (dtype == DType::kBool && op_ != Op::kExpand && op_ != Op::kTile && op_ != Op::kEyeLike &&
+      op_ != Op::kTrilu &&
       op_ != Op::kGatherElements && op_ != Op::kGatherND && op_ != Op::kScatterND &&
       op_ != Op::kScatterElements)
     return fail(op_, "input 0 must hold numbers, is {}", to_string(t(0)));
@@ -150,6 +151,9 @@ absl::StatusOr<ValueType> Inference::made_value() {
       return scatter();
     case Op::kResize:
       return resize();
+    case Op::kTrilu:  // input 0's type: a batch of matrices
+      if (d(0).size() < 2) return fail(op_, "input 0 must be a matrix or a batch of them, is {}", to_string(t(0)));
+      return like(0, d(0));
     case Op::kEyeLike: {  // a matrix like input 0, of `dtype` (input 0's when empty)
       const std::string& name = *a_.get_string("dtype");
       const std::optional<DType> filled = name.empty() ? std::optional(dtype) : parse_dtype(name);
@@ -161,6 +165,21 @@ absl::StatusOr<ValueType> Inference::made_value() {
     default:
       return fail(op_, "not a value operator");
   }
+}
+
+// TopK: the k largest (or smallest) along `axis`, and their int64 indices.
+absl::StatusOr<ValueType> Inference::top_k() {
+  if (!is_plain_number(t(0).dtype))
+    return fail(op_, "input 0 must hold numbers, is {}", to_string(t(0)));
+  const std::optional<std::int64_t> axis = normalize_axis(*a_.get_int("axis"), d(0).size());
+  if (!axis) return fail(op_, "axis {} is outside {}", *a_.get_int("axis"), to_string(t(0)));
+  const std::int64_t k = *a_.get_int("k");
+  if (k < 0 || k > d(0)[static_cast<std::size_t>(*axis)])
+    return fail(op_, "k {} is outside [0, {}] along axis {} of {}", k,
+                d(0)[static_cast<std::size_t>(*axis)], *axis, to_string(t(0)));
+  Dims out = d(0);
+  out[static_cast<std::size_t>(*axis)] = k;
+  return ValueType::tuple({TensorType{t(0).dtype, out}, TensorType{DType::kInt64, out}});
 }
 
 // ScatterND (data, int64 indices [..., k], updates [...indices' lead, data

@@ -76,7 +76,8 @@ class Inference {
   absl::StatusOr<ValueType> value_op();
 
   // infer_values.cc
-  absl::StatusOr<ValueType> made_value();  // an operator of value_op() below
+  absl::StatusOr<ValueType> made_value();
+  absl::StatusOr<ValueType> top_k();  // values and their int64 indices, a tuple  // an operator of value_op() below
   absl::StatusOr<ValueType> scatter();     // ScatterND, ScatterElements
   absl::StatusOr<ValueType> resize();
   absl::Status need_index(std::size_t i) const;

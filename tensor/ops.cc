@@ -145,6 +145,13 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kScatterElements:
       return {{"axis", Kind::kInt, std::int64_t{0}},
               {"reduction", Kind::kString, std::string("none")}};
+    case Op::kTrilu:  // ONNX's: the triangle on and above (upper) or below diagonal k kept
+      return {{"upper", Kind::kInt, std::int64_t{1}}, {"k", Kind::kInt, std::int64_t{0}}};
+    case Op::kTopK:  // ONNX's, with k (its second input) as an attribute
+      return {{"k", Kind::kInt, {}},
+              {"axis", Kind::kInt, std::int64_t{-1}},
+              {"largest", Kind::kInt, std::int64_t{1}},
+              {"sorted", Kind::kInt, std::int64_t{1}}};
     case Op::kEyeLike:  // ones on diagonal k of a matrix like the input, of `dtype`
       return {{"k", Kind::kInt, std::int64_t{0}}, {"dtype", Kind::kString, std::string()}};
     case Op::kResize:  // ONNX's modes; `shape` the output's dimensions
@@ -299,7 +306,7 @@ bool moves_or_makes_values(Op op) {
   return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
          op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
          op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements ||
-         op == Op::kResize || op == Op::kEyeLike;
+         op == Op::kResize || op == Op::kEyeLike || op == Op::kTrilu;
 }
 
 bool sized_by_values(Op op, std::size_t num_inputs) {

@@ -159,6 +159,7 @@ absl::StatusOr<std::vector<Tensor>> evaluate_float32(Op op, const Attributes& a,
 
 absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::span<const Tensor> in,
                                              const ValueType& type) {
+  if (op == Op::kTopK) return kernels::top_k(a, in[0], type);  // any plain element type
   if (is_value_op(op)) {  // any plain element type, float16 included
     absl::StatusOr<Tensor> out = kernels::value_op(op, a, in, type.tensor());
     if (!out.ok()) return out.status();

@@ -155,6 +155,8 @@ absl::StatusOr<Tensor> constant_of_shape(DType dtype, double fill, const Tensor&
 // An opaque node by its ONNX definition, for the operators exporters use on
 // sizes and positions (Range, Expand, and Add, Sub and Mul on integers);
 // an error naming any other.
+// TopK's values and indices (`type`, from inference).
+std::vector<Tensor> top_k(const Attributes& a, const Tensor& x, const ValueType& type);
 absl::StatusOr<Tensor> onnx_op(const Attributes& attrs, std::span<const Tensor> in);
 
 }  // namespace saturn::tensor::kernels

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -367,6 +368,18 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
       return scatter_elements(a, in);
     case Op::kResize:
       return resize(a, in, out);
+    case Op::kTrilu: {  // zero outside the triangle: column - row >= k (upper) or <= k
+      std::vector<Number> y = numbers(in[0]);
+      const std::size_t rank = out.dims.size();
+      const std::int64_t rows = out.dims[rank - 2], cols = out.dims[rank - 1], k = *a.get_int("k");
+      const bool upper = *a.get_int("upper") != 0;
+      for (std::size_t e = 0; e < y.size(); ++e) {
+        const auto at = static_cast<std::int64_t>(e) % (rows * cols);
+        const std::int64_t diagonal = at % cols - at / cols;
+        if (upper ? diagonal < k : diagonal > k) y[e] = 0;
+      }
+      return from_numbers(out, y);
+    }
     case Op::kEyeLike: {  // ones where column = row + k
       std::vector<Number> y(static_cast<std::size_t>(out.num_elements()), 0);
       const std::int64_t rows = out.dims[0], cols = out.dims[1], k = *a.get_int("k");
@@ -378,6 +391,41 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
     default:
       return absl::InvalidArgumentError(fmt::format("{} is not a value operator", op_name(op)));
   }
+}
+
+std::vector<Tensor> top_k(const Attributes& a, const Tensor& x, const ValueType& type) {
+  const AxisView v = view_around(x.dims(), *normalize_axis(*a.get_int("axis"), x.dims().size()));
+  const std::int64_t k = *a.get_int("k");
+  const bool largest = *a.get_int("largest") != 0;
+  const std::vector<Number> in = numbers(x);
+  std::vector<Number> values(static_cast<std::size_t>(v.outer * k * v.inner));
+  std::vector<Number> indices(values.size());
+  std::vector<std::int64_t> order(static_cast<std::size_t>(v.extent));
+  for (std::int64_t o = 0; o < v.outer; ++o) {
+    for (std::int64_t i = 0; i < v.inner; ++i) {
+      auto at = [&](std::int64_t e) { return in[static_cast<std::size_t>((o * v.extent + e) * v.inner + i)]; };
+      // Largest (or smallest) first, NaN above every number, equal values
+      // by their index: a total order, so the result does not depend on
+      // the sort.
+      auto before = [&](std::int64_t p, std::int64_t q) {
+        const Number x = at(p), y = at(q);
+        if (std::isnan(x) || std::isnan(y)) {
+          if (std::isnan(x) != std::isnan(y)) return std::isnan(x) == largest;
+        } else if (x != y) {
+          return largest ? x > y : x < y;
+        }
+        return p < q;
+      };
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (std::int64_t r = 0; r < k; ++r) {
+        const auto to = static_cast<std::size_t>((o * k + r) * v.inner + i);
+        values[to] = at(order[static_cast<std::size_t>(r)]);
+        indices[to] = static_cast<Number>(order[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
+  return {from_numbers(type.parts[0], values), from_numbers(type.parts[1], indices)};
 }
 
 }  // namespace saturn::tensor::kernels

@@ -105,7 +105,8 @@ Attributes draw_attributes(Draw& d, Op op) {
                                                  "num_heads", "kv_num_heads", "index",
                                                  "count_include_pad", "detect_negative",
                                                  "detect_positive", "exclusive", "reverse",
-                                                 "batch_dims", "exclude_outside", "k"};
+                                                 "batch_dims", "exclude_outside", "k", "upper",
+                                                 "largest", "sorted"};
   static const std::vector<std::string> kIntsKeys{"perm", "shape", "starts", "ends", "axes",
                                                   "steps", "split", "pads", "kernel_shape",
                                                   "strides", "dilations", "repeats",

@@ -1,5 +1,5 @@
 """The value operators that move or make values, and the rounding unary
-operators, as IR operators: Ceil, Floor, Round, Sign, Min, Max, CumSum,
+operators, as IR operators: Ceil, Floor, Round, Sign, Min, Max, CumSum, TopK, Trilu,
 GatherElements, GatherND, ScatterND, ScatterElements, Resize, Tile, Range,
 ConstantOfShape and Expand by a shape computed at run time, and the integer
 reductions. A model of each is read with no opaque
@@ -25,7 +25,7 @@ import saturn
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
 NP = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32,
-      TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8}
+      TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.BOOL: np.bool_}
 
 
 def ints(name, values):
@@ -310,3 +310,70 @@ def test_sizes_computed_at_run_time(tmp_path):
                  ints("one_repeat", [1]), helper.make_tensor("bias", f, [1, 1], [0.5])])
     check_against_onnxruntime(tmp_path, path, ["Range", "ConstantOfShape", "Tile", "Expand"],
                               sizes=[{"batch": 2, "seq": 5}, {"batch": 3, "seq": 11}])
+
+
+def with_bait(nodes, initializers, x, out):
+    """`x` by 2 then by 0.5 into `out` before `nodes`: the rewrite a search
+    makes, so that the written model comes from the IR, not a copy."""
+    nodes = [helper.make_node("Mul", [x, "by_two"], [f"{x}/doubled"]),
+             helper.make_node("Mul", [f"{x}/doubled", "by_half"], [out])] + nodes
+    return nodes, list(initializers) + [helper.make_tensor("by_two", TensorProto.FLOAT, [], [2.0]),
+                                        helper.make_tensor("by_half", TensorProto.FLOAT, [], [0.5])]
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_top_k_and_trilu(tmp_path, opset):
+    """TopK (largest and smallest, along the last and the first axis, ties
+    among integers broken by the lower index) and Trilu (upper and lower, k
+    positive, negative and absent; on floats, integers and booleans), read as
+    IR operators, computed as onnxruntime computes them, and written back
+    from the IR."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes, inits = with_bait([
+        helper.make_node("TopK", ["xb", "three"], ["top_v", "top_i"]),
+        helper.make_node("TopK", ["n", "two"], ["low_v", "low_i"], axis=0, largest=0),
+        helper.make_node("TopK", ["n", "two"], ["n_top", "n_top_i"], axis=-1),
+    ], [ints("three", [3]), ints("two", [2])], "x", "xb")
+    outputs = [value("top_v", f, [4, 3]), value("top_i", i64, [4, 3]), value("low_v", i64, [2, 6]),
+               value("low_i", i64, [2, 6]), value("n_top", i64, [5, 2]), value("n_top_i", i64, [5, 2])]
+    if opset >= 14:
+        nodes += [helper.make_node("Trilu", ["xb"], ["upper"]),
+                  helper.make_node("Trilu", ["xb", "minus_one"], ["lower"], upper=0),
+                  helper.make_node("Trilu", ["n", "two_s"], ["n_upper"]),
+                  helper.make_node("Trilu", ["mask"], ["mask_lower"], upper=0)]
+        inits += [helper.make_tensor("minus_one", i64, [], [-1]), helper.make_tensor("two_s", i64, [], [2])]
+        outputs += [value("upper", f, [4, 7]), value("lower", f, [4, 7]), value("n_upper", i64, [5, 6]),
+                    value("mask_lower", TensorProto.BOOL, [2, 3, 3])]
+    inputs = [value("x", f, [4, 7]), value("n", i64, [5, 6])]
+    if opset >= 14:
+        inputs.append(value("mask", TensorProto.BOOL, [2, 3, 3]))
+    path = save(tmp_path / "m.onnx", nodes, inputs, outputs, inits, opset=opset)
+    model = saturn.load(str(path))
+    assert "Opaque" not in model.op_counts, model.op_counts
+    for seed in range(3):
+        feeds = random_feeds(path, seed)
+        feeds["n"] = feeds["n"] % 4  # many ties
+        if opset >= 14:
+            feeds["mask"] = np.random.default_rng(seed).random((2, 3, 3)) < 0.5
+        want, got = ort_outputs(path, feeds), model.run(feeds)
+        for name, v in want.items():
+            assert got[name].dtype == v.dtype, name
+            same(got[name], v, f"{name}, seed {seed}")
+    if not CLI:
+        return
+    out, report = tmp_path / "written.onnx", tmp_path / "report.json"
+    from optimizing import optimize
+    optimize(path, out, report)
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops.count("Mul") == 1, ops  # written from the IR
+    assert ops.count("TopK") == 3 and ops.count("Trilu") == (4 if opset >= 14 else 0), ops
+    assert "Opaque" not in saturn.load(str(out)).op_counts
+    feeds = random_feeds(path, 7)
+    feeds["n"] = feeds["n"] % 4
+    if opset >= 14:
+        feeds["mask"] = np.random.default_rng(7).random((2, 3, 3)) < 0.5
+    want, got = ort_outputs(path, feeds), ort_outputs(out, feeds)
+    for name, v in want.items():
+        same(got[name], v, f"{name} written")
