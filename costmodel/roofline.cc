@@ -108,6 +108,9 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
     case Op::kGlobalAveragePool:
       w.flops = elements(inputs[0]);
       break;
+    case Op::kGridSample:  // four taps (bilinear), weighted
+      w.flops = 8 * out;
+      break;
     case Op::kTopK:  // a partial sort: about two comparisons per element read
       w.flops = 2 * elements(inputs[0]);
       break;

@@ -188,6 +188,7 @@ absl::Status Exporter::emit(int i) {
     case Op::kResize:
     case Op::kEyeLike:
     case Op::kTrilu:
+    case Op::kGridSample:
       return emit_value_op(n, a, in, out);
     case Op::kTopK:
       return emit_top_k(i, in);

@@ -55,6 +55,13 @@ absl::Status Exporter::emit_value_op(const Node& n, const Attributes& a,
     }
     case Op::kResize:
       return emit_resize(n, a, in, out);
+    case Op::kGridSample: {  // opset 16's mode names (raise_to_versions renames them at 20)
+      auto* g = node("GridSample", in, {out});
+      set_string(g, "mode", *a.get_string("mode"));
+      if (*a.get_string("padding_mode") != "zeros") set_string(g, "padding_mode", *a.get_string("padding_mode"));
+      if (*a.get_int("align_corners") != 0) set_int(g, "align_corners", 1);
+      return absl::OkStatus();
+    }
     case Op::kTrilu: {
       std::vector<std::string> args = in;
       if (*a.get_int("k") != 0) args.push_back(constant(Tensor(TensorType{DType::kInt64, {}}, Ints{*a.get_int("k")})));

@@ -187,7 +187,8 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
   if (t == "Resize") return map_resize(node);
   if (t == "Tile" || t == "Range" || t == "ConstantOfShape" || t == "Min" || t == "Max" ||
       t == "CumSum" || t == "GatherElements" || t == "GatherND" || t == "ScatterND" ||
-      t == "ScatterElements" || t == "EyeLike" || t == "Trilu" || t == "TopK")
+      t == "ScatterElements" || t == "EyeLike" || t == "Trilu" || t == "TopK" ||
+      t == "GridSample")
     return map_value_op(node);
   if (t == "Dropout") return map_dropout(node);
   return std::nullopt;

@@ -131,6 +131,23 @@ std::optional<Mapped> Importer::map_expand(KnownNode& node) {
       return std::nullopt;
     return m;
   };
+  // ONNX's inference leaves an Expand by a constant shape untyped where it
+  // could not type the input (a meshgrid of positions, RT-DETR's): the
+  // dimensions follow from the input's, at the given and the probe sizes.
+  const Tensor* constant_shape = node.present(1) && constant_ints(node.input(1))
+                                     ? known_value(node.input(1), /*at_probe=*/false)
+                                     : nullptr;
+  std::optional<Dims> out_at_probe;
+  if (auto it = probe_dims_.find(node.proto.output(0)); it != probe_dims_.end())
+    out_at_probe = it->second;
+  if (!out->is_static() && constant_shape != nullptr) {
+    std::optional<Dims> dims = dims_by_value("Expand", node.dims(0), *constant_shape);
+    auto in_probe = probe_dims_.find(node.proto.input(0));
+    if (!dims) return std::nullopt;
+    out->dims = *dims;
+    if (in_probe != probe_dims_.end())
+      out_at_probe = dims_by_value("Expand", in_probe->second, *constant_shape);
+  }
   if (!out->is_static()) return by_value();
   const Dims& in = types_[node.in[0]].parts[0].dims;
   if (in.size() > out->dims.size()) return by_value();
@@ -140,12 +157,11 @@ std::optional<Mapped> Importer::map_expand(KnownNode& node) {
     if (in[k - lead] == shape[k]) shape[k] = 1;
   if (!graph_.symbols.empty()) {
     auto in_probe = probe_dims_.find(node.proto.input(0));
-    auto out_probe = probe_dims_.find(node.proto.output(0));
-    if (in_probe == probe_dims_.end() || out_probe == probe_dims_.end() ||
-        in_probe->second.size() != in.size() || out_probe->second.size() != out->dims.size())
+    if (in_probe == probe_dims_.end() || !out_at_probe ||
+        in_probe->second.size() != in.size() || out_at_probe->size() != out->dims.size())
       return by_value();
     for (std::size_t k = 0; k < out->dims.size(); ++k) {
-      const std::int64_t at = out->dims[k], at_probe = out_probe->second[k];
+      const std::int64_t at = out->dims[k], at_probe = (*out_at_probe)[k];
       const std::int64_t from = k < lead ? 1 : in[k - lead];
       const std::int64_t from_probe = k < lead ? 1 : in_probe->second[k - lead];
       const bool follows = from == at && from_probe == at_probe;
@@ -194,6 +210,14 @@ std::optional<Mapped> Importer::map_value_op(KnownNode& node) {
       if (!d) return std::nullopt;
       m.attributes.set("dtype", std::string(dtype_name(*d)));
     }
+    return m;
+  }
+  if (t == "GridSample") {  // 4-D (opset 20's N-D and its mode names read through opset 17's)
+    if (node.dims(0).size() != 4) return std::nullopt;
+    Mapped m{Op::kGridSample, {}, node.in};
+    m.attributes.set("mode", r.s("mode").value_or("bilinear"));
+    m.attributes.set("padding_mode", r.s("padding_mode").value_or("zeros"));
+    m.attributes.set("align_corners", r.i("align_corners").value_or(0));
     return m;
   }
   if (t == "Trilu") {  // k, an optional int64 scalar input, read where constant

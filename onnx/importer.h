@@ -326,7 +326,8 @@ class Importer {
   std::optional<Mapped> map_dropout(KnownNode& node);
   // The value operators that move or make values (import_values.cc):
   // Expand, Tile, Range, ConstantOfShape, Min, Max, CumSum, GatherElements,
-  // GatherND, ScatterND, ScatterElements, Resize, EyeLike, Trilu and TopK.
+  // GatherND, ScatterND, ScatterElements, Resize, GridSample, EyeLike, Trilu
+  // and TopK.
   std::optional<Mapped> map_expand(KnownNode& node);
   std::optional<Mapped> map_resize(KnownNode& node);
   std::optional<Mapped> map_value_op(KnownNode& node);

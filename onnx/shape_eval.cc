@@ -51,6 +51,13 @@ std::optional<Num> to_num(const Tensor& t) {
     case DType::kBool:
       for (std::byte b : t.bytes()) n.v.push_back(b != std::byte{0} ? 1 : 0);
       return n;
+    case DType::kFloat64:  // a position grid in double (RT-DETR's)
+      for (std::size_t i = 0; i + 8 <= t.bytes().size(); i += 8) {
+        double x;
+        std::memcpy(&x, t.bytes().data() + i, 8);
+        n.v.push_back(x);
+      }
+      return n;
     default:
       return std::nullopt;
   }
@@ -61,6 +68,11 @@ Tensor to_tensor(const Num& n) {
   switch (n.dtype) {
     case DType::kFloat32:
       return Tensor(type, std::vector<float>(n.v.begin(), n.v.end()));
+    case DType::kFloat64: {
+      std::vector<std::byte> bytes(n.v.size() * 8);
+      std::memcpy(bytes.data(), n.v.data(), bytes.size());
+      return Tensor(type, std::move(bytes));
+    }
     case DType::kInt64: {
       std::vector<std::int64_t> ints;
       for (double x : n.v) ints.push_back(to_int64(x));

@@ -188,7 +188,8 @@ std::optional<Num> squeeze(const Num& data, std::optional<Ints> axes) {
 
 std::optional<Num> cast(Num n, int to) {
   std::optional<DType> d = dtype_from_onnx(to);
-  if (!d || (*d != DType::kFloat32 && !held_as_integer(*d))) return std::nullopt;
+  if (!d || (*d != DType::kFloat32 && *d != DType::kFloat64 && !held_as_integer(*d)))
+    return std::nullopt;
   if (held_as_integer(*d)) {
     for (double& x : n.v) x = *d == DType::kBool ? (x != 0) : std::trunc(x);
   }

@@ -151,6 +151,8 @@ absl::StatusOr<ValueType> Inference::made_value() {
       return scatter();
     case Op::kResize:
       return resize();
+    case Op::kGridSample:
+      return grid_sample();
     case Op::kTrilu:  // input 0's type: a batch of matrices
       if (d(0).size() < 2) return fail(op_, "input 0 must be a matrix or a batch of them, is {}", to_string(t(0)));
       return like(0, d(0));
@@ -257,6 +259,22 @@ absl::StatusOr<ValueType> Inference::resize() {
                 to_string(t(0)));
   if (auto s = need_sizes(op_, shape, "shape"); !s.ok()) return s;
   return like(0, shape);
+}
+
+// GridSample: X [N, C, H, W] sampled at grid [N, H', W', 2] (x and y in
+// [-1, 1]), both of one float type, into [N, C, H', W'].
+absl::StatusOr<ValueType> Inference::grid_sample() {
+  if (!one_of(*a_.get_string("mode"), {"bilinear", "nearest", "bicubic"}))
+    return fail(op_, "mode '{}' is none of bilinear, nearest and bicubic", *a_.get_string("mode"));
+  if (!one_of(*a_.get_string("padding_mode"), {"zeros", "border", "reflection"}))
+    return fail(op_, "padding_mode '{}' is none of zeros, border and reflection",
+                *a_.get_string("padding_mode"));
+  if (auto s = need_float(0); !s.ok()) return s;
+  if (t(1).dtype != t(0).dtype || d(0).size() != 4 || d(1).size() != 4 || d(1)[0] != d(0)[0] ||
+      d(1)[3] != 2)
+    return fail(op_, "needs X [N, C, H, W] and a grid [N, H', W', 2] of its type, has {} and {}",
+                to_string(t(0)), to_string(t(1)));
+  return like(0, Dims{d(0)[0], d(0)[1], d(1)[1], d(1)[2]});
 }
 
 }  // namespace saturn::tensor::inference

@@ -77,7 +77,8 @@ class Inference {
 
   // infer_values.cc
   absl::StatusOr<ValueType> made_value();
-  absl::StatusOr<ValueType> top_k();  // values and their int64 indices, a tuple  // an operator of value_op() below
+  absl::StatusOr<ValueType> top_k();
+  absl::StatusOr<ValueType> grid_sample();  // X [N, C, H, W] at grid [N, H', W', 2]  // values and their int64 indices, a tuple  // an operator of value_op() below
   absl::StatusOr<ValueType> scatter();     // ScatterND, ScatterElements
   absl::StatusOr<ValueType> resize();
   absl::Status need_index(std::size_t i) const;

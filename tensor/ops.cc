@@ -145,6 +145,10 @@ std::vector<AttrSpec> schema(Op op) {
     case Op::kScatterElements:
       return {{"axis", Kind::kInt, std::int64_t{0}},
               {"reduction", Kind::kString, std::string("none")}};
+    case Op::kGridSample:  // opset 16's spelling (bilinear, bicubic), 4-D
+      return {{"mode", Kind::kString, std::string("bilinear")},
+              {"padding_mode", Kind::kString, std::string("zeros")},
+              {"align_corners", Kind::kInt, std::int64_t{0}}};
     case Op::kTrilu:  // ONNX's: the triangle on and above (upper) or below diagonal k kept
       return {{"upper", Kind::kInt, std::int64_t{1}}, {"k", Kind::kInt, std::int64_t{0}}};
     case Op::kTopK:  // ONNX's, with k (its second input) as an attribute
@@ -306,7 +310,7 @@ bool moves_or_makes_values(Op op) {
   return op == Op::kExpand || op == Op::kTile || op == Op::kRange || op == Op::kConstantOfShape ||
          op == Op::kMin || op == Op::kMax || op == Op::kCumSum || op == Op::kGatherElements ||
          op == Op::kGatherND || op == Op::kScatterND || op == Op::kScatterElements ||
-         op == Op::kResize || op == Op::kEyeLike || op == Op::kTrilu;
+         op == Op::kResize || op == Op::kGridSample || op == Op::kEyeLike || op == Op::kTrilu;
 }
 
 bool sized_by_values(Op op, std::size_t num_inputs) {

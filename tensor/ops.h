@@ -131,6 +131,7 @@ namespace saturn::tensor {
   X(kResize, "Resize", 2)                       \
   X(kEyeLike, "EyeLike", 1)                     \
   X(kTrilu, "Trilu", 1)                         \
+  X(kGridSample, "GridSample", 2)               \
   X(kTopK, "TopK", 1)                           \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
@@ -157,14 +158,14 @@ bool is_binary_elementwise(Op op);
 // Whether an operator computes on values of any element type rather than on
 // floats: Shape, Cast, Where, Expand, Tile, Range, ConstantOfShape, Min,
 // Max, CumSum, GatherElements, GatherND, ScatterND, ScatterElements, Resize,
-// EyeLike, Trilu, the comparisons (Equal, Less, ...), the logic operators (And, Or, Not) and
+// GridSample, EyeLike, Trilu, the comparisons (Equal, Less, ...), the logic operators (And, Or, Not) and
 // the tests of floats (IsNaN, IsInf). The shape arithmetic, position ids and mask building that
 // exporters write, kept typed so that its readers are; no rule rewrites
 // them.
 bool is_value_op(Op op);
 // The value operators that move or make values: Expand, Tile, Range,
 // ConstantOfShape, Min, Max, CumSum, GatherElements, GatherND, ScatterND,
-// ScatterElements, Resize, EyeLike and Trilu.
+// ScatterElements, Resize, GridSample, EyeLike and Trilu.
 bool moves_or_makes_values(Op op);
 // Whether a node's output size depends on its inputs' values rather than
 // their types: Range, ConstantOfShape and Resize (by its scales or sizes),

@@ -466,6 +466,11 @@ add(vision("detr-resnet-50", "detr", "transformers", "torchscript", 17,
                           use_pretrained_backbone=False, num_labels=91), ["pixel_values"],
                  ["logits", "pred_boxes"]), size=(480, 640), outputs=("logits", "pred_boxes"),
            reduced="input 480x640 instead of DETR's ~800x1066 to keep the benchmark affordable"))
+# RT-DETR (ResNet-50-vd backbone, as RTDetrConfig's defaults): its encoder picks its 300 queries by TopK
+# and gathers them (GatherElements); its decoder samples by GridSample.
+add(vision("rtdetr-r50", "rt-detr", "transformers", "torchscript", 17,
+           hf_io(hf_model("RTDetrForObjectDetection", "RTDetrConfig", use_pretrained_backbone=False),
+                 ["pixel_values"], ["logits", "pred_boxes"]), size=640, outputs=("logits", "pred_boxes")))
 add(vision("segformer-b0-512", "segformer", "transformers", "dynamo", 18,
            hf_vision("SegformerForSemanticSegmentation", "SegformerConfig", num_labels=150), size=512))
 add(vision("tv-lraspp_mobilenet_v3_large", "tv-segmentation", "torchvision", "torchscript", 16,

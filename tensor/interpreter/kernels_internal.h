@@ -138,6 +138,9 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& attrs, std::span<cons
                                   const TensorType& out);
 // Resize of in[0] by its scales or sizes in[1] (kernels_resize.cc); an
 // error where they do not give `out`'s dimensions.
+// GridSample (opset 16's modes, 4-D), as onnxruntime computes it.
+absl::StatusOr<Tensor> grid_sample(const Attributes& a, std::span<const Tensor> in,
+                                   const TensorType& out);
 absl::StatusOr<Tensor> resize(const Attributes& attrs, std::span<const Tensor> in,
                               const TensorType& out);
 // Advances `index` through `dims` in row-major order; false after the last.

@@ -368,6 +368,8 @@ absl::StatusOr<Tensor> made_value(Op op, const Attributes& a, std::span<const Te
       return scatter_elements(a, in);
     case Op::kResize:
       return resize(a, in, out);
+    case Op::kGridSample:
+      return grid_sample(a, in, out);
     case Op::kTrilu: {  // zero outside the triangle: column - row >= k (upper) or <= k
       std::vector<Number> y = numbers(in[0]);
       const std::size_t rank = out.dims.size();

@@ -176,4 +176,96 @@ absl::StatusOr<Tensor> resize(const Attributes& a, std::span<const Tensor> in,
   return from_numbers(out, y);
 }
 
+// GridSample as onnxruntime computes it: a grid point's coordinates are
+// mapped into the input in float32 ([-1, 1] to the pixel centres' span
+// with align_corners, else to the pixels' edges), the taps around it
+// (nearest rounds half to even; bilinear two by two; bicubic four by four,
+// a = -0.75) each read through the padding (zeros past the edge, the edge
+// value for border, reflected off the span for reflection), and weighted.
+absl::StatusOr<Tensor> grid_sample(const Attributes& a, std::span<const Tensor> in,
+                                   const TensorType& out) {
+  const std::string& mode = *a.get_string("mode");
+  const std::string& padding = *a.get_string("padding_mode");
+  const bool corners = *a.get_int("align_corners") != 0;
+  const Dims& dims = in[0].dims();
+  const std::int64_t channels = dims[1], height = dims[2], width = dims[3];
+  const std::int64_t out_h = out.dims[2], out_w = out.dims[3];
+  const std::vector<Number> x = numbers(in[0]), grid = numbers(in[1]);
+  std::vector<Number> y(static_cast<std::size_t>(out.num_elements()));
+  // The span reflection folds a tap back into, per axis.
+  const float lo = corners ? 0.0f : -0.5f;
+  const float hi_x = static_cast<float>(width) - (corners ? 1.0f : 0.5f);
+  const float hi_y = static_cast<float>(height) - (corners ? 1.0f : 0.5f);
+  auto reflect = [](float v, float low, float high) {
+    const float range = high - low;
+    if (v < low || v > high) {
+      const float past = v < low ? low - v : v - high;
+      const auto folds = static_cast<int>(past / range);
+      const float rest = past - static_cast<float>(folds) * range;
+      const bool from_low = (v < low) == (folds % 2 == 0);
+      return from_low ? low + rest : high - rest;
+    }
+    return v;
+  };
+  auto denormalize = [corners](Number n, std::int64_t length) {
+    const auto f = static_cast<float>(n);
+    return corners ? (f + 1) / 2.0f * static_cast<float>(length - 1)
+                   : ((f + 1) * static_cast<float>(length) - 1) / 2.0f;
+  };
+  auto cubic = [](float t) {  // the four weights at fraction t, as onnxruntime's float32
+    constexpr float kA = -0.75f;
+    auto near = [](float d) { return ((kA + 2) * d - (kA + 3)) * d * d + 1; };
+    auto far = [](float d) { return ((kA * d - 5 * kA) * d + 8 * kA) * d - 4 * kA; };
+    t = std::abs(t);
+    return std::array<float, 4>{far(t + 1), near(t), near(1 - t), far(2 - t)};
+  };
+  for (std::int64_t n = 0; n < dims[0]; ++n) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const Number* image = x.data() + (n * channels + c) * height * width;
+      auto pixel = [&](std::int64_t r, std::int64_t col) -> Number {
+        if (padding == "zeros")
+          return r >= 0 && r < height && col >= 0 && col < width ? image[r * width + col] : 0;
+        if (padding == "border") {
+          r = std::clamp<std::int64_t>(r, 0, height - 1);
+          col = std::clamp<std::int64_t>(col, 0, width - 1);
+        } else {
+          r = static_cast<std::int64_t>(reflect(static_cast<float>(r), lo, hi_y));
+          col = static_cast<std::int64_t>(reflect(static_cast<float>(col), lo, hi_x));
+        }
+        return image[r * width + col];
+      };
+      for (std::int64_t oy = 0; oy < out_h; ++oy) {
+        for (std::int64_t ox = 0; ox < out_w; ++ox) {
+          const auto g = static_cast<std::size_t>(((n * out_h + oy) * out_w + ox) * 2);
+          const float px = denormalize(grid[g], width), py = denormalize(grid[g + 1], height);
+          Number v = 0;
+          if (mode == "nearest") {
+            v = pixel(static_cast<std::int64_t>(std::nearbyint(py)),
+                      static_cast<std::int64_t>(std::nearbyint(px)));
+          } else if (mode == "bilinear") {
+            const auto x1 = static_cast<std::int64_t>(std::floor(px));
+            const auto y1 = static_cast<std::int64_t>(std::floor(py));
+            const float dx1 = px - static_cast<float>(x1), dx2 = static_cast<float>(x1 + 1) - px;
+            const float dy1 = py - static_cast<float>(y1), dy2 = static_cast<float>(y1 + 1) - py;
+            v = dy2 * (dx2 * pixel(y1, x1) + dx1 * pixel(y1, x1 + 1)) +
+                dy1 * (dx2 * pixel(y1 + 1, x1) + dx1 * pixel(y1 + 1, x1 + 1));
+          } else {  // bicubic
+            const auto x0 = static_cast<std::int64_t>(std::floor(px)) - 1;
+            const auto y0 = static_cast<std::int64_t>(std::floor(py)) - 1;
+            const std::array<float, 4> wx = cubic(px - static_cast<float>(x0) - 1);
+            const std::array<float, 4> wy = cubic(py - static_cast<float>(y0) - 1);
+            for (std::int64_t i = 0; i < 4; ++i) {
+              Number row = 0;
+              for (std::int64_t j = 0; j < 4; ++j) row += wx[j] * pixel(y0 + i, x0 + j);
+              v += wy[i] * row;
+            }
+          }
+          y[static_cast<std::size_t>(((n * channels + c) * out_h + oy) * out_w + ox)] = v;
+        }
+      }
+    }
+  }
+  return from_numbers(out, y);
+}
+
 }  // namespace saturn::tensor::kernels

@@ -106,7 +106,7 @@ Attributes draw_attributes(Draw& d, Op op) {
                                                  "count_include_pad", "detect_negative",
                                                  "detect_positive", "exclusive", "reverse",
                                                  "batch_dims", "exclude_outside", "k", "upper",
-                                                 "largest", "sorted"};
+                                                 "largest", "sorted", "align_corners"};
   static const std::vector<std::string> kIntsKeys{"perm", "shape", "starts", "ends", "axes",
                                                   "steps", "split", "pads", "kernel_shape",
                                                   "strides", "dilations", "repeats",
@@ -119,7 +119,7 @@ Attributes draw_attributes(Draw& d, Op op) {
   every_key.insert(every_key.end(), kIntsKeys.begin(), kIntsKeys.end());
   every_key.insert(every_key.end(), kFloatKeys.begin(), kFloatKeys.end());
   every_key.insert(every_key.end(), {"to", "dtype", "activation", "reduction", "mode",
-                                     "coordinate_transformation_mode", "nearest_mode"});
+                                     "coordinate_transformation_mode", "nearest_mode", "padding_mode"});
   Attributes a;
   auto add = [&](const std::string& key, AttrValue value) {
     if (!d.coin()) return;
@@ -133,7 +133,8 @@ Attributes draw_attributes(Draw& d, Op op) {
   add("activation", std::string(d.coin() ? "relu" : "gelu"));
   static const std::vector<std::string> kReductions{"none", "add", "mul", "max", "min", "mean"};
   add("reduction", kReductions[d.pick(kReductions.size())]);
-  static const std::vector<std::string> kModes{"nearest", "linear", "cubic", "area"};
+  static const std::vector<std::string> kModes{"nearest", "linear", "cubic", "area", "bilinear",
+                                               "bicubic"};
   static const std::vector<std::string> kTransforms{
       "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
       "tf_crop_and_resize"};
@@ -142,6 +143,8 @@ Attributes draw_attributes(Draw& d, Op op) {
   add("mode", kModes[d.pick(kModes.size())]);
   add("coordinate_transformation_mode", kTransforms[d.pick(kTransforms.size())]);
   add("nearest_mode", kNearest[d.pick(kNearest.size())]);
+  static const std::vector<std::string> kPadding{"zeros", "border", "reflection", "edge"};
+  add("padding_mode", kPadding[d.pick(kPadding.size())]);
   return a;
 }
 

@@ -91,6 +91,27 @@ CASES = {
          helper.make_node("Expand", ["rf", "tail"], ["grid"]),
          helper.make_node("Add", ["grid", "ones"], ["v"])],
         "add"),
+    # A grid of positions in double, as RT-DETR's sine embedding builds it:
+    # Ranges to the map's width and height, one row expanded to the shape
+    # the two make; ONNX's inference types none of it.
+    "Range-in-double/Expand-by-its-shapes": (
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "two"], ["four"], axis=0),
+         helper.make_node("Gather", ["s", "one"], ["six"], axis=0),
+         helper.make_node("Cast", ["four"], ["four_d"], to=TensorProto.DOUBLE),
+         helper.make_node("Cast", ["six"], ["six_d"], to=TensorProto.DOUBLE),
+         helper.make_node("Range", ["zero_d", "four_d", "one_d"], ["cols"]),
+         helper.make_node("Range", ["zero_d", "six_d", "one_d"], ["rows"]),
+         helper.make_node("Reshape", ["cols", "row_shape"], ["row"]),
+         helper.make_node("Reshape", ["rows", "column_shape"], ["col"]),
+         helper.make_node("Shape", ["col"], ["col_s"]),
+         helper.make_node("Shape", ["row"], ["row_s"]),
+         helper.make_node("Slice", ["col_s", "zero_1d", "one_1d"], ["h"]),
+         helper.make_node("Slice", ["row_s", "one_1d", "two_1d"], ["w"]),
+         helper.make_node("Concat", ["h", "w"], ["hw"], axis=0),
+         helper.make_node("Expand", ["row", "hw"], ["grid"]),
+         helper.make_node("Cast", ["grid"], ["v"], to=TensorProto.FLOAT)],
+        "add"),
     # A region-id mask as a shifted window writes it: zeros of the map's
     # size with one row set by ScatterND, then raised by a second one.
     "ScatterND/Tile": (
@@ -118,7 +139,9 @@ def case_model(path, case, batch):
              ints("to_the_end", [np.iinfo(I64).max]), ints("one_1d", [1]),
              ints("three_1d", [3]), ints("minus_one", [-1]), ints("axes1", [1]),
              ints("two_1d", [2]), numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "pair"),
-             numpy_helper.from_array(np.zeros((6, 4), dtype=np.float32), "x_row")]
+             numpy_helper.from_array(np.zeros((6, 4), dtype=np.float32), "x_row"),
+             numpy_helper.from_array(np.array(0.0), "zero_d"), numpy_helper.from_array(np.array(1.0), "one_d"),
+             ints("row_shape", [1, -1]), ints("column_shape", [-1, 1]), ints("zero_1d", [0])]
     out_shape = [batch, 24] if use == "reshape" else [batch, 6, 4]
     tail = ([helper.make_node("Reshape", ["x", "v"], ["y"])] if use == "reshape"
             else [helper.make_node("Add", ["x", "v"], ["y"])])

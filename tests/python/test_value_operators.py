@@ -21,6 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import saturn
+from optimizing import optimize
 
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
@@ -321,6 +322,18 @@ def with_bait(nodes, initializers, x, out):
                                         helper.make_tensor("by_half", TensorProto.FLOAT, [], [0.5])]
 
 
+def written_from_the_ir(tmp_path, path):
+    """The model saturn writes for `path` (with_bait's products merged, so
+    written from the IR), checked at full strictness, and its operators."""
+    out = tmp_path / "written.onnx"
+    optimize(path, out, tmp_path / "report.json")
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    ops = [n.op_type for n in written.graph.node]
+    assert ops.count("Mul") == 1, ops
+    return out, written, ops
+
+
 @pytest.mark.parametrize("opset", [11, 17])
 def test_top_k_and_trilu(tmp_path, opset):
     """TopK (largest and smallest, along the last and the first axis, ties
@@ -361,13 +374,7 @@ def test_top_k_and_trilu(tmp_path, opset):
             same(got[name], v, f"{name}, seed {seed}")
     if not CLI:
         return
-    out, report = tmp_path / "written.onnx", tmp_path / "report.json"
-    from optimizing import optimize
-    optimize(path, out, report)
-    written = onnx.load(str(out))
-    onnx.checker.check_model(written, full_check=True)
-    ops = [n.op_type for n in written.graph.node]
-    assert ops.count("Mul") == 1, ops  # written from the IR
+    out, _, ops = written_from_the_ir(tmp_path, path)
     assert ops.count("TopK") == 3 and ops.count("Trilu") == (4 if opset >= 14 else 0), ops
     assert "Opaque" not in saturn.load(str(out)).op_counts
     feeds = random_feeds(path, 7)
@@ -377,3 +384,50 @@ def test_top_k_and_trilu(tmp_path, opset):
     want, got = ort_outputs(path, feeds), ort_outputs(out, feeds)
     for name, v in want.items():
         same(got[name], v, f"{name} written")
+
+
+@pytest.mark.parametrize("opset", [16, 20])
+def test_grid_sample(tmp_path, opset):
+    """GridSample in each mode, padding and alignment (opset 20 spells the
+    modes linear and cubic), grid points inside and past [-1, 1], read as an
+    IR operator, computed as onnxruntime computes it and written back from
+    the IR at the model's opset."""
+    f = TensorProto.FLOAT
+    names = {"bilinear": "linear", "bicubic": "cubic"} if opset >= 20 else {}
+    nodes, outputs = [], []
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for corners in (0, 1):
+                out = f"{mode}_{padding}_{corners}"
+                nodes.append(helper.make_node("GridSample", ["xb", "grid"], [out],
+                                              mode=names.get(mode, mode), padding_mode=padding,
+                                              align_corners=corners))
+                outputs.append(value(out, f, [2, 3, 4, 5]))
+    nodes, inits = with_bait(nodes, [], "x", "xb")
+    path = save(tmp_path / "m.onnx", nodes, [value("x", f, [2, 3, 6, 7]), value("grid", f, [2, 4, 5, 2])],
+                outputs, inits, opset=opset)
+    model = saturn.load(str(path))
+    assert model.op_counts.get("GridSample") == len(outputs) and "Opaque" not in model.op_counts
+
+    def feeds_for(seed):
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal((2, 3, 6, 7)).astype(np.float32),
+                "grid": rng.uniform(-1.3, 1.3, (2, 4, 5, 2)).astype(np.float32)}
+
+    for seed in range(3):
+        feeds = feeds_for(seed)
+        want, got = ort_outputs(path, feeds), model.run(feeds)
+        for name, v in want.items():
+            same(got[name], v, f"{name}, seed {seed}", tol=1e-5)
+    if not CLI:
+        return
+    out, written, ops = written_from_the_ir(tmp_path, path)
+    assert ops.count("GridSample") == len(outputs), ops
+    modes = {helper.get_attribute_value(a) for n in written.graph.node if n.op_type == "GridSample"
+             for a in n.attribute if a.name == "mode"}
+    assert modes == ({b"linear", b"nearest", b"cubic"} if opset >= 20 else
+                     {b"bilinear", b"nearest", b"bicubic"})
+    feeds = feeds_for(7)
+    want, got = ort_outputs(path, feeds), ort_outputs(out, feeds)
+    for name, v in want.items():
+        same(got[name], v, f"{name} written", tol=1e-5)
