@@ -20,6 +20,7 @@ exports=(
   "$SEEDS/slice_int32_sizes.onnx --dim batch=3"
   "$SEEDS/scatter_resize.onnx --dim seq=5"
   "$SEEDS/einsum_relative_shift.onnx --dim seq=5 --dim batch=2"
+  "$SEEDS/topk_gridsample.onnx --dim seq=5"
   "$FIXTURES/dyn_encoder.onnx --dim seq=16"
   "$FIXTURES/fp16_encoder.onnx --dim seq=16"
   "$CORPUS/tinyllama-1.1b-4l.onnx --dim batch=1 --dim seq=128"

@@ -1,7 +1,7 @@
 """Writes the ONNX fuzzer's seeds for the value operators read since
 2026-11-29 (tests/fuzz/corpus/onnx_model/): ScatterND, ScatterElements,
-Resize by computed sizes and by scales, EyeLike, integer reductions and
-Einsum, at a symbolic size; their index inputs are graph inputs, so the
+Resize by computed sizes and by scales, EyeLike, integer reductions,
+Einsum, TopK, Trilu and GridSample, at a symbolic size; their index inputs are graph inputs, so the
 interpreter's random inputs put indices out of range. The fuzz step starts
 from these seeds under ASan and UBSan, and tests/cli/optimize_exports.sh
 optimizes them. Run with the project venv's python (onnx):
@@ -72,3 +72,22 @@ save("einsum_relative_shift",
      [helper.make_tensor("three", I64, [], [3]), helper.make_tensor("zero", I64, [], [0]),
       helper.make_tensor("one", I64, [], [1]),
       helper.make_tensor("o", F, [5, 2, 4], [0.1 * (i % 7) for i in range(40)])], 17)
+
+# RT-DETR's query selection: the best scores by TopK, their rows gathered,
+# and a deformable sampling by GridSample at offsets from an input (so past
+# [-1, 1] too); a causal mask by Trilu.
+save("topk_gridsample",
+     [helper.make_node("ReduceMax", ["scores"], ["best"], axes=[2], keepdims=0),
+      helper.make_node("TopK", ["best", "k"], ["top", "picked"], axis=1),
+      helper.make_node("Unsqueeze", ["picked", "two"], ["picked3"]),
+      helper.make_node("Expand", ["picked3", "row_shape"], ["rows_at"]),
+      helper.make_node("GatherElements", ["scores", "rows_at"], ["rows"], axis=1),
+      helper.make_node("GridSample", ["image", "grid"], ["sampled"], align_corners=1,
+                       padding_mode="reflection"),
+      helper.make_node("GridSample", ["image", "grid"], ["nearest"], mode="nearest"),
+      helper.make_node("Trilu", ["square"], ["causal"], upper=0)],
+     [value("scores", F, [1, "seq", 4]), value("image", F, [1, 2, 5, 6]),
+      value("grid", F, [1, 3, 4, 2]), value("square", F, ["seq", "seq"])],
+     [value("top", F, [1, 3]), value("rows", F, [1, 3, 4]), value("sampled", F, [1, 2, 3, 4]),
+      value("nearest", F, [1, 2, 3, 4]), value("causal", F, ["seq", "seq"])],
+     [ints("k", [3]), ints("two", [2]), ints("row_shape", [1, 3, 4])], 17)
