@@ -190,8 +190,9 @@ std::string Importer::where(const onnx::NodeProto& n, int k) const {
 bool Importer::at_run_time(const onnx::NodeProto& n) const {
   if (std::ranges::none_of(n.input(), [&](const std::string& in) { return at_run_time_.contains(in); }))
     return false;
-  if (!is_default_domain(n.domain()) || (n.op_type() != "Shape" && n.op_type() != "Size"))
-    return true;
+  // onnxruntime's constant folding reads the type of a Shape's input (of
+  // no other operator's: a Size of a computed value runs).
+  if (!is_default_domain(n.domain()) || n.op_type() != "Shape") return true;
   if (graph_.symbols.empty()) return false;
   const ValueType& type = types_[values_.at(n.input(0))];
   auto probe = probe_dims_.find(n.input(0));
@@ -203,8 +204,8 @@ bool Importer::at_run_time(const onnx::NodeProto& n) const {
   const auto rank = static_cast<std::int64_t>(dims.size());
   std::int64_t start = 0, end = rank;
   for (const onnx::AttributeProto& a : n.attribute()) {
-    if (n.op_type() == "Shape" && a.name() == "start") start = a.i();
-    if (n.op_type() == "Shape" && a.name() == "end") end = a.i();
+    if (a.name() == "start") start = a.i();
+    if (a.name() == "end") end = a.i();
   }
   start = std::clamp(start < 0 ? start + rank : start, std::int64_t{0}, rank);
   end = std::clamp(end < 0 ? end + rank : end, std::int64_t{0}, rank);

@@ -313,9 +313,9 @@ class Importer {
                                           const std::vector<int>& inputs, const ValueType& type,
                                           const std::string& output) const;
   // Whether onnxruntime computes `n`'s outputs on every run: an input of
-  // the node is computed so, and it is not a Shape or Size of a value
-  // whose dimensions (those it reads) are the same at every size of the
-  // symbolic ones, which the runtime's constant folding folds.
+  // the node is computed so, and it is not a Shape of a value whose
+  // dimensions (those it reads) are the same at every size of the symbolic
+  // ones, which the runtime's constant folding folds.
   bool at_run_time(const onnx::NodeProto& n) const;
   std::optional<Mapped> map_einsum(KnownNode& node);
   std::optional<Mapped> map_split(KnownNode& node);
