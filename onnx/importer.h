@@ -95,7 +95,6 @@ using ExpandedNodes = std::map<std::string, onnx::NodeProto>;
 // output. The importer reads such a node as an opaque operator of its own
 // domain (typed by the file's value_info) and the export writes it back.
 using KeptNodes = std::map<std::string, std::string>;
-inline constexpr std::string_view kKeptDomain = "saturn.newer_opset";
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
                             ExpandedNodes* expanded = nullptr, KeptNodes* kept = nullptr);
 

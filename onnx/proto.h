@@ -18,6 +18,13 @@
 
 namespace saturn::tensor::onnx_io {
 
+// The private domain of the nodes the opset lowering keeps as the file
+// writes them (KeptNodes, importer.h): the graph's opsets import it, so
+// the export declares it while it writes opset 17's spelling (a subgraph
+// of an opaque node may hold such nodes too), and raise_to_versions puts
+// them back in the default domain and drops the import.
+inline constexpr std::string_view kKeptDomain = "saturn.newer_opset";
+
 // Opaque-node attributes (besides op_type, domain, out_shapes, out_dtypes):
 // the node's ONNX attributes, base64 of a NodeProto holding only them;
 inline constexpr std::string_view kAttrBlob = "onnx_attributes";

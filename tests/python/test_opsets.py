@@ -117,6 +117,38 @@ def test_a_node_with_no_opset_17_spelling_is_kept_as_the_file_writes_it(tmp_path
     np.testing.assert_allclose(run(str(out), x), run(str(path), x), rtol=1e-5, atol=1e-5)
 
 
+@needs_cli
+def test_a_kept_node_inside_a_branch_is_written_back_as_it_came(tmp_path):
+    """An If whose then-branch resizes with antialias (opset 18): the If stays
+    opaque, its branch is written back as the file wrote it, no private
+    domain left in the model, and both branches give the input's outputs."""
+    def branch(name, antialias):
+        nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], [f"{name}_r"], mode="linear",
+                                  antialias=antialias),
+                 helper.make_node("Relu", [f"{name}_r"], [f"{name}_out"])]
+        return helper.make_graph(
+            nodes, name, [], [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [1, 3, 8, 8])],
+            value_info=[helper.make_tensor_value_info(f"{name}_r", TensorProto.FLOAT, [1, 3, 8, 8])])
+    nodes, inits = bait("x0", "x")
+    nodes.append(helper.make_node("If", ["cond"], ["out"], then_branch=branch("then", 1),
+                                  else_branch=branch("else", 0)))
+    inits.append(numpy_helper.from_array(np.array([1, 3, 8, 8], dtype=np.int64), "sizes"))
+    graph = helper.make_graph(
+        nodes, "branch", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1, 3, 20, 20]),
+                          helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    path, out, _, written = saved_and_optimized(tmp_path, model)
+    assert [o.domain for o in written.opset_import] == [""]
+    assert [n.op_type for n in written.graph.node].count("Mul") == 1
+    x = np.random.default_rng(5).standard_normal((1, 3, 20, 20)).astype(np.float32)
+    for cond in (True, False):
+        feeds = {"x0": x, "cond": np.array(cond)}
+        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def rms_norm_model(path, axis):
     """x [2, 5, 64] -> a product by 2 then by 0.5 (the rewrite the search makes) ->
     RMSNormalization (opset 23) over the axes from `axis` on -> MatMul."""
