@@ -194,9 +194,11 @@ bool Importer::at_run_time(const onnx::NodeProto& n) const {
   // no other operator's: a Size of a computed value runs).
   if (!is_default_domain(n.domain()) || n.op_type() != "Shape") return true;
   if (graph_.symbols.empty()) return false;
-  const ValueType& type = types_[values_.at(n.input(0))];
-  auto probe = probe_dims_.find(n.input(0));
-  if (type.is_tuple || probe == probe_dims_.end()) return true;
+  auto value = n.input_size() > 0 ? values_.find(n.input(0)) : values_.end();
+  auto probe = n.input_size() > 0 ? probe_dims_.find(n.input(0)) : probe_dims_.end();
+  if (value == values_.end() || probe == probe_dims_.end()) return true;
+  const ValueType& type = types_[value->second];
+  if (type.is_tuple) return true;
   const Dims& dims = type.tensor().dims;
   if (probe->second.size() != dims.size()) return true;
   // A Shape reads the axes [start, end) (opset 15), counted from the end
