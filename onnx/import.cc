@@ -201,16 +201,7 @@ bool Importer::at_run_time(const onnx::NodeProto& n) const {
   if (type.is_tuple) return true;
   const Dims& dims = type.tensor().dims;
   if (probe->second.size() != dims.size()) return true;
-  // A Shape reads the axes [start, end) (opset 15), counted from the end
-  // where negative and clamped to the rank.
-  const auto rank = static_cast<std::int64_t>(dims.size());
-  std::int64_t start = 0, end = rank;
-  for (const onnx::AttributeProto& a : n.attribute()) {
-    if (a.name() == "start") start = a.i();
-    if (a.name() == "end") end = a.i();
-  }
-  start = std::clamp(start < 0 ? start + rank : start, std::int64_t{0}, rank);
-  end = std::clamp(end < 0 ? end + rank : end, std::int64_t{0}, rank);
+  const auto [start, end] = shape_axes(n, static_cast<std::int64_t>(dims.size()));
   for (std::int64_t d = start; d < end; ++d)
     if (dims[static_cast<std::size_t>(d)] != probe->second[static_cast<std::size_t>(d)]) return true;
   return false;

@@ -135,11 +135,8 @@ Ints as_ints(const Num& n) {
   return out;
 }
 
-std::optional<Num> shape_of(const Dims& dims, const Attrs& a) {
-  const auto rank = static_cast<std::int64_t>(dims.size());
-  auto clamp = [&](std::int64_t x) { return std::clamp(x < 0 ? x + rank : x, std::int64_t{0}, rank); };
-  const std::int64_t start = clamp(a.i("start").value_or(0));
-  const std::int64_t end = clamp(a.i("end").value_or(rank));
+std::optional<Num> shape_of(const Dims& dims, const onnx::NodeProto& node) {
+  const auto [start, end] = shape_axes(node, static_cast<std::int64_t>(dims.size()));
   Num r{DType::kInt64, {std::max<std::int64_t>(end - start, 0)}, {}};
   for (std::int64_t k = start; k < end; ++k) r.v.push_back(static_cast<double>(dims[k]));
   return r;
@@ -222,6 +219,16 @@ std::int64_t shape_value_count(std::span<const std::int64_t> dims) {
   return n;
 }
 
+std::pair<std::int64_t, std::int64_t> shape_axes(const onnx::NodeProto& shape, std::int64_t rank) {
+  std::int64_t start = 0, end = rank;
+  for (const onnx::AttributeProto& a : shape.attribute()) {
+    if (a.name() == "start") start = a.i();
+    if (a.name() == "end") end = a.i();
+  }
+  auto clamp = [rank](std::int64_t x) { return std::clamp(x < 0 ? x + rank : x, std::int64_t{0}, rank); };
+  return {clamp(start), clamp(end)};
+}
+
 std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& node,
                                                        const ValueLookup& values,
                                                        const DimsLookup& dims) {
@@ -234,7 +241,7 @@ std::optional<std::vector<Tensor>> evaluate_shape_node(const onnx::NodeProto& no
     if (node.input_size() < 1) return std::nullopt;
     std::optional<Dims> d = dims(node.input(0));
     if (!d) return std::nullopt;
-    out = op == "Shape" ? shape_of(*d, a) : Num{DType::kInt64, {}, {static_cast<double>(count(*d))}};
+    out = op == "Shape" ? shape_of(*d, node) : Num{DType::kInt64, {}, {static_cast<double>(count(*d))}};
   } else {
     std::vector<Num> in;
     for (int k = 0; k < node.input_size(); ++k) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,6 +42,11 @@ std::int64_t shape_value_count(std::span<const std::int64_t> dims);
 using ValueLookup = std::function<const Tensor*(const std::string&)>;
 // A value's static dimensions by name, when known (Shape and Size read them).
 using DimsLookup = std::function<std::optional<Dims>(const std::string&)>;
+
+// The axes [start, end) a Shape node reads of a value of rank `rank`:
+// opset 15's start and end, a negative one counted from the end, both
+// clamped to the rank.
+std::pair<std::int64_t, std::int64_t> shape_axes(const onnx::NodeProto& shape, std::int64_t rank);
 
 // The outputs of `node` (default domain, at opset 17's spelling) computed
 // from its inputs; nullopt when it is not an operator computed here, an

@@ -184,8 +184,17 @@ absl::StatusOr<Tensor> resize(const Attributes& a, std::span<const Tensor> in,
 // value for border, reflected off the span for reflection), and weighted.
 absl::StatusOr<Tensor> grid_sample(const Attributes& a, std::span<const Tensor> in,
                                    const TensorType& out) {
-  const std::string& mode = *a.get_string("mode");
-  const std::string& padding = *a.get_string("padding_mode");
+  // The modes, read once rather than compared at every tap.
+  enum class Mode { kNearest, kBilinear, kBicubic };
+  enum class Padding { kZeros, kBorder, kReflection };
+  const std::string& mode_name = *a.get_string("mode");
+  const Mode mode = mode_name == "nearest"    ? Mode::kNearest
+                    : mode_name == "bilinear" ? Mode::kBilinear
+                                              : Mode::kBicubic;
+  const std::string& padding_name = *a.get_string("padding_mode");
+  const Padding padding = padding_name == "zeros"    ? Padding::kZeros
+                          : padding_name == "border" ? Padding::kBorder
+                                                     : Padding::kReflection;
   const bool corners = *a.get_int("align_corners") != 0;
   const Dims& dims = in[0].dims();
   const std::int64_t channels = dims[1], height = dims[2], width = dims[3];
@@ -223,9 +232,9 @@ absl::StatusOr<Tensor> grid_sample(const Attributes& a, std::span<const Tensor> 
     for (std::int64_t c = 0; c < channels; ++c) {
       const Number* image = x.data() + (n * channels + c) * height * width;
       auto pixel = [&](std::int64_t r, std::int64_t col) -> Number {
-        if (padding == "zeros")
+        if (padding == Padding::kZeros)
           return r >= 0 && r < height && col >= 0 && col < width ? image[r * width + col] : 0;
-        if (padding == "border") {
+        if (padding == Padding::kBorder) {
           r = std::clamp<std::int64_t>(r, 0, height - 1);
           col = std::clamp<std::int64_t>(col, 0, width - 1);
         } else {
@@ -239,10 +248,10 @@ absl::StatusOr<Tensor> grid_sample(const Attributes& a, std::span<const Tensor> 
           const auto g = static_cast<std::size_t>(((n * out_h + oy) * out_w + ox) * 2);
           const float px = denormalize(grid[g], width), py = denormalize(grid[g + 1], height);
           Number v = 0;
-          if (mode == "nearest") {
+          if (mode == Mode::kNearest) {
             v = pixel(static_cast<std::int64_t>(std::nearbyint(py)),
                       static_cast<std::int64_t>(std::nearbyint(px)));
-          } else if (mode == "bilinear") {
+          } else if (mode == Mode::kBilinear) {
             const auto x1 = static_cast<std::int64_t>(std::floor(px));
             const auto y1 = static_cast<std::int64_t>(std::floor(py));
             const float dx1 = px - static_cast<float>(x1), dx2 = static_cast<float>(x1 + 1) - px;
