@@ -50,7 +50,8 @@ struct Args {
   std::size_t budget = 2000;
   double time_limit = 30, ilp_seconds = 10, min_gain_percent = 0.5;
   int runs = 20, threads = 2;
-  std::string costs = "costmodel/tables/onnxruntime-cpu.json", out = "real_latency";
+  // Default: the shipped table at --threads (1 or 2), which the run extends.
+  std::string costs, out = "real_latency";
 };
 
 // The sweep's options; the exit code when the program is done (--help, a
@@ -70,9 +71,20 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   app.add_option("--runs", a.runs, "timed onnxruntime runs per model")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--costs", a.costs, "the measured cost table")->capture_default_str();
+  app.add_option("--costs", a.costs,
+                 "the measured cost table to extend and price with (default: the shipped table "
+                 "at --threads, costmodel/tables/onnxruntime-cpu-1thread.json or -2threads.json)");
   app.add_option("--out", a.out, "where the tables and plots go")->capture_default_str();
   if (std::optional<int> exit = parse_command_line(app, argc, argv)) return exit;
+  if (a.costs.empty()) {
+    if (a.threads > 2) {
+      fmt::print(stderr, "real_latency: no shipped table is timed at {} threads: give --costs\n",
+                 a.threads);
+      return 2;
+    }
+    a.costs = a.threads == 1 ? "costmodel/tables/onnxruntime-cpu-1thread.json"
+                             : "costmodel/tables/onnxruntime-cpu-2threads.json";
+  }
   if (a.models.empty()) {
     for (const char* f : kFixtures) a.models.emplace_back(f);
     for (const tensor::ZooModel& m : tensor::zoo_models())

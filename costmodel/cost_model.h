@@ -221,11 +221,16 @@ class MeasuredCostModel final : public CostModel {
   // Where the table came from: its file, or the shipped table's name.
   const std::string& source() const { return source_; }
   void set_source(std::string source) { source_ = std::move(source); }
+  // The intra-op threads onnxruntime ran the table's kernels with; 0 when
+  // the table does not say.
+  int timed_threads() const { return timed_threads_; }
+  void set_timed_threads(int threads) { timed_threads_ = threads; }
 
  private:
   Table alone_, between_, mixed_, masked_;
   RooflineCostModel fallback_;
   std::string measured_on_, source_;
+  int timed_threads_ = 0;
   tensor::DType integer_weights_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
@@ -252,16 +257,25 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
 // A cost model by name: "opcount", "roofline" (the cpu-2core profile),
 // "roofline:PROFILE" (a shipped profile name or a profile file),
 // "measured:FILE" (a measured table, priced by the cpu-2core roofline where
-// it has no entry), or "onnxruntime": onnxruntime's CPU provider as measured,
-// from the table calibrated on this machine (calibrated_table_path(), which
-// `saturn calibrate` writes by default) where there is one, else from the
-// shipped table (costmodel/tables/onnxruntime-cpu.json, timed on a 2-thread
-// Intel Xeon), priced by the roofline where it has no entry either way.
+// it has no entry), or "onnxruntime:N": onnxruntime's CPU provider as
+// measured at N intra-op threads, from the table calibrated on this machine
+// at N threads (calibrated_table_path(N), which `saturn calibrate
+// --runtime-threads N` writes by default) where there is one, else from the
+// shipped table timed at the nearest thread count (1 or 2:
+// costmodel/tables/onnxruntime-cpu-1thread.json, -2threads.json), priced by
+// the roofline where it has no entry either way. "onnxruntime" is
+// "onnxruntime:N" at the threads onnxruntime runs with by default here (a
+// thread per core this process may use: usable_cores()).
 absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_by_name(std::string_view spec);
 
+// The intra-op threads "onnxruntime" or "onnxruntime:N" prices at; an error
+// for another spec.
+absl::StatusOr<int> onnxruntime_threads(std::string_view spec);
+
 // The measured table of onnxruntime's CPU provider calibrated on this
-// machine: onnxruntime-cpu.json in user_cache_dir(); "" without one.
-std::string calibrated_table_path();
+// machine at `threads` intra-op threads: onnxruntime-cpu-1thread.json,
+// onnxruntime-cpu-2threads.json, ... in user_cache_dir(); "" without one.
+std::string calibrated_table_path(int threads);
 
 // Where a cost model's figures come from, for a report: a measured table's
 // file (or the shipped table's name), a roofline's device profile, or the

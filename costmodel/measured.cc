@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -100,6 +101,7 @@ std::shared_ptr<const CostModel> MeasuredCostModel::with_integer_weights(
   auto model = std::make_shared<MeasuredCostModel>(alone_, between_, mixed_, fallback_,
                                                    measured_on_, masked_);
   model->source_ = source_;
+  model->timed_threads_ = timed_threads_;
   model->integer_weights_ = type;
   return model;
 }
@@ -185,6 +187,13 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
       return absl::InvalidArgumentError(fmt::format("{}: \"machine\" must be a string", path));
     machine = it->get<std::string>();
   }
+  int threads = 0;
+  if (auto it = j->find("threads"); it != j->end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > 4096)
+      return absl::InvalidArgumentError(
+          fmt::format("{}: \"threads\" must be a whole number of threads from 1", path));
+    threads = it->get<int>();
+  }
   MeasuredCostModel::Table alone, between, mixed, masked;
   const nlohmann::json& entries = (*j)["entries"];
   auto microseconds = [](const nlohmann::json& e, const char* key) -> std::optional<double> {
@@ -233,6 +242,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
                                                    std::move(mixed), std::move(fallback),
                                                    std::move(machine), std::move(masked));
   model->set_source(path);
+  model->set_timed_threads(threads);
   return model;
 }
 

@@ -98,6 +98,12 @@ double min_gain_of(const OptimizeOptions& options) {
   return cost == "opcount" ? 0.0 : kDefaultMinGain;
 }
 
+std::string cost_spec(const OptimizeOptions& options) {
+  if (options.cost == "onnxruntime" && options.runtime_threads > 0)
+    return fmt::format("onnxruntime:{}", options.runtime_threads);
+  return options.cost;
+}
+
 double min_gain_for(const tensor::Graph& input, const OptimizeOptions& options) {
   const bool timed = options.measure || options.min_speedup;
   const bool removes_float_work =
@@ -113,7 +119,7 @@ absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& o
   auto prepared = std::make_unique<Prepared>();
   prepared->cost_model = options.cost_model;
   if (prepared->cost_model == nullptr) {
-    absl::StatusOr<std::shared_ptr<const CostModel>> named = cost_model_by_name(options.cost);
+    absl::StatusOr<std::shared_ptr<const CostModel>> named = cost_model_by_name(cost_spec(options));
     if (!named.ok()) return named.status();
     prepared->cost_model = *std::move(named);
   }

@@ -65,9 +65,10 @@ struct OptimizeOptions {
   // predicted cost.
   double seconds_per_op = 0.0025;
   // The cost model by name (cost_model_by_name), used unless cost_model is
-  // set: "onnxruntime" is onnxruntime's CPU provider as measured, from the
-  // table `saturn calibrate` made on this machine where there is one, else
-  // from the shipped table. On the corpus's BERT-base and DistilBERT (tuning
+  // set: "onnxruntime" is onnxruntime's CPU provider as measured at
+  // runtime_threads, from the table `saturn calibrate` made on this machine
+  // at those threads where there is one, else from the shipped table timed
+  // nearest to them (cost_spec). On the corpus's BERT-base and DistilBERT (tuning
   // part) the roofline's best graphs ran 1.011x and 1.007x in onnxruntime,
   // within the noise, and were kept; the shipped table's ran 1.040x and
   // 1.048x, and were taken.
@@ -117,8 +118,9 @@ struct OptimizeOptions {
   // faster there; with more threads here it is timed again with them by the
   // wall clock and kept out where measurably slower (a gain on one thread
   // need not hold on two: the corpus's 1.46x, 1.10x and 1.11x on one ran
-  // 1.31x, 1.06x and 1.01x on two). 0: onnxruntime's default here (one per
-  // core: ort::default_runtime_threads()).
+  // 1.31x, 1.06x and 1.01x on two). The onnxruntime cost prices at these
+  // threads too. 0: onnxruntime's default here (one per core:
+  // ort::default_runtime_threads()).
   int runtime_threads = kDefaultRuntimeThreads;
   // The quantized weights' element type that the integer kernels of the
   // CPU the model will run on multiply exactly (exact_weight_type): int8
@@ -148,6 +150,9 @@ inline constexpr double kDefaultMinGain = 0.005;
 // The minimum gain `options` asks for: min_gain, else kDefaultMinGain (0
 // under the opcount model, whose counts are exact).
 double min_gain_of(const OptimizeOptions& options);
+// The cost model's name with the threads it prices at: "onnxruntime:N" for
+// "onnxruntime" with runtime_threads N set, else `cost` itself.
+std::string cost_spec(const OptimizeOptions& options);
 
 struct RuleApplication {
   std::string name;

@@ -49,8 +49,9 @@ constexpr std::array<OptionInfo, 19> kOptions = {{
      "take the predicted result without timing it against the input in onnxruntime (by "
      "default an ONNX model is kept unless the result runs measurably faster there)"},
     {"runtime-threads", Kind::kValue, "N",
-     "the onnxruntime intra-op threads the model runs with: a result faster on one thread is "
-     "timed again with them and kept out where slower; 0: onnxruntime's default, one per core"},
+     "the onnxruntime intra-op threads the model runs with: the onnxruntime cost prices at them, "
+     "and a result faster on one thread is timed again with them and kept out where slower; 0: "
+     "onnxruntime's default, one per core"},
     {"integer-weights", Kind::kValue, "TYPE",
      "the quantized weights' type the integer kernels of the CPU the model runs on multiply "
      "exactly: int8 (VNNI, Arm) or uint8 (x86 without VNNI); unset: this CPU's, and a model with "

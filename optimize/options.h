@@ -7,7 +7,7 @@
 //
 //   OptimizeOptions options;
 //   absl::Status s = set_option(options, "budget-nodes", "4000");
-//   s.Update(set_option(options, "cost", "measured:costmodel/tables/onnxruntime-cpu.json"));
+//   s.Update(set_option(options, "cost", "measured:my-table.json"));
 //   // the cost model is read by optimize(), which fails on a bad one
 #pragma once
 

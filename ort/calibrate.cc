@@ -50,14 +50,16 @@ struct CalibrationTable {
 };
 
 // The table at `table_path`, or an empty one from `here` (this machine)
-// when there is none. The entries measured another way are left out, and
-// counted in `stats.stale`.
+// when there is none. The entries measured another way or at other than
+// `threads` intra-op threads (or at threads the table does not record) are
+// left out, and counted in `stats.stale`.
 absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const std::string& here,
-                                            CalibrationStats& stats) {
+                                            int threads, CalibrationStats& stats) {
   CalibrationTable t;
   t.table = {{"device", "onnxruntime-cpu"},
              {"method", kMethod},
              {"attribution", kAttribution},
+             {"threads", threads},
              {"entries", nlohmann::json::array()}};
   t.recorded = here;
   if (!fs::exists(table_path)) return t;
@@ -69,7 +71,8 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
   absl::StatusOr<nlohmann::json> parsed = parse_json(*text, table_path);
   if (!parsed.ok()) return parsed.status();
   nlohmann::json old = *std::move(parsed);
-  if (old.value("method", nlohmann::json()) == kMethod) {
+  if (old.value("method", nlohmann::json()) == kMethod &&
+      old.value("threads", nlohmann::json()) == threads) {
     const bool current = old.value("attribution", nlohmann::json(1)) == kAttribution;
     t.table["entries"] = nlohmann::json::array();
     for (nlohmann::json& e : old["entries"]) {
@@ -273,7 +276,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
                                            const CalibrationOptions& options) {
   const std::string here = machine_description();
   CalibrationStats stats;
-  absl::StatusOr<CalibrationTable> table = load_table(table_path, here, stats);
+  absl::StatusOr<CalibrationTable> table =
+      load_table(table_path, here, options.runtime.threads, stats);
   if (!table.ok()) return table.status();
   if (absl::Status s = check_options(options.runtime); !s.ok()) return s;
   if (options.passes < 1)

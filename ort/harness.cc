@@ -7,18 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include <sched.h>
 #include <sys/wait.h>
 
+#include "saturn/base/machine.h"
 #include "saturn/base/status.h"
 #include "fmt/format.h"
 #include "saturn/ort/harness_internal.h"
@@ -48,22 +46,7 @@ constexpr int kHarnessMissingPackages = 3;
 
 }  // namespace
 
-int default_runtime_threads() {
-  // onnxruntime's default intra-op pool has a thread per physical core; a
-  // core's hardware threads are counted as one where the kernel says so,
-  // and only the cores this process may run on count (a shard pinned to one
-  // core runs its models on one thread).
-  int hardware = static_cast<int>(std::thread::hardware_concurrency());
-  if (cpu_set_t set; sched_getaffinity(0, sizeof set, &set) == 0) hardware = CPU_COUNT(&set);
-  int per_core = 1;
-  if (std::ifstream f("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"); f) {
-    std::string list;
-    std::getline(f, list);
-    // "0-1" or "0,8": two siblings; "0": one.
-    if (list.find_first_of(",-") != std::string::npos) per_core = 2;
-  }
-  return std::clamp(hardware / per_core, 1, kMaxRuntimeThreads);
-}
+int default_runtime_threads() { return std::clamp(usable_cores(), 1, kMaxRuntimeThreads); }
 
 absl::Status check_options(const RuntimeOptions& o) {
   if (o.runs < 1) return absl::InvalidArgumentError("the number of runs must be at least 1");

@@ -156,9 +156,9 @@ std::string describe(const ProfilerCorrection& correction);
 struct CalibrationStats {
   std::size_t signatures = 0;  // distinct operator signatures in the models
   std::size_t cached = 0;      // already in the table
-  // Entries measured another way (by an older saturn), dropped and measured
-  // again: a whole table without this method, or an entry timed alone whose
-  // operator now reads a convolution.
+  // Entries measured another way, dropped and measured again: a whole table
+  // without this method (an older saturn's) or timed at other intra-op
+  // threads, or an entry timed alone whose operator now reads a convolution.
   std::size_t stale = 0;
   std::size_t measured = 0;
   // Operators a single-operator model cannot show (non-tensor inputs,

@@ -58,6 +58,16 @@ absl::StatusOr<std::shared_ptr<const CostModel>> cost_model_for(std::string_view
                  measured->source(), measured->measured_on(), here);
     }
   }
+  if (absl::StatusOr<int> threads = onnxruntime_threads(spec);
+      threads.ok() && measured != nullptr && measured->timed_threads() != *threads) {
+    fmt::print(stderr,
+               "saturn: note: {} was timed at {} onnxruntime threads, the model runs at {} "
+               "(saturn calibrate --runtime-threads {} times them so)\n",
+               measured->source(),
+               measured->timed_threads() == 0 ? std::string("unrecorded")
+                                              : std::to_string(measured->timed_threads()),
+               *threads, *threads);
+  }
   return model;
 }
 

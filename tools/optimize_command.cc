@@ -177,7 +177,7 @@ absl::StatusOr<OptimizeOutcome> optimize_file(OptimizeCommandOptions& o) {
   absl::StatusOr<Graph> graph = load_model(o.model, o.onnx);
   if (!graph.ok()) return graph.status();
   note_default_sizes(*graph, o.onnx);
-  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(o.optimize.cost);
+  absl::StatusOr<std::shared_ptr<const CostModel>> cost_model = cost_model_for(cost_spec(o.optimize));
   if (!cost_model.ok()) return cost_model.status();
   o.optimize.cost_model = *cost_model;
   // Most runs keep their input: its copy is made while the search runs

@@ -49,9 +49,12 @@ void add_runtime_options(CLI::App& app, ort::RuntimeOptions& o, bool compares) {
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
-  app.add_option("--threads", o.threads, "onnxruntime intra-op threads")
+  o.threads = ort::default_runtime_threads();
+  app.add_option("--runtime-threads,--threads", o.threads,
+                 "onnxruntime intra-op threads (default: onnxruntime's own, a thread per core "
+                 "this process may use)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(1, ort::kMaxRuntimeThreads));
   if (!compares) return;
   app.add_option("--rtol", o.rtol, "relative tolerance")
       ->capture_default_str()
@@ -98,7 +101,7 @@ struct CalibrateOptions {
 };
 
 int run_calibrate(CalibrateOptions o) {
-  if (o.out.empty()) o.out = calibrated_table_path();
+  if (o.out.empty()) o.out = calibrated_table_path(o.calibration.runtime.threads);
   if (o.out.empty())
     return fail(absl::InvalidArgumentError(
         "no cache folder for this machine's table (set SATURN_CACHE_DIR or HOME), and no -o"));
@@ -117,8 +120,10 @@ int run_calibrate(CalibrateOptions o) {
   absl::StatusOr<ort::CalibrationStats> stats = ort::calibrate(pointers, o.out, o.calibration);
   if (!stats.ok()) return fail(stats.status());
   if (stats->stale > 0)
-    fmt::print("{} held {} entries timed another way (an older saturn); measured anew\n", o.out,
-               stats->stale);
+    fmt::print(
+        "{} held {} entries timed another way (an older saturn, or other threads); measured "
+        "anew\n",
+        o.out, stats->stale);
   if (stats->foreign > 0)
     fmt::print("{} keeps {}; --refresh times them here\n", o.out, ort::describe_foreign(*stats));
   fmt::print(
@@ -142,9 +147,10 @@ Command add_calibrate_command(CLI::App& program) {
       "between convolutions, the layout reorders it causes included");
   app->add_option("MODEL", o->models, "models whose operators to time")->required();
   app->add_option("-o", o->out,
-                  "the cost table to write or extend (COSTS.json); default: this machine's table, "
-                  "which the default cost (onnxruntime) then prices with")
-      ->default_str(calibrated_table_path());
+                  "the cost table to write or extend (COSTS.json); default: this machine's table "
+                  "at --runtime-threads, which the default cost (onnxruntime) then prices with at "
+                  "those threads")
+      ->default_str(calibrated_table_path(ort::default_runtime_threads()));
   app->add_option("--explore", o->calibration.explore_nodes,
                   "also time the operators the rules reach in an e-graph of N e-nodes (0: the "
                   "models' own only)")

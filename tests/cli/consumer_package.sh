@@ -44,7 +44,7 @@ mv "$prefix" "$OUT/moved"
 run_ok out "$OUT/moved/bin/saturn" optimize "$FIXTURES/squeezenet1_1.onnx" --search greedy \
   --ilp-seconds 0 -o "$OUT/moved.onnx"
 expect 'squeezenet1_1: greedy search, measured cost' "$out"
-expect 'priced by: costmodel/tables/onnxruntime-cpu.json' "$out"  # the shipped table, compiled in
+expect 'priced by: costmodel/tables/onnxruntime-cpu-' "$out"  # a shipped table, compiled in
 
 # add_subdirectory: the libraries, no tests, benchmarks or tools.
 mkdir "$OUT/parent"

@@ -112,3 +112,14 @@ def test_options_by_name_refuse_bad_values():
                               ({"search": None}, "option search takes a value")]:
         with pytest.raises(ValueError, match=message):
             saturn.optimize(model, **keywords)
+
+
+@needs_binaries
+def test_the_onnxruntime_cost_prices_at_the_runtime_threads_in_every_way(tmp_path, monkeypatch):
+    monkeypatch.setenv("SATURN_CACHE_DIR", str(tmp_path / "cache"))  # no table of this machine's
+    model = os.path.join(ROOT, "tensor", "fixtures", "squeezenet1_1.onnx")
+    for threads, table in (("1", "onnxruntime-cpu-1thread.json"),
+                           ("2", "onnxruntime-cpu-2threads.json")):
+        options = dict(OPTIONS, cost="onnxruntime", **{"runtime-threads": threads})
+        for way, (_, report) in three_ways(tmp_path, model, options).items():
+            assert report["cost_source"] == f"costmodel/tables/{table}", (way, threads)
