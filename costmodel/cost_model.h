@@ -70,6 +70,11 @@ struct OpContext {
   bool masked = false;
   // Every input is a weight (a DequantizeLinear of a quantized weight).
   bool weights_only = false;
+  // A reader takes it as an activation: an Add, Mul or Concat, whose
+  // integer kernel (QLinearAdd, QLinearMul, QLinearConcat) reads every input
+  // in the activations' type, where a product (QLinearMatMul, QLinearConv)
+  // reads its weight in the type its kernels multiply.
+  bool read_as_activation = false;
 };
 
 // Whether a tensor holds mask values (-1e4 or below; see OpContext::masked).
@@ -356,10 +361,10 @@ class ConvolutionOutputs {
 // The context of node `x` of `graph` (`kinds` from value_kinds).
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
                        const std::vector<ValueKinds>& kinds, int x);
-// The context of e-node `node`: kYes where it surely holds, kMaybe where
-// extraction's choices decide.
+// The context of e-node `node` of class `eclass`: kYes where it surely
+// holds, kMaybe where extraction's choices decide.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
-                       const ConvolutionOutputs& conv_outputs, const ENode& node);
+                       const ConvolutionOutputs& conv_outputs, Id eclass, const ENode& node);
 // What choosing `node`, which is not a convolution's output, for class
 // `eclass`, which also holds one, costs its readers: each reader whose other
 // inputs are convolution outputs then runs mixed (OpContext) instead of

@@ -139,7 +139,7 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     const Attributes& attributes = egraph.attrs().get(node.attrs);
     if (conv_outputs == nullptr) return model.node_cost(op, attributes, inputs, info.type, {});
     return model.node_cost(op, attributes, inputs, info.type,
-                           node_context(egraph, analysis, *conv_outputs, node)) +
+                           node_context(egraph, analysis, *conv_outputs, eclass, node)) +
            reorder_penalty(model, egraph, analysis, *conv_outputs, eclass, node);
   };
 }

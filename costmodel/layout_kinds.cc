@@ -161,6 +161,16 @@ bool holds_mask_values(const tensor::Tensor& values) {
   return false;
 }
 
+namespace {
+
+// Whether a reader `op` takes its input in slot `k` as an activation
+// (OpContext::read_as_activation).
+bool reads_as_activation(Op op) {
+  return op == Op::kAdd || op == Op::kMul || op == Op::kConcat;
+}
+
+}  // namespace
+
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
                        const std::vector<ValueKinds>& kinds, int x) {
   const tensor::Node& node = graph.nodes[x];
@@ -170,6 +180,11 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
   }
   OpContext context = context_of(node.op, inputs);
   context.weights_only = inputs.empty() && !node.inputs.empty();
+  if (node.op == Op::kDequantizeLinear && context.weights_only) {
+    context.read_as_activation = std::ranges::any_of(graph.nodes, [x](const tensor::Node& n) {
+      return reads_as_activation(n.op) && std::ranges::find(n.inputs, x) != n.inputs.end();
+    });
+  }
   if (node.op == Op::kSoftmax && graph.nodes[node.inputs[0]].op == Op::kAdd) {
     for (int in : graph.nodes[node.inputs[0]].inputs) {
       const tensor::Node& w = graph.nodes[in];
@@ -182,15 +197,26 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
 }
 
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
-                       const ConvolutionOutputs& conv_outputs, const ENode& node) {
+                       const ConvolutionOutputs& conv_outputs, Id eclass, const ENode& node) {
   absl::InlinedVector<ValueKinds, 4> inputs;
   for (Id child : node.children) {
     const Id c = egraph.find(child);
     if (!analysis.info(c).weight_only) inputs.push_back(conv_outputs.of_class(c));
   }
-  OpContext context = context_of(tensor::TensorLanguage::op(node.op), inputs);
+  const Op op = tensor::TensorLanguage::op(node.op);
+  OpContext context = context_of(op, inputs);
   context.weights_only = inputs.empty() && !node.children.empty();
-  if (tensor::TensorLanguage::op(node.op) == Op::kSoftmax) {
+  if (op == Op::kDequantizeLinear && context.weights_only) {
+    const Id self = egraph.find(eclass);
+    for (Id p : egraph.eclass(self).parents) {
+      for (const ENode& reader : egraph.nodes(egraph.find(p))) {
+        context.read_as_activation |=
+            reads_as_activation(tensor::TensorLanguage::op(reader.op)) &&
+            std::ranges::any_of(reader.children, [&](Id c) { return egraph.find(c) == self; });
+      }
+    }
+  }
+  if (op == Op::kSoftmax) {
     for (const ENode& sum : egraph.nodes(egraph.find(node.children[0]))) {
       if (tensor::TensorLanguage::op(sum.op) != Op::kAdd) continue;
       for (Id child : sum.children) {

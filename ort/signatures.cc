@@ -79,7 +79,7 @@ absl::Status SignatureCollector::add_rewrites(const Graph& graph,
         in_weight.push_back(child.weight_only);
       }
       consider(op, egraph.attrs().get(e.attrs), in, in_weight, info.type,
-               node_context(egraph, shapes, egraph_conv_outputs, e), graph);
+               node_context(egraph, shapes, egraph_conv_outputs, id, e), graph);
     }
   }
   return absl::OkStatus();

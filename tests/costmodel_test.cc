@@ -277,7 +277,7 @@ TEST(CostModel, MeasuredEntryBetweenConvolutionsPricesByContext) {
   const ConvolutionOutputs merged(egraph, shapes);
   EXPECT_EQ(merged.of_class(conv_class), kOpenConvOutput | kPlainValue);
   EXPECT_EQ(merged.of_class(relu), kConvOutput | kPlainValue);
-  EXPECT_EQ(node_context(egraph, shapes, merged, relu_node).input, FromConvolution::kMaybe);
+  EXPECT_EQ(node_context(egraph, shapes, merged, relu, relu_node).input, FromConvolution::kMaybe);
   cost = egraph_cost_function(*m, egraph, shapes);
   EXPECT_EQ(cost(relu, relu_node), 5.0);
   EXPECT_EQ(m->fallbacks(), 0u);
@@ -338,7 +338,7 @@ TEST(CostModel, MixedInputsCostTheReordersAndTheChoiceThatMixesThemPays) {
   EXPECT_EQ(cost(y, concat_node), 10.0);
   ASSERT_TRUE(egraph.merge(conv2, ids[z.node]).ok());
   egraph.rebuild();
-  EXPECT_EQ(node_context(egraph, shapes, ConvolutionOutputs(egraph, shapes), concat_node).mixed,
+  EXPECT_EQ(node_context(egraph, shapes, ConvolutionOutputs(egraph, shapes), y, concat_node).mixed,
             FromConvolution::kMaybe);
   cost = egraph_cost_function(m, egraph, shapes);
   EXPECT_EQ(cost(y, concat_node), 10.0);
@@ -414,10 +414,10 @@ TEST(CostModel, ConvolutionOutputsFlowThroughSumsAndActivations) {
   EXPECT_EQ(flow.of_class(ids[closed_sum.node]), kConvOutput | kPlainValue);
   EXPECT_EQ(flow.of_class(ids[c1.node]), kOpenConvOutput);
   const ENode& pool_node = egraph.nodes(ids[pooled.node])[0];
-  EXPECT_EQ(node_context(egraph, shapes, flow, pool_node).input, FromConvolution::kMaybe);
+  EXPECT_EQ(node_context(egraph, shapes, flow, ids[pooled.node], pool_node).input, FromConvolution::kMaybe);
   const ENode& sum_node = egraph.nodes(ids[sum.node])[0];
-  EXPECT_EQ(node_context(egraph, shapes, flow, sum_node).input, FromConvolution::kYes);
-  EXPECT_EQ(node_context(egraph, shapes, flow, sum_node).mixed, FromConvolution::kMaybe);
+  EXPECT_EQ(node_context(egraph, shapes, flow, ids[sum.node], sum_node).input, FromConvolution::kYes);
+  EXPECT_EQ(node_context(egraph, shapes, flow, ids[sum.node], sum_node).mixed, FromConvolution::kMaybe);
 }
 
 TEST(CostModel, MeasuredEntryContextErrors) {
@@ -527,18 +527,19 @@ TEST(CostModel, ComparableCostsLeaveOutTheUnmeasuredKernelsBothHold) {
   EXPECT_EQ(comparable_costs(15, 12), (std::pair{15.0, 12.0}));
 }
 
+// A measured table without entries: the roofline prices every operator,
+// and the integer kernels' Quantize/Dequantize nodes cost nothing.
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> empty_measured_table() {
+  return parse_measured_cost_model(R"({"device": "test", "entries": []})", "empty.json",
+                                   RooflineCostModel(toy_profile()));
+}
+
 // onnxruntime runs a uint8 group's Quantize/Dequantize nodes inside its
 // integer kernels, and the DequantizeLinear of a weight of the type the
 // CPU's kernels multiply exactly (exact_weight_type); an int8 activation's,
 // and a weight's of the other type, are kernels of their own.
 TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("saturn_quant_costs_" + std::to_string(::getpid()) + ".json"))
-                         .string();
-  ASSERT_TRUE(write_text_file(path, R"({"device": "test", "entries": []})").ok());
-  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m =
-      load_measured_cost_model(path, RooflineCostModel(toy_profile()));
-  std::filesystem::remove(path);
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
   ASSERT_TRUE(m.ok()) << message(m.status());
   auto of = [](DType dtype, Dims dims) { return ValueType::of(TensorType{dtype, std::move(dims)}); };
   const ValueType x = F({1, 64, 56, 56}), scale = F({});
@@ -578,5 +579,56 @@ TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
 }
 
 }  // namespace
+// A weight an Add reads (a product's bias) runs inside QLinearAdd only in
+// the activations' type, uint8, whatever type the products multiply
+// exactly: its DequantizeLinear knows it is read as an activation, in the
+// graph and in the e-graph, and is priced so.
+TEST(CostModel, AWeightAnAddReadsIsQuantizedAsAnActivation) {
+  auto int8_weight = [](Dims dims) {
+    TensorType type{DType::kInt8, dims};
+    return Tensor(type, std::vector<std::byte>(static_cast<std::size_t>(type.num_elements())));
+  };
+  GraphBuilder b("biased");
+  Value x = b.input("x", {4, 16});
+  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
+  Value zero = b.weight("z", int8_weight({}));
+  Value w = b.node(Op::kDequantizeLinear, {b.weight("w", int8_weight({16, 8})), scale, zero});
+  Value bias = b.node(Op::kDequantizeLinear, {b.weight("b", int8_weight({8})), scale, zero});
+  b.output(b.add(b.matmul(x, w), bias), "y");
+  const Graph g = *b.build();
+  const std::vector<bool> weight_only = weight_only_nodes(g);
+  const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
+  const OpContext of_w = node_context(g, weight_only, kinds, w.node);
+  const OpContext of_bias = node_context(g, weight_only, kinds, bias.node);
+  EXPECT_TRUE(of_w.weights_only && of_bias.weights_only);
+  EXPECT_FALSE(of_w.read_as_activation);
+  EXPECT_TRUE(of_bias.read_as_activation);
+
+  TensorLanguage lang;
+  TensorAnalysis shapes;
+  EGraph egraph(lang, &shapes);
+  std::vector<Id> ids = *add_graph(egraph, g);
+  const ConvolutionOutputs flow(egraph, shapes);
+  auto context = [&](Value v) {
+    return node_context(egraph, shapes, flow, ids[v.node], egraph.nodes(ids[v.node])[0]);
+  };
+  EXPECT_FALSE(context(w).read_as_activation);
+  EXPECT_TRUE(context(bias).read_as_activation);
+
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  for (DType exact : {DType::kInt8, DType::kUInt8}) {
+    std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(exact);
+    auto dequantize = [&](DType from, OpContext c) {
+      const std::vector<ValueType> in{ValueType::of(TensorType{from, {8}}), F({}),
+                                      ValueType::of(TensorType{from, {}})};
+      return there->node_cost(Op::kDequantizeLinear, {}, in, F({8}), c);
+    };
+    EXPECT_EQ(dequantize(DType::kUInt8, of_bias), 0) << dtype_name(exact);
+    EXPECT_GT(dequantize(DType::kInt8, of_bias), 0) << dtype_name(exact);
+    EXPECT_EQ(dequantize(exact, of_w), 0) << dtype_name(exact);
+  }
+}
+
 }  // namespace saturn
 

@@ -216,3 +216,73 @@ def test_the_quantized_weights_type_is_an_option_and_both_are_timed(tmp_path):
     chosen = measured["candidate"].rsplit(" ", 1)[1]
     if measured["faster"]:
         assert dequantized_weight_types(out) == {names[chosen]}
+
+
+def biased_products(path):
+    """x [1, 16, 32] -> MatMul (32x32) -> Add (a bias) -> Relu -> MatMul
+    (32x32) -> Add (a bias): a transformer's dense layers."""
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.3, name)
+             for name, shape in (("w1", (32, 32)), ("b1", (32,)), ("w2", (32, 32)), ("b2", (32,)))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["r1"]),
+             helper.make_node("MatMul", ["r1", "w2"], ["m2"]),
+             helper.make_node("Add", ["m2", "b2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 32])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              str(path))
+
+
+class DenseInputs(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.batches = iter([{"x": rng.standard_normal((1, 16, 32)).astype(np.float32)}
+                             for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+@needs_cli
+@pytest.mark.parametrize("weights", ["int8", "uint8"])
+def test_a_bias_added_to_a_product_is_quantized_as_an_activation(tmp_path, weights):
+    """quantize_static's defaults quantize a product's bias, which an Add
+    reads, as an int8 weight. onnxruntime's QLinearAdd reads both inputs in
+    the activations' type (uint8 on x86), so whatever type the products'
+    weights take (--integer-weights: int8 where the CPU has VNNI), the bias
+    comes out in uint8 and both Adds run in the integer kernels."""
+    floats, quantized, out = tmp_path / "f.onnx", tmp_path / "q.onnx", tmp_path / "o.onnx"
+    biased_products(floats)
+    quantize_static(str(floats), str(quantized), DenseInputs(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search", "greedy",
+                           "--no-measure", "--quiet", "--integer-weights", weights],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    inits = {t.name: t for t in written.graph.initializer}
+    readers = {}
+    for n in written.graph.node:
+        for name in n.input:
+            readers.setdefault(name, []).append(n.op_type)
+    dequantized = {n.output[0]: inits[n.input[0]] for n in written.graph.node
+                   if n.op_type == "DequantizeLinear" and n.input[0] in inits}
+    of_products = {t.data_type for name, t in dequantized.items() if readers[name] == ["MatMul"]}
+    of_adds = {t.data_type for name, t in dequantized.items() if readers[name] == ["Add"]}
+    assert of_products == {TensorProto.INT8 if weights == "int8" else TensorProto.UINT8}
+    assert of_adds == {TensorProto.UINT8}, of_adds
+    after = loaded_ops(out, tmp_path)
+    assert after.count("QLinearAdd") == 2 and after.count("QLinearMatMul") == 2, after
+    assert "Add" not in after and "MatMul" not in after, after
+    x = np.random.default_rng(9).standard_normal((1, 16, 32)).astype(np.float32)
+
+    def outputs(path):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+    np.testing.assert_allclose(outputs(out), outputs(quantized), rtol=1e-5, atol=1e-5)
