@@ -60,6 +60,8 @@ bool held_as_integer(DType d);
 // `t`'s elements as doubles; nullopt for element types not computed here or
 // a tensor past kMaxShapeValueElements.
 std::optional<Num> to_num(const Tensor& t);
+// `n` as a tensor of its element type.
+Tensor to_tensor(const Num& n);
 // The element count of `dims` (INT64_MAX when it overflows).
 std::int64_t count(const Dims& dims);
 // `axis` in [0, rank), counting a negative one from the end; nullopt when out of range.
