@@ -70,10 +70,12 @@ struct OpContext {
   bool masked = false;
   // Every input is a weight (a DequantizeLinear of a quantized weight).
   bool weights_only = false;
-  // A reader takes it as an activation: an Add, Mul or Concat, whose
-  // integer kernel (QLinearAdd, QLinearMul, QLinearConcat) reads every input
-  // in the activations' type, where a product (QLinearMatMul, QLinearConv)
-  // reads its weight in the type its kernels multiply.
+  // A reader takes it as an activation: an Add, Mul, Concat or Gather. A
+  // product's integer kernel (QLinearMatMul, QLinearConv) reads its weight
+  // in the type its kernels multiply; QLinearAdd, QLinearMul and
+  // QLinearConcat read every input in the activations' type, and a Gather
+  // (of an embedding table) runs on integers only where the
+  // DequantizeLinear before it and the QuantizeLinear after it agree.
   bool read_as_activation = false;
 };
 

@@ -163,10 +163,14 @@ bool holds_mask_values(const tensor::Tensor& values) {
 
 namespace {
 
-// Whether a reader `op` takes its input in slot `k` as an activation
-// (OpContext::read_as_activation).
+// Whether a reader `op` takes a quantized weight as an activation
+// (OpContext::read_as_activation): the operators onnxruntime runs on
+// quantized activations beside the products (QLinearAdd, QLinearMul,
+// QLinearConcat, a Gather on integers). Not the operators the rules put on
+// a product's weight (a Pad that enlarges a kernel, a Transpose): a search
+// would then price the product's own weight as an activation.
 bool reads_as_activation(Op op) {
-  return op == Op::kAdd || op == Op::kMul || op == Op::kConcat;
+  return op == Op::kAdd || op == Op::kMul || op == Op::kConcat || op == Op::kGather;
 }
 
 }  // namespace

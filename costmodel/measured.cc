@@ -67,10 +67,12 @@ std::optional<std::string> cpuinfo_value(std::string_view key) {
 // (tests/python/test_quantization.py). A product's weight of another type
 // than `weights` (the one the kernels multiply exactly: exact_weight_type)
 // is priced as its own kernel, so that the extraction moves it
-// (quantization.rules); so is a weight an Add, Mul or Concat reads in
-// another type than uint8 (OpContext::read_as_activation): with VNNI, a
-// bias added to a product in int8 kept BERT-base's Adds in float between
-// DequantizeLinear nodes (122 of its 185 Adds).
+// (quantization.rules); so is a weight an Add, Mul, Concat or Gather reads
+// in another type than uint8 (OpContext::read_as_activation): with VNNI, a bias added
+// to a product in int8 kept BERT-base's Adds in float between
+// DequantizeLinear nodes (122 of its 185), and its embedding table left in
+// int8 behind a Gather whose output was moved to uint8 was dequantized
+// whole on every run (31 ms of a 107 ms run).
 bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
                        OpContext context, tensor::DType weights) {
   auto of_type = [](const ValueType& t, tensor::DType dtype) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,27 +52,44 @@ CutPlaces cut_places(const Graph& graph, const std::vector<ValueType>& types) {
   const std::vector<bool> live = live_nodes(graph);
   CutPlaces c;
   c.position.assign(graph.nodes.size(), -1);
-  // A work operator that reads weights only (a QuantizeLinear of a
-  // constant, which is never computed ahead) takes its place just before
-  // its first reader rather than where the file put it, so that it falls in
-  // its reader's region: a rule that matches the two together
-  // (quantization.rules) cannot see across a cut.
-  std::vector<int> first_reader(graph.nodes.size(), -1);
+  // A work operator computed from weights only (a QuantizeLinear of a
+  // constant, a DequantizeLinear of that: never computed ahead) takes its
+  // place just before its earliest reader rather than where the file put
+  // it, so that it falls in its reader's region: a rule that matches the
+  // two together (quantization.rules) cannot see across a cut. A chain of
+  // them (a product's bias dequantized, passed through an Identity and
+  // quantized again as an activation, as quantize_static spells
+  // TorchScript's biases) moves as a whole, each operator before the
+  // earliest reader of any that read it.
+  std::vector<bool> from_weights(graph.nodes.size(), false);
   for (int i = 0; i < graph.size(); ++i) {
-    for (int in : graph.nodes[i].inputs)
-      if (first_reader[in] < 0) first_reader[in] = i;
+    const std::vector<int>& in = graph.nodes[i].inputs;
+    from_weights[i] = live[i] && !weight_only[i] && graph.nodes[i].op != Op::kInput &&
+                      !in.empty() &&
+                      std::all_of(in.begin(), in.end(),
+                                  [&](int x) { return weight_only[x] || from_weights[x]; });
   }
-  std::vector<std::pair<int, int>> order;  // (place, node): sorted, the work order
+  // Each node's place in the work order, doubled: 2 i + 1 where the file
+  // put it, or (for one computed from weights) 2 r for its earliest reader
+  // r past the chain, so that it sorts before that reader and, by index,
+  // after its own inputs.
+  std::vector<std::vector<int>> readers(graph.nodes.size());
+  for (int r = 0; r < graph.size(); ++r)
+    for (int in : graph.nodes[r].inputs) readers[in].push_back(r);
+  std::vector<int> place(graph.nodes.size());
+  for (int i = graph.size() - 1; i >= 0; --i) {
+    place[i] = 2 * i + 1;
+    if (!from_weights[i] || readers[i].empty()) continue;
+    place[i] = std::numeric_limits<int>::max();
+    for (int r : readers[i]) place[i] = std::min(place[i], from_weights[r] ? place[r] : 2 * r);
+  }
+  std::vector<std::pair<int, int>> order;  // (place, node), sorted: the work order
   for (int i = 0; i < graph.size(); ++i) {
     if (!live[i] || weight_only[i] || graph.nodes[i].op == Op::kInput) continue;
-    const std::vector<int>& in = graph.nodes[i].inputs;
-    const bool reads_weights_only =
-        std::all_of(in.begin(), in.end(), [&](int x) { return weight_only[x]; });
-    order.emplace_back(reads_weights_only && first_reader[i] > i ? 2 * first_reader[i] : 2 * i + 1,
-                       i);
+    order.emplace_back(place[i], i);
   }
   std::sort(order.begin(), order.end());
-  for (const auto& [place, i] : order) {
+  for (const auto& [at, i] : order) {
     c.position[i] = static_cast<int>(c.work.size());
     c.work.push_back(i);
   }

@@ -581,9 +581,10 @@ TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
 }  // namespace
 // A weight an Add reads (a product's bias) runs inside QLinearAdd only in
 // the activations' type, uint8, whatever type the products multiply
-// exactly: its DequantizeLinear knows it is read as an activation, in the
-// graph and in the e-graph, and is priced so.
-TEST(CostModel, AWeightAnAddReadsIsQuantizedAsAnActivation) {
+// exactly, and so does an embedding table a Gather reads: its
+// DequantizeLinear knows it is read as an activation, in the graph and in
+// the e-graph, and is priced so.
+TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
   auto int8_weight = [](Dims dims) {
     TensorType type{DType::kInt8, dims};
     return Tensor(type, std::vector<std::byte>(static_cast<std::size_t>(type.num_elements())));
@@ -595,6 +596,8 @@ TEST(CostModel, AWeightAnAddReadsIsQuantizedAsAnActivation) {
   Value w = b.node(Op::kDequantizeLinear, {b.weight("w", int8_weight({16, 8})), scale, zero});
   Value bias = b.node(Op::kDequantizeLinear, {b.weight("b", int8_weight({8})), scale, zero});
   b.output(b.add(b.matmul(x, w), bias), "y");
+  Value table = b.node(Op::kDequantizeLinear, {b.weight("t", int8_weight({10, 16})), scale, zero});
+  b.output(b.node(Op::kGather, {table, b.input("ids", {4}, DType::kInt64)}), "e");
   const Graph g = *b.build();
   const std::vector<bool> weight_only = weight_only_nodes(g);
   const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
@@ -603,6 +606,7 @@ TEST(CostModel, AWeightAnAddReadsIsQuantizedAsAnActivation) {
   EXPECT_TRUE(of_w.weights_only && of_bias.weights_only);
   EXPECT_FALSE(of_w.read_as_activation);
   EXPECT_TRUE(of_bias.read_as_activation);
+  EXPECT_TRUE(node_context(g, weight_only, kinds, table.node).read_as_activation);
 
   TensorLanguage lang;
   TensorAnalysis shapes;
@@ -614,6 +618,7 @@ TEST(CostModel, AWeightAnAddReadsIsQuantizedAsAnActivation) {
   };
   EXPECT_FALSE(context(w).read_as_activation);
   EXPECT_TRUE(context(bias).read_as_activation);
+  EXPECT_TRUE(context(table).read_as_activation);
 
   absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
   ASSERT_TRUE(m.ok()) << message(m.status());

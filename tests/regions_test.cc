@@ -168,6 +168,13 @@ TEST(Regions, ValuesOfUnknownShapeNeverCrossACut) {
 // A QuantizeLinear of a constant the file puts first (as quantize_static
 // does) is cut into the region of the DequantizeLinear that reads it, where
 // the rules that match the pair can see it whole.
+// `b`'s graph cut into regions of about 10 operators.
+absl::StatusOr<std::vector<Region>> cut_small(GraphBuilder& b) {
+  absl::StatusOr<Graph> g = b.build();
+  if (!g.ok()) return g.status();
+  return split_into_regions(*g, {.target_ops = 10, .max_ops = 20});
+}
+
 TEST(Regions, AnOperatorOfWeightsGoesWithItsReader) {
   GraphBuilder b("quantized_constant");
   const Value scale = b.weight("scale", Tensor::scalar(0.05f));
@@ -177,10 +184,7 @@ TEST(Regions, AnOperatorOfWeightsGoesWithItsReader) {
   for (int i = 0; i < 40; ++i) x = b.relu(x);
   x = b.add(x, b.node(Op::kDequantizeLinear, {early, scale, zero}));
   b.output(b.relu(x), "y");
-  absl::StatusOr<Graph> g = b.build();
-  ASSERT_TRUE(g.ok()) << message(g.status());
-  absl::StatusOr<std::vector<Region>> regions =
-      split_into_regions(*g, {.target_ops = 10, .max_ops = 20});
+  absl::StatusOr<std::vector<Region>> regions = cut_small(b);
   ASSERT_TRUE(regions.ok()) << message(regions.status());
   ASSERT_GE(regions->size(), 2u);
   int with_pair = 0;
@@ -194,6 +198,41 @@ TEST(Regions, AnOperatorOfWeightsGoesWithItsReader) {
     with_pair += q && dq;
   }
   EXPECT_EQ(with_pair, 1);
+}
+
+// A chain of them (a bias dequantized, then quantized again as an
+// activation, as quantize_static spells a TorchScript bias) moves as a whole
+// into the region of the Add that reads its end, however early the file
+// lists it: cut where the file put it, the pair stayed in the first region,
+// where no rule sees it together with its Add.
+TEST(Regions, AChainOfOperatorsOfWeightsGoesWithItsReader) {
+  GraphBuilder b("requantized_bias");
+  const Value scale = b.weight("scale", Tensor::scalar(0.05f));
+  const Value zero = b.weight("zero", Tensor(TensorType{DType::kInt8, {}}, std::vector<std::byte>{std::byte{3}}));
+  const Value bias = b.node(Op::kDequantizeLinear,
+                            {b.node(Op::kQuantizeLinear, {b.constant(1.0f, {4}), scale, zero}), scale, zero});
+  const Value again = b.node(Op::kDequantizeLinear,
+                             {b.node(Op::kQuantizeLinear, {bias, scale, zero}), scale, zero});
+  Value x = b.relu(b.input("x", {4, 4}));
+  for (int i = 0; i < 40; ++i) x = b.relu(x);
+  b.output(b.relu(b.add(x, again)), "y");
+  absl::StatusOr<std::vector<Region>> regions = cut_small(b);
+  ASSERT_TRUE(regions.ok()) << message(regions.status());
+  ASSERT_GE(regions->size(), 2u);
+  int with_quantization = 0;
+  for (const Region& r : *regions) {
+    int quantization = 0;
+    bool add = false;
+    for (const Node& n : r.graph.nodes) {
+      quantization += is_quantization(n.op);
+      add = add || n.op == Op::kAdd;
+    }
+    if (quantization == 0) continue;
+    ++with_quantization;
+    EXPECT_EQ(quantization, 4) << r.graph.name;
+    EXPECT_TRUE(add) << r.graph.name;
+  }
+  EXPECT_EQ(with_quantization, 1);
 }
 
 TEST(Regions, AResultWithAnotherInterfaceIsANamedError) {

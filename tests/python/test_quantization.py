@@ -286,3 +286,4 @@ def test_a_bias_added_to_a_product_is_quantized_as_an_activation(tmp_path, weigh
         return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
             None, {"x": x})[0]
     np.testing.assert_allclose(outputs(out), outputs(quantized), rtol=1e-5, atol=1e-5)
+
