@@ -145,6 +145,7 @@ def main():
         return
     with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as f:
         entries = {e["name"]: e for e in json.load(f)["models"]}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     rows = []
     for name in args.models:
         corpus.log(f"{name}: quantizing, optimizing, timing")
