@@ -12,11 +12,11 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <system_error>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
