@@ -139,8 +139,62 @@ std::optional<tensor::Dims> reshaped(tensor::Dims in, const Ints& shape) {
   return out->tensor().dims;
 }
 
+// The quantized element types (what a QuantizeLinear writes): a signed
+// one's lowest value is 0x80 in its most significant byte and zeros below,
+// an unsigned one's all zeros (little-endian, two's complement).
+bool is_quantized(tensor::DType dtype) {
+  using tensor::DType;
+  return dtype == DType::kInt8 || dtype == DType::kUInt8 || dtype == DType::kInt16 ||
+         dtype == DType::kUInt16;
+}
+std::byte lowest_byte(tensor::DType dtype, std::size_t k) {
+  const bool top = k + 1 == tensor::dtype_bytes(dtype);
+  return top && !tensor::is_unsigned_integer(dtype) ? std::byte{0x80} : std::byte{0};
+}
+
+// Whether every element of a quantized tensor is its type's lowest value
+// (a zero point below which QuantizeLinear saturates everything negative).
+bool all_lowest(const tensor::Tensor& t) {
+  if (!is_quantized(t.type().dtype)) return false;
+  std::span<const std::byte> b = t.data();
+  const std::size_t width = tensor::dtype_bytes(t.type().dtype);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (b[i] != lowest_byte(t.type().dtype, i % width)) return false;
+  }
+  return true;
+}
+
+bool make_all_lowest(tensor::Tensor& t) {
+  if (!is_quantized(t.type().dtype)) return false;
+  std::span<std::byte> b = t.mutable_data();
+  const std::size_t width = tensor::dtype_bytes(t.type().dtype);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = lowest_byte(t.type().dtype, i % width);
+  return true;
+}
+
+bool all_positive(const tensor::Tensor& t) {
+  return t.type().dtype == tensor::DType::kFloat32 &&
+         std::ranges::all_of(t.floats(), [](float x) { return x > 0; });
+}
+
+bool make_all_positive(tensor::Tensor& t) {
+  if (t.type().dtype != tensor::DType::kFloat32) return false;
+  for (float& x : t.mutable_floats()) x = std::abs(x) + 0.01f;
+  return true;
+}
+
+// A condition on the values of a weight the model file gives (its first
+// argument): false for any other class.
+template <bool (*holds)(const tensor::Tensor&)>
+bool of_weight_values(const EGraph& g, std::span<const Id> a) {
+  const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0]);
+  return values != nullptr && holds(*values);
+}
+
 constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal},
-                                               {"causal-mask", make_causal_mask}};
+                                               {"causal-mask", make_causal_mask},
+                                               {"lowest-values", make_all_lowest},
+                                               {"positive-values", make_all_positive}};
 
 }  // namespace
 
@@ -247,6 +301,22 @@ ConditionRegistry tensor_conditions() {
         },
         fmt::format("the class holds {} elements", tensor::dtype_name(dtype)));
   }
+  r.add(
+      std::string(kQuantizedCondition), 1,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::ValueType& t = type_of(g, a[0]);
+        return !t.is_tuple && is_quantized(t.tensor().dtype);
+      },
+      "the class holds int8, uint8, int16 or uint16 elements (what QuantizeLinear writes); the "
+      "verifier draws each of them");
+  r.add(
+      "lowest-values", 1, of_weight_values<all_lowest>,
+      "(lowest-values ?z): ?z is a quantized weight whose values the model gives, each its "
+      "type's lowest (a zero point that saturates every negative value to it)");
+  r.add(
+      "positive-values", 1, of_weight_values<all_positive>,
+      "(positive-values ?s): ?s is a float weight whose values the model gives, each above 0 "
+      "(a scale under which quantizing keeps the order of values)");
   // scalar, rank-1 (a vector), rank-2 (a matrix), rank-3, rank-4.
   for (const std::size_t rank : {0, 1, 2, 3, 4}) {
     r.add(
@@ -355,11 +425,7 @@ ConditionRegistry tensor_conditions() {
       "LayerNorm, and written out, onnxruntime fuses it into one, with a residual Add before it "
       "into its SkipLayerNormalization kernel, which its price alone does not show.)");
   r.add(
-      "halves-equal", 1,
-      [](const EGraph& g, std::span<const Id> a) {
-        const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0]);
-        return values != nullptr && halves_equal(*values);
-      },
+      "halves-equal", 1, of_weight_values<halves_equal>,
       "(halves-equal ?t): ?t is a matrix of weights whose values the model gives, and each "
       "row's second half repeats its first (rotary tables of the half-split layout)");
   r.add(

@@ -31,6 +31,10 @@ ConditionRegistry tensor_conditions();
 // `(dtype-int8 ?z)`, `(dtype-uint8 ?z)`, ...: the class holds elements of
 // that type (one condition per element type the value operators read).
 inline constexpr std::string_view kDTypeConditionPrefix = "dtype-";
+// (dtype-quantized ?q): the class holds int8, uint8, int16 or uint16
+// elements, the types QuantizeLinear writes; the verifier draws the rule at
+// each of them (every such variable of a draw at the same one).
+inline constexpr std::string_view kQuantizedCondition = "dtype-quantized";
 // (float-values ?x): the class holds floating-point elements. The tensor
 // rule loaders make it every rule's root condition (Rule::root_condition)
 // unless the rule has a dtype condition: a rule holds for the types it is

@@ -116,8 +116,10 @@ class Draw {
         const int v = c.args.empty() ? -1 : c.args[0];
         if (v < 0 || rule_.attr_vars[v]) continue;
         tensor::WeightInit& w = source_.weights[rule_.var_names[v].substr(1)];
-        tensor::Tensor values = tensor::random_tensor(
-            tensor::TensorType{tensor::DType::kFloat32, a.dims[v]}, w.seed, w.low, w.high);
+        tensor::Tensor values = w.data ? *w.data
+                                       : tensor::random_tensor(
+                                             tensor::TensorType{tensor::DType::kFloat32, a.dims[v]},
+                                             w.seed, w.low, w.high);
         if (vc.make_hold(values)) w.data = std::make_shared<const tensor::Tensor>(std::move(values));
       }
     }
@@ -239,7 +241,8 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
     // Every other draw uses positive values only, so that rules over
     // square roots and variances see defined results.
     const bool positive = rng() % 2 == 1;
-    draw.bind(a, vars.dtypes, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f);
+    const std::vector<tensor::DType> dtypes = vars.draw_dtypes(rng);
+    draw.bind(a, dtypes, rng(), positive ? 0.25f : -1.0f, positive ? 1.25f : 1.0f);
     if (!draw.instantiate_side(rule.lhs, lhs)) {
       ++lhs_misfits;
       continue;

@@ -121,12 +121,13 @@ std::vector<int> rank_hints_of(const Rule& rule) {
 }
 
 // For each variable, the element type a `dtype-*` condition asks for, or
-// float32.
+// float32 (a `dtype-quantized` variable's is chosen per draw).
 std::vector<tensor::DType> dtype_hints_of(const Rule& rule) {
   std::vector<tensor::DType> hints(rule.num_vars(), tensor::DType::kFloat32);
   for (const RuleCondition& c : rule.conditions) {
     const std::string& name = c.predicate->name;
     if (c.args.size() != 1 || !name.starts_with(kDTypeConditionPrefix)) continue;
+    if (name == kQuantizedCondition) continue;
     if (std::optional<tensor::DType> dtype =
             tensor::parse_dtype(std::string_view(name).substr(kDTypeConditionPrefix.size())))
       hints[static_cast<std::size_t>(c.args[0])] = *dtype;
@@ -176,6 +177,20 @@ RuleVars::RuleVars(const Rule& rule)
       dtypes(dtype_hints_of(rule)),
       same_shape(same_shape_of(rule)) {
   for (std::size_t v = 0; v < rule.num_vars(); ++v) (rule.attr_vars[v] ? attr : tensor).push_back(v);
+  for (const RuleCondition& c : rule.conditions) {
+    if (c.predicate->name == kQuantizedCondition && c.args.size() == 1)
+      quantized.push_back(static_cast<std::size_t>(c.args[0]));
+  }
+}
+
+std::vector<tensor::DType> RuleVars::draw_dtypes(Rng& rng) const {
+  using tensor::DType;
+  constexpr DType kQuantized[] = {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16};
+  std::vector<DType> out = dtypes;
+  if (quantized.empty()) return out;  // (the draws of other rules stay as they were)
+  const DType chosen = kQuantized[rng() % std::size(kQuantized)];
+  for (std::size_t v : quantized) out[v] = chosen;
+  return out;
 }
 
 namespace {

@@ -41,6 +41,9 @@ struct RuleVars {
   std::vector<int> ranks;               // per tensor variable: the rank its use expects, 0 for
                                         // any, kScalar for none
   std::vector<tensor::DType> dtypes;    // per tensor variable: a dtype-* condition's, or float32
+  std::vector<std::size_t> quantized;   // the variables of a dtype-quantized condition
+  // `dtypes` with the quantized variables at one quantized type, drawn.
+  std::vector<tensor::DType> draw_dtypes(Rng& rng) const;
   std::vector<std::size_t> same_shape;  // per variable: an earlier one a same-shape condition ties it to
   std::vector<std::size_t> attr, tensor;
 };

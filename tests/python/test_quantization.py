@@ -229,9 +229,14 @@ def biased_products(path):
              helper.make_node("Relu", ["a1"], ["r1"]),
              helper.make_node("MatMul", ["r1", "w2"], ["m2"]),
              helper.make_node("Add", ["m2", "b2"], ["y"])]
+    save_model(path, nodes, inits, [1, 16, 32], [1, 16, 32])
+
+
+def save_model(path, nodes, inits, x_shape, y_shape):
+    """A float model of one input x and one output y at opset 17."""
     graph = helper.make_graph(
-        nodes, "dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 32])], inits)
+        nodes, path.stem, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
               str(path))
 
