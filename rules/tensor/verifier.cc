@@ -217,7 +217,7 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
   constexpr std::size_t kMaxVaried = 256;
   std::vector<Assignment> small = enumerated(vars, rng);
   std::size_t next_small = 0;
-  int lhs_misfits = 0, rhs_misfits = 0, non_finite = 0, failed_conditions = 0;
+  int lhs_misfits = 0, rhs_misfits = 0, non_finite = 0, failed_conditions = 0, undefined = 0;
   std::vector<int> refused_by(rule.conditions.size(), 0);
   int from[3] = {0, 0, 0};  // draws per Assignment::Source
   int unequal = 0;          // draws in which two tensor variables of one rank differ
@@ -262,11 +262,17 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
       continue;
     }
     absl::StatusOr<std::vector<tensor::Tensor>> left = draw.evaluate(lhs);
+    if (!left.ok()) {
+      // The left side has no value here (an index out of range): the rule
+      // claims nothing for this draw.
+      ++undefined;
+      continue;
+    }
     absl::StatusOr<std::vector<tensor::Tensor>> right = draw.evaluate(rhs);
-    if (!left.ok() || !right.ok()) {
+    if (!right.ok()) {
       verdict.outcome = VerifyOutcome::kFailed;
       verdict.detail = fmt::format("with {}: evaluation failed: {}", draw.describe(),
-                                   message(!left.ok() ? left.status() : right.status()));
+                                   message(right.status()));
       return verdict;
     }
     bool finite = true;
@@ -309,16 +315,17 @@ RuleVerdict verify_rule(const Rule& rule, const tensor::TensorLanguage& language
   }
   verdict.coverage = fmt::format(
       "{} draws ({} random, {} varied, {} enumerated), {} with unequal shapes of one rank; "
-      "{} attempts: left side did not type-check {}, right side {}, values not finite {}{}",
+      "{} attempts: left side did not type-check {}, right side {}, left side undefined {}, "
+      "values not finite {}{}",
       verdict.draws, from[0], from[1], from[2], unequal,
-      lhs_misfits + failed_conditions + rhs_misfits + non_finite + verdict.draws, lhs_misfits,
-      rhs_misfits, non_finite, conditions);
+      lhs_misfits + failed_conditions + rhs_misfits + undefined + non_finite + verdict.draws,
+      lhs_misfits, rhs_misfits, undefined, non_finite, conditions);
   if (verdict.draws == 0) {
     verdict.detail = fmt::format(
         "no instantiation found in {} attempts (left side did not type-check {} times, conditions "
         "failed {}, right side "
-        "did not type-check {}, values not finite {})",
-        options.attempts, lhs_misfits, failed_conditions, rhs_misfits, non_finite);
+        "did not type-check {}, left side undefined {}, values not finite {})",
+        options.attempts, lhs_misfits, failed_conditions, rhs_misfits, undefined, non_finite);
     return verdict;
   }
   verdict.outcome = VerifyOutcome::kVerified;
