@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "saturn/base/status.h"
 #include "fmt/format.h"
@@ -139,14 +140,13 @@ std::optional<tensor::Dims> reshaped(tensor::Dims in, const Ints& shape) {
   return out->tensor().dims;
 }
 
-// The quantized element types (what a QuantizeLinear writes): a signed
-// one's lowest value is 0x80 in its most significant byte and zeros below,
-// an unsigned one's all zeros (little-endian, two's complement).
 bool is_quantized(tensor::DType dtype) {
-  using tensor::DType;
-  return dtype == DType::kInt8 || dtype == DType::kUInt8 || dtype == DType::kInt16 ||
-         dtype == DType::kUInt16;
+  return std::ranges::find(kQuantizedDTypes, dtype) != std::end(kQuantizedDTypes);
 }
+
+// Byte `k` of a quantized type's lowest value: a signed type's is 0x80 in
+// its most significant byte and zeros below, an unsigned one's all zeros
+// (little-endian, two's complement).
 std::byte lowest_byte(tensor::DType dtype, std::size_t k) {
   const bool top = k + 1 == tensor::dtype_bytes(dtype);
   return top && !tensor::is_unsigned_integer(dtype) ? std::byte{0x80} : std::byte{0};

@@ -35,6 +35,8 @@ inline constexpr std::string_view kDTypeConditionPrefix = "dtype-";
 // elements, the types QuantizeLinear writes; the verifier draws the rule at
 // each of them (every such variable of a draw at the same one).
 inline constexpr std::string_view kQuantizedCondition = "dtype-quantized";
+inline constexpr tensor::DType kQuantizedDTypes[] = {tensor::DType::kInt8, tensor::DType::kUInt8,
+                                                     tensor::DType::kInt16, tensor::DType::kUInt16};
 // (float-values ?x): the class holds floating-point elements. The tensor
 // rule loaders make it every rule's root condition (Rule::root_condition)
 // unless the rule has a dtype condition: a rule holds for the types it is

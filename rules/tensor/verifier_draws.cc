@@ -184,11 +184,9 @@ RuleVars::RuleVars(const Rule& rule)
 }
 
 std::vector<tensor::DType> RuleVars::draw_dtypes(Rng& rng) const {
-  using tensor::DType;
-  constexpr DType kQuantized[] = {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16};
-  std::vector<DType> out = dtypes;
+  std::vector<tensor::DType> out = dtypes;
   if (quantized.empty()) return out;  // (the draws of other rules stay as they were)
-  const DType chosen = kQuantized[rng() % std::size(kQuantized)];
+  const tensor::DType chosen = kQuantizedDTypes[rng() % std::size(kQuantizedDTypes)];
   for (std::size_t v : quantized) out[v] = chosen;
   return out;
 }
