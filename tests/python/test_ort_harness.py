@@ -160,9 +160,13 @@ def test_decide_holds_one_session_at_once_and_finds_removed_work(tmp_path, monke
     assert faster["speedup_low"] > 1.2 and len(live) == 4, faster
     assert peak[0] == 1
     # The same model is not faster than itself (blocks of four sessions are
-    # added while the interval straddles the gain sought, up to three).
+    # added while the interval straddles the gain sought, up to three). The
+    # gain sought is 5%: beside the other tests on 2 cores, two sessions of
+    # one model can differ by several percent, and the 1% default let a CI
+    # run find the model 1% faster than itself once.
     live.clear()
-    opts, files = ort_run.parse_args([slow, slow, "--threads", "1", "--dim", "batch=64"])
+    opts, files = ort_run.parse_args([slow, slow, "--threads", "1", "--dim", "batch=64",
+                                      "--min-gain", "0.05"])
     same = ort_run.decide(opts, files)
     assert same["outputs_match"] and not same["faster"], same
     assert len(live) in (4, 8, 12) and same["rounds"] >= 2 * opts["min-rounds"]
