@@ -116,10 +116,14 @@ class Draw {
         const int v = c.args.empty() ? -1 : c.args[0];
         if (v < 0 || rule_.attr_vars[v]) continue;
         tensor::WeightInit& w = source_.weights[rule_.var_names[v].substr(1)];
-        tensor::Tensor values = w.data ? *w.data
-                                       : tensor::random_tensor(
-                                             tensor::TensorType{tensor::DType::kFloat32, a.dims[v]},
-                                             w.seed, w.low, w.high);
+        // An integer draw is copied (its buffer is shared with w.data), a
+        // float one drawn afresh.
+        tensor::Tensor values =
+            w.data && !tensor::is_computable(w.data->dtype())
+                ? tensor::Tensor(w.data->type(), std::vector<std::byte>(w.data->data().begin(),
+                                                                           w.data->data().end()))
+                : tensor::random_tensor(tensor::TensorType{tensor::DType::kFloat32, a.dims[v]},
+                                        w.seed, w.low, w.high);
         if (vc.make_hold(values)) w.data = std::make_shared<const tensor::Tensor>(std::move(values));
       }
     }
