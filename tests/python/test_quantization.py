@@ -284,11 +284,6 @@ def test_a_bias_added_to_a_product_is_quantized_as_an_activation(tmp_path, weigh
     assert after.count("QLinearAdd") == 2 and after.count("QLinearMatMul") == 2, after
     assert "Add" not in after and "MatMul" not in after, after
     x = np.random.default_rng(9).standard_normal((1, 16, 32)).astype(np.float32)
-
-    def outputs(path):
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
-            None, {"x": x})[0]
-    np.testing.assert_allclose(outputs(out), outputs(quantized), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run(out, x, optimized=False), run(quantized, x, optimized=False),
+                               rtol=1e-5, atol=1e-5)
 

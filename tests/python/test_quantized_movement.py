@@ -12,11 +12,10 @@ import subprocess
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-from test_quantization import DenseInputs, loaded_ops, save_model
+from test_quantization import DenseInputs, loaded_ops, run, save_model
 
 CLI = os.environ.get("SATURN_CLI")
 
@@ -71,10 +70,4 @@ def test_quantized_values_move_through_reshapes_and_transposes(tmp_path):
                for op in loaded) == 2, loaded
     # Exact by ONNX's definitions: the literal runs agree to the bit.
     x = np.random.default_rng(9).standard_normal((1, 16, 32)).astype(np.float32)
-
-    def literal(path):
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
-            None, {"x": x})[0]
-    np.testing.assert_array_equal(literal(out), literal(quantized))
+    np.testing.assert_array_equal(run(out, x, optimized=False), run(quantized, x, optimized=False))
