@@ -78,8 +78,16 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
   }
   switch (op) {
     case Op::kMatMul:
+    case Op::kMatMulInteger:
+    case Op::kQLinearMatMul:
       w.flops = 2 * out * static_cast<double>(inputs[0].tensor().dims.back());
       break;
+    case Op::kConvInteger:
+    case Op::kQLinearConv: {  // the weight: input 1, or 3 after x's scale and zero point
+      const tensor::Dims& wd = inputs[op == Op::kConvInteger ? 1 : 3].tensor().dims;
+      w.flops = 2 * out * static_cast<double>(wd[1] * wd[2] * wd[3]);
+      break;
+    }
     case Op::kGroupQueryAttention: {
       // Two products over the causal half of the scores, and their softmax.
       const double seq = static_cast<double>(inputs[0].tensor().dims[1]);

@@ -122,7 +122,12 @@ absl::Status Exporter::emit(int i) {
     case Op::kGemm:
       return emit_gemm(a, in, out);
     case Op::kConv:
-      return emit_conv(a, in, out);
+    case Op::kConvInteger:
+    case Op::kQLinearConv:
+      return emit_conv(n.op, a, in, out);
+    case Op::kDynamicQuantizeLinear:  // a tuple: its three outputs
+      node(op_name(n.op), in, names_[i]);
+      return absl::OkStatus();
     case Op::kMaxPool:
     case Op::kAveragePool:
       return emit_pool(n.op, a, in, out);
@@ -233,11 +238,11 @@ absl::Status Exporter::emit_gemm(const Attributes& a, const std::vector<std::str
   return absl::OkStatus();
 }
 
-absl::Status Exporter::emit_conv(const Attributes& a, const std::vector<std::string>& in,
+absl::Status Exporter::emit_conv(Op op, const Attributes& a, const std::vector<std::string>& in,
                                  const std::string& out) {
   const std::string& act = *a.get_string("activation");
   std::string conv_out = act == "none" ? out : fresh("saturn_tmp");
-  auto* c = node("Conv", in, {conv_out});
+  auto* c = node(op_name(op), in, {conv_out});
   set_ints(c, "strides", *a.get_ints("strides"));
   set_ints(c, "pads", *a.get_ints("pads"));
   set_ints(c, "dilations", *a.get_ints("dilations"));

@@ -184,7 +184,7 @@ class Exporter {
   // Matrix products, convolution and pooling.
   absl::Status emit_gemm(const Attributes& a, const std::vector<std::string>& in,
                          const std::string& out);
-  absl::Status emit_conv(const Attributes& a, const std::vector<std::string>& in,
+  absl::Status emit_conv(Op op, const Attributes& a, const std::vector<std::string>& in,
                          const std::string& out);
   absl::Status emit_pool(Op op, const Attributes& a, const std::vector<std::string>& in,
                          const std::string& out);

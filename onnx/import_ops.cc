@@ -67,7 +67,8 @@ std::optional<Mapped> Importer::map_known(const onnx::NodeProto& n) {
   const bool unread_mask = n.op_type() == "Dropout" && n.output_size() == 2 &&
                            (n.output(1).empty() || !read_names_.contains(n.output(1)));
   if (n.output_size() != 1 && n.op_type() != "Split" && n.op_type() != "TopK" && !unread_mask &&
-      n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization")
+      n.op_type() != "SkipSimplifiedLayerNormalization" && n.op_type() != "SkipLayerNormalization" &&
+      n.op_type() != "DynamicQuantizeLinear")
     return refuse(fmt::format("{} outputs, where the IR operator has one", n.output_size()));
   if (in.empty() || in[0] < 0) return refuse("its first input is absent");
   for (std::size_t k = 0; k < in.size(); ++k) {
@@ -126,7 +127,18 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     return m;
   }
   if (t == "Gemm") return map_gemm(node);
-  if (t == "Conv") return map_conv(node);
+  if (t == "Conv") return map_conv(node, Op::kConv);
+  if (t == "ConvInteger") return map_conv(node, Op::kConvInteger);
+  if (t == "QLinearConv") return map_conv(node, Op::kQLinearConv);
+  if (t == "MatMulInteger") {  // a's zero point, both or neither
+    if (!node.present(2) && node.present(3)) return std::nullopt;
+    return Mapped{Op::kMatMulInteger, {}, node.first(node.present(3) ? 4 : node.present(2) ? 3 : 2)};
+  }
+  if (t == "QLinearMatMul") {
+    if (!node.all_present(8)) return std::nullopt;
+    return Mapped{Op::kQLinearMatMul, {}, node.first(8)};
+  }
+  if (t == "DynamicQuantizeLinear") return Mapped{Op::kDynamicQuantizeLinear, {}, node.first(1)};
   if (t == "MaxPool" || t == "AveragePool") return map_pool(node);
   if (t == "Clip") return map_clip(node);
   if (t == "HardSigmoid") {
@@ -205,17 +217,30 @@ std::optional<Mapped> Importer::map_gemm(KnownNode& node) {
   return m;
 }
 
-std::optional<Mapped> Importer::map_conv(KnownNode& node) {
+std::optional<Mapped> Importer::map_conv(KnownNode& node, Op op) {
   AttrReader& r = node.attrs;
-  if (!node.present(0) || !node.present(1) || node.dims(1).size() != 4 || node.dims(0).size() != 4)
+  // The weight, and the inputs the IR takes: Conv's optional bias;
+  // ConvInteger's zero points (x's, both or neither); QLinearConv's eight
+  // and its optional bias.
+  const int weight = op == Op::kQLinearConv ? 3 : 1;
+  std::optional<std::vector<int>> inputs;
+  if (op == Op::kConv) {
+    inputs = node.first(node.present(2) ? 3 : 2);
+  } else if (op == Op::kConvInteger && (node.present(2) || !node.present(3))) {
+    inputs = node.first(node.present(3) ? 4 : node.present(2) ? 3 : 2);
+  } else if (op == Op::kQLinearConv && node.all_present(8)) {
+    inputs = node.first(node.present(8) ? 9 : 8);
+  }
+  if (!inputs || std::ranges::any_of(*inputs, [](int i) { return i < 0; }) ||
+      node.dims(weight).size() != 4 || node.dims(0).size() != 4)
     return std::nullopt;
-  Ints kernel(node.dims(1).begin() + 2, node.dims(1).end());
+  Ints kernel(node.dims(weight).begin() + 2, node.dims(weight).end());
   if (auto k = r.ints("kernel_shape"); k && *k != kernel) return std::nullopt;
   Ints strides = r.ints("strides").value_or(Ints{1, 1});
   Ints dilations = r.ints("dilations").value_or(Ints{1, 1});
   std::optional<Ints> pads = window_pads(r, node.dims(0), kernel, strides, dilations);
   if (!pads) return std::nullopt;
-  Mapped m{Op::kConv, {}, node.present(2) ? node.first(3) : node.first(2)};
+  Mapped m{op, {}, *inputs};
   m.attributes.set("strides", strides);
   m.attributes.set("dilations", dilations);
   m.attributes.set("pads", *pads);

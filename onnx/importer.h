@@ -183,6 +183,13 @@ struct KnownNode {
   DType dtype(int i) const { return types[in[i]].parts[0].dtype; }
   // Whether input `i` is given.
   bool present(int i) const { return i < static_cast<int>(in.size()) && in[i] >= 0; }
+  // Whether the first `count` inputs are all given.
+  bool all_present(int count) const {
+    for (int i = 0; i < count; ++i) {
+      if (!present(i)) return false;
+    }
+    return true;
+  }
   // The first `count` inputs.
   std::vector<int> first(int count) const {
     return std::vector<int>(in.begin(), in.begin() + count);
@@ -289,7 +296,8 @@ class Importer {
   // every attribute was read and every input it keeps is given.
   std::optional<Mapped> map_op(KnownNode& node);
   std::optional<Mapped> map_gemm(KnownNode& node);
-  std::optional<Mapped> map_conv(KnownNode& node);
+  // Conv, ConvInteger or QLinearConv (`op`).
+  std::optional<Mapped> map_conv(KnownNode& node, Op op);
   std::optional<Mapped> map_pool(KnownNode& node);
   std::optional<Mapped> map_clip(KnownNode& node);
   std::optional<Mapped> map_softmax(KnownNode& node);

@@ -13,6 +13,7 @@
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 #include "saturn/onnx/proto.h"
+#include "saturn/onnx/runtime_types.h"
 #include "saturn/tensor/probe.h"
 
 namespace saturn::tensor::onnx_io {
@@ -123,6 +124,34 @@ void type_einsums(const onnx::GraphProto& g, Known& known) {
     }
     known.dims[n.output(0)] = out;
     known.typed[n.output(0)] = std::move(type);
+  }
+}
+
+// The outputs of onnxruntime's quantized contrib operators whose inputs'
+// types are known (runtime_types.h).
+void type_runtime_operators(const onnx::GraphProto& g, Known& known) {
+  std::map<std::string, int> elem;
+  auto add = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().elem_type() != 0)
+      elem[v.name()] = v.type().tensor_type().elem_type();
+  };
+  for (const auto& v : g.input()) add(v);
+  for (const auto& v : g.value_info()) add(v);
+  for (const auto& t : g.initializer()) elem[t.name()] = t.data_type();
+  for (const auto& [name, type] : known.typed) elem[name] = type.tensor_type().elem_type();
+  const ValueTypeLookup lookup = [&](const std::string& name) -> std::optional<std::pair<int, Dims>> {
+    auto e = elem.find(name);
+    auto d = known.dims.find(name);
+    if (e == elem.end() || d == known.dims.end()) return std::nullopt;
+    return std::pair{e->second, d->second};
+  };
+  for (const onnx::NodeProto& n : g.node()) {
+    if (n.output_size() < 1 || known.dims.contains(n.output(0))) continue;
+    if (std::optional<onnx::TypeProto> type = runtime_operator_type(n, lookup)) {
+      known.dims[n.output(0)] = *static_dims(*type);
+      elem[n.output(0)] = type->tensor_type().elem_type();
+      known.typed[n.output(0)] = std::move(*type);
+    }
   }
 }
 
@@ -269,6 +298,7 @@ absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* value
       read_types(model.graph(), known);
       const std::size_t typed = known.typed.size();
       type_einsums(model.graph(), known);
+      type_runtime_operators(model.graph(), known);
       if (evaluate_all(model.graph(), known) == before && known.typed.size() == typed &&
           round > 0)
         break;

@@ -47,6 +47,7 @@ absl::StatusOr<ValueType> Inference::infer() {
   if (is_value_op(op_)) return value_op();
   if (is_reduction(op_)) return reduce();
   if (is_quantization(op_)) return quantization();
+  if (is_integer_operator(op_)) return integer_operator();
   switch (op_) {
     case Op::kInput:
     case Op::kWeight:

@@ -12,6 +12,7 @@
 //   infer_values.cc   the value operators that move or make values
 //                     (Expand, Tile, Range, ConstantOfShape, CumSum,
 //                     GatherElements, GatherND), Min and Max
+//   infer_integer.cc  ONNX's integer operators (is_integer_operator)
 #pragma once
 
 #include <cstddef>
@@ -100,6 +101,9 @@ class Inference {
   absl::StatusOr<ValueType> batch_norm();
   absl::StatusOr<ValueType> reduce();
   absl::StatusOr<ValueType> quantization();
+
+  // infer_integer.cc
+  absl::StatusOr<ValueType> integer_operator();
 
   // infer_shape.cc
   absl::StatusOr<ValueType> transpose();

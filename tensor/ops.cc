@@ -60,6 +60,9 @@ std::vector<AttrSpec> schema(Op op) {
               {"beta", Kind::kFloat, 1.0},
               {"transA", Kind::kInt, std::int64_t{0}},
               {"transB", Kind::kInt, std::int64_t{0}}};
+    case Op::kConvInteger:  // Conv's, its activation "none"
+    case Op::kQLinearConv:
+      return schema(Op::kConv);
     case Op::kConv:
       return {{"strides", Kind::kInts, one_one},
               {"pads", Kind::kInts, no_pads},
@@ -296,6 +299,11 @@ bool is_quantization(Op op) {
   return op == Op::kQuantizeLinear || op == Op::kDequantizeLinear;
 }
 
+bool is_integer_operator(Op op) {
+  return op == Op::kDynamicQuantizeLinear || op == Op::kMatMulInteger || op == Op::kConvInteger ||
+         op == Op::kQLinearMatMul || op == Op::kQLinearConv;
+}
+
 bool computed_ahead(Op op) {
   return op != Op::kInput && op != Op::kOpaque && !is_quantization(op);
 }
@@ -350,6 +358,11 @@ std::pair<int, int> input_count(Op op) {
     case Op::kExpand:  // the shape or repeats as a value, where given
     case Op::kTile:
       return {1, 2};
+    case Op::kMatMulInteger:  // the zero points optional
+    case Op::kConvInteger:
+      return {2, 4};
+    case Op::kQLinearConv:  // the bias optional
+      return {8, 9};
     case Op::kConcat:
       return {1, 1 << 20};
     case Op::kTuple:

@@ -135,6 +135,11 @@ namespace saturn::tensor {
   X(kTopK, "TopK", 1)                           \
   X(kQuantizeLinear, "QuantizeLinear", -1)      \
   X(kDequantizeLinear, "DequantizeLinear", -1)  \
+  X(kDynamicQuantizeLinear, "DynamicQuantizeLinear", 1) \
+  X(kMatMulInteger, "MatMulInteger", -1)        \
+  X(kConvInteger, "ConvInteger", -1)            \
+  X(kQLinearMatMul, "QLinearMatMul", 8)         \
+  X(kQLinearConv, "QLinearConv", -1)            \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -182,6 +187,20 @@ bool is_comparison(Op op);
 // (a scalar scale) or per axis (a 1-D scale along `axis`), between float32
 // and int8, uint8, int16 or uint16 (DequantizeLinear reads int32 too).
 bool is_quantization(Op op);
+// ONNX's integer operators, computed as ONNX defines them:
+//   DynamicQuantizeLinear (x): x quantized to uint8 with a scale and zero
+//     point from its own range, a tuple (y, y_scale, y_zero_point);
+//   MatMulInteger (a, b, [a_zero_point, [b_zero_point]]) and ConvInteger
+//     (x, w, [x_zero_point, [w_zero_point]]): the product of the integers
+//     less their zero points, int32;
+//   QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+//     y_scale, y_zero_point) and QLinearConv (x, x_scale, x_zero_point,
+//     w, w_scale, w_zero_point, y_scale, y_zero_point, [int32 bias]): that
+//     product (plus the bias) requantized to y's scale and zero point.
+// int8 or uint8 operands; a zero point or scale per tensor, or per column
+// of b (the products of matrices) or per output channel of w (the
+// convolutions). The convolutions have Conv's attributes, 2-D.
+bool is_integer_operator(Op op);
 // Whether a node of `op` whose inputs are all weights or constants is a
 // weight itself: computed ahead of time (at import and export) and free to
 // the extraction. Not an opaque operator (the runtime's to compute), nor

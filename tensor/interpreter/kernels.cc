@@ -177,6 +177,7 @@ absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::sp
   }
   if (is_quantization(op))  // float32 and integers, never float16 (inference)
     return std::vector<Tensor>{kernels::quantization(op, a, in, type.tensor())};
+  if (is_integer_operator(op)) return kernels::integer_operator(op, a, in, type);
   if (op == Op::kOpaque) {
     absl::StatusOr<Tensor> t = kernels::onnx_op(a, in);
     if (!t.ok()) return t.status();

@@ -15,6 +15,8 @@
 //   kernels_made.cc         the value operators that move or make values
 //                           (Expand to GatherND, Min and Max)
 //   kernels_quant.cc        QuantizeLinear and DequantizeLinear
+//   kernels_integer.cc      ONNX's integer operators (MatMulInteger to
+//                           QLinearConv, DynamicQuantizeLinear)
 //
 // Each kernel takes normalized attributes and inputs that type-check.
 #pragma once
@@ -98,6 +100,16 @@ Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in);
 // QuantizeLinear and DequantizeLinear (is_quantization) into `out_type`.
 Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
                     const TensorType& out_type);
+// Element `i` of an int8, uint8, int16, uint16 or int32 tensor.
+std::int64_t read_integer(const Tensor& t, std::int64_t i);
+// Writes `values` (whole numbers) as `dtype` (int8, uint8, int16 or uint16)
+// into `out`, each saturated to the type's range, NaN as 0.
+void write_saturated(std::span<const float> values, DType dtype, std::span<std::byte> out);
+
+// ONNX's integer operators (is_integer_operator; kernels_integer.cc): one
+// value, or DynamicQuantizeLinear's three.
+std::vector<Tensor> integer_operator(Op op, const Attributes& a, std::span<const Tensor> in,
+                                     const ValueType& type);
 // The reductions (is_reduction), accumulated in double.
 Tensor reduce(Op op, const Attributes& attrs, const Tensor& x);
 

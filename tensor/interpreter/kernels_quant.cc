@@ -25,18 +25,6 @@ std::int64_t read_as(std::span<const std::byte> bytes, std::int64_t i) {
   return x;
 }
 
-std::int64_t read_integer(const Tensor& t, std::int64_t i) {
-  const std::span<const std::byte> b = t.data();
-  switch (t.dtype()) {
-    case DType::kInt8: return read_as<std::int8_t>(b, i);
-    case DType::kUInt8: return read_as<std::uint8_t>(b, i);
-    case DType::kInt16: return read_as<std::int16_t>(b, i);
-    case DType::kUInt16: return read_as<std::uint16_t>(b, i);
-    case DType::kInt32: return read_as<std::int32_t>(b, i);
-    default: return 0;  // inference admits no other
-  }
-}
-
 template <typename T>
 void fill_saturated(std::span<const float> values, std::span<std::byte> out) {
   constexpr auto lo = static_cast<float>(std::numeric_limits<T>::min());
@@ -68,6 +56,28 @@ ScaleIndex scale_index(const Attributes& a, const Tensor& x, const Tensor& scale
 
 }  // namespace
 
+std::int64_t read_integer(const Tensor& t, std::int64_t i) {
+  const std::span<const std::byte> b = t.data();
+  switch (t.dtype()) {
+    case DType::kInt8: return read_as<std::int8_t>(b, i);
+    case DType::kUInt8: return read_as<std::uint8_t>(b, i);
+    case DType::kInt16: return read_as<std::int16_t>(b, i);
+    case DType::kUInt16: return read_as<std::uint16_t>(b, i);
+    case DType::kInt32: return read_as<std::int32_t>(b, i);
+    default: return 0;  // inference admits no other
+  }
+}
+
+void write_saturated(std::span<const float> values, DType dtype, std::span<std::byte> out) {
+  switch (dtype) {
+    case DType::kInt8: fill_saturated<std::int8_t>(values, out); break;
+    case DType::kUInt8: fill_saturated<std::uint8_t>(values, out); break;
+    case DType::kInt16: fill_saturated<std::int16_t>(values, out); break;
+    case DType::kUInt16: fill_saturated<std::uint16_t>(values, out); break;
+    default: break;  // inference admits no other
+  }
+}
+
 Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
                     const TensorType& out_type) {
   const Tensor& x = in[0];
@@ -96,14 +106,7 @@ Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
     rounded[i] = (std::isnan(quotient) ? 0.0f : std::nearbyint(quotient)) +
                  static_cast<float>(zero_point(k));
   }
-  const std::span<std::byte> bytes = out.mutable_data();
-  switch (out_type.dtype) {
-    case DType::kInt8: fill_saturated<std::int8_t>(rounded, bytes); break;
-    case DType::kUInt8: fill_saturated<std::uint8_t>(rounded, bytes); break;
-    case DType::kInt16: fill_saturated<std::int16_t>(rounded, bytes); break;
-    case DType::kUInt16: fill_saturated<std::uint16_t>(rounded, bytes); break;
-    default: break;  // inference admits no other
-  }
+  write_saturated(rounded, out_type.dtype, out.mutable_data());
   return out;
 }
 

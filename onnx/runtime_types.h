@@ -1,0 +1,28 @@
+// Internal to the ONNX importer: the output types of onnxruntime's
+// quantized contrib operators (com.microsoft: QLinearAdd, QLinearMul,
+// QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat,
+// QLinearGlobalAveragePool, QGemm, DynamicQuantizeMatMul,
+// MatMulIntegerToFloat), which ONNX's shape inference does not know and
+// onnxruntime's quantizer writes without annotating. Without them every
+// value after the first such node would be untyped and the model unread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "onnx/onnx_pb.h"
+#include "saturn/tensor/types.h"
+
+namespace saturn::tensor::onnx_io {
+
+// A value's ONNX element type and static dimensions, where known.
+using ValueTypeLookup = std::function<std::optional<std::pair<int, Dims>>(const std::string&)>;
+
+// The type of `n`'s first output if `n` is one of the operators above and
+// its inputs' types are known; nullopt otherwise.
+std::optional<onnx::TypeProto> runtime_operator_type(const onnx::NodeProto& n,
+                                                      const ValueTypeLookup& input);
+
+}  // namespace saturn::tensor::onnx_io

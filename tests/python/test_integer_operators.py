@@ -1,0 +1,203 @@
+"""ONNX's integer operators as IR operators (DynamicQuantizeLinear,
+MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv): each one's kernel
+in saturn's interpreter gives onnxruntime's outputs to the bit on seeded
+integer operands (per tensor and per column or channel, with and without a
+bias), and the models onnxruntime's quantizer writes in the QOperator format
+and by quantize_dynamic are read with none of them opaque (onnxruntime's
+contrib QLinearAdd typed and kept opaque) and written back to give the same
+outputs. ONNX's own reference outputs are checked by
+tests/onnx_io_test.cc (libonnx-testdata's node models). Run by CTest
+(python_tests, the venv's python, SATURN_CLI and PYTHONPATH set).
+"""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_dynamic, quantize_static)
+
+import saturn
+from optimizing import optimize
+
+needs_cli = pytest.mark.skipif(not os.environ.get("SATURN_CLI"), reason="SATURN_CLI unset")
+
+ONNX_TYPE = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.int32: TensorProto.INT32,
+             np.float32: TensorProto.FLOAT}
+
+
+def integers(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+def one_node_model(path, op, inputs, initializers, outputs, **attributes):
+    """A model of one `op` node: `inputs` are graph inputs, `initializers`
+    constants (name -> array), `outputs` (name, dtype, shape)."""
+    names = [name for name, _ in inputs] + list(initializers)
+    order = attributes.pop("order", names)
+    graph = helper.make_graph(
+        [helper.make_node(op, order, [name for name, _, _ in outputs], **attributes)], op,
+        [helper.make_tensor_value_info(name, ONNX_TYPE[a.dtype.type], a.shape) for name, a in inputs],
+        [helper.make_tensor_value_info(name, ONNX_TYPE[dtype], shape) for name, dtype, shape in outputs],
+        [numpy_helper.from_array(a, name) for name, a in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return {name: a for name, a in inputs}
+
+
+def assert_same_as_onnxruntime(path, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    model = saturn.load(str(path))
+    assert model.op_counts.get("Opaque", 0) == 0, model.op_counts
+    got = model.run(feeds)
+    got = list(got.values()) if isinstance(got, dict) else list(got)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, g.shape, e.dtype, e.shape)
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_matmul_integer(tmp_path, per_column):
+    rng = np.random.default_rng(1)
+    b_zero = integers(rng, (6,) if per_column else (), np.int8)
+    feeds = one_node_model(
+        tmp_path / "m.onnx", "MatMulInteger", [("a", integers(rng, (2, 5, 16), np.uint8))],
+        {"b": integers(rng, (16, 6), np.int8), "a_zero": np.uint8(131), "b_zero": b_zero},
+        [("y", np.int32, (2, 5, 6))])
+    assert_same_as_onnxruntime(tmp_path / "m.onnx", feeds)
+
+
+@pytest.mark.parametrize("activations", [np.uint8, np.int8])
+def test_qlinear_matmul(tmp_path, activations):
+    rng = np.random.default_rng(2)
+    inits = {"a_scale": np.float32(0.05), "a_zero": integers(rng, (), activations),
+             "b": integers(rng, (32, 7), np.int8), "b_scale": np.float32(0.01),
+             "b_zero": np.int8(0), "y_scale": np.float32(0.2), "y_zero": integers(rng, (), activations)}
+    feeds = one_node_model(
+        tmp_path / "m.onnx", "QLinearMatMul", [("a", integers(rng, (3, 4, 32), activations))], inits,
+        [("y", activations, (3, 4, 7))],
+        order=["a", "a_scale", "a_zero", "b", "b_scale", "b_zero", "y_scale", "y_zero"])
+    assert_same_as_onnxruntime(tmp_path / "m.onnx", feeds)
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_conv_integer(tmp_path, group):
+    rng = np.random.default_rng(3)
+    feeds = one_node_model(
+        tmp_path / "c.onnx", "ConvInteger", [("x", integers(rng, (1, 4, 9, 9), np.uint8))],
+        {"w": integers(rng, (6, 4 // group, 3, 3), np.uint8), "x_zero": np.uint8(120),
+         "w_zero": np.uint8(128)},
+        [("y", np.int32, (1, 6, 5, 5))], pads=[1, 1, 1, 1], strides=[2, 2], group=group)
+    assert_same_as_onnxruntime(tmp_path / "c.onnx", feeds)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_qlinear_conv(tmp_path, per_channel, bias):
+    rng = np.random.default_rng(4)
+    channels = 8
+    inits = {"x_scale": np.float32(0.03), "x_zero": np.uint8(110),
+             "w": integers(rng, (channels, 3, 3, 3), np.int8),
+             "w_scale": (rng.uniform(0.002, 0.02, channels).astype(np.float32) if per_channel
+                         else np.float32(0.01)),
+             "w_zero": np.zeros(channels if per_channel else (), np.int8),
+             "y_scale": np.float32(0.15), "y_zero": np.uint8(90)}
+    order = ["x", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale", "y_zero"]
+    if bias:
+        inits["b"] = rng.integers(-3000, 3000, channels).astype(np.int32)
+        order.append("b")
+    feeds = one_node_model(
+        tmp_path / "c.onnx", "QLinearConv", [("x", integers(rng, (1, 3, 12, 12), np.uint8))], inits,
+        [("y", np.uint8, (1, channels, 12, 12))], order=order, pads=[1, 1, 1, 1])
+    assert_same_as_onnxruntime(tmp_path / "c.onnx", feeds)
+
+
+@pytest.mark.parametrize("values", ["mixed", "positive", "zeros"])
+def test_dynamic_quantize_linear(tmp_path, values):
+    rng = np.random.default_rng(5)
+    x = {"mixed": rng.standard_normal((4, 33)), "positive": rng.uniform(0.5, 3, (4, 33)),
+         "zeros": np.zeros((4, 33))}[values].astype(np.float32)
+    feeds = one_node_model(tmp_path / "d.onnx", "DynamicQuantizeLinear", [("x", x)], {},
+                           [("y", np.uint8, (4, 33)), ("scale", np.float32, ()),
+                            ("zero", np.uint8, ())])
+    assert_same_as_onnxruntime(tmp_path / "d.onnx", feeds)
+
+
+def float_net(path):
+    """x [1, 3, 12, 12] -> Conv 3x3 (8) -> Relu -> Conv 1x1 (8) -> Flatten ->
+    MatMul [1152, 10] -> Add -> y."""
+    rng = np.random.default_rng(6)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32) * 0.1, "b1"),
+             numpy_helper.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32) * 0.3, "w2"),
+             numpy_helper.from_array(rng.standard_normal((1152, 10)).astype(np.float32) * 0.05, "w3"),
+             numpy_helper.from_array(rng.standard_normal(10).astype(np.float32) * 0.1, "b3")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+             helper.make_node("Flatten", ["c2"], ["f"]),
+             helper.make_node("MatMul", ["f", "w3"], ["m"]),
+             helper.make_node("Add", ["m", "b3"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              str(path))
+
+
+class Inputs(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.batches = iter([{"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)}
+                             for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+@needs_cli
+@pytest.mark.parametrize("way", ["qoperator", "dynamic"])
+def test_quantizer_models_are_read_whole_and_written_back(tmp_path, way):
+    floats, quantized = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    out, report = tmp_path / "q.opt.onnx", tmp_path / "r.json"
+    float_net(floats)
+    if way == "qoperator":
+        quantize_static(str(floats), str(quantized), Inputs(), quant_format=QuantFormat.QOperator,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        expected = {"QLinearConv", "QLinearMatMul"}
+    else:
+        quantize_dynamic(str(floats), str(quantized), weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul", "Conv"])
+        expected = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"}
+    ops = {n.op_type for n in onnx.load(str(quantized)).graph.node}
+    assert expected <= ops, ops
+    r = optimize(quantized, out, report)
+    # The QOperator format's Add is onnxruntime's QLinearAdd (com.microsoft),
+    # not an IR operator: typed (runtime_types.h), so that the model reads,
+    # and kept opaque.
+    opaque = set(r["opaque_ops_before"])
+    assert opaque == ({"com.microsoft::QLinearAdd"} if way == "qoperator" else set()), \
+        r["opaque_reasons_before"]
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert expected <= {n.op_type for n in written.graph.node}
+    x = np.random.default_rng(9).standard_normal((1, 3, 12, 12)).astype(np.float32)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+
+    def run(path):
+        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+    np.testing.assert_allclose(run(out), run(quantized), rtol=1e-5, atol=1e-5)
+    if way == "qoperator":
+        return  # the interpreter does not compute onnxruntime's QLinearAdd
+    # And saturn's interpreter computes the quantized model as onnxruntime does.
+    np.testing.assert_allclose(saturn.load(str(quantized)).run({"x": x})["y"], run(quantized),
+                               rtol=1e-5, atol=1e-5)
