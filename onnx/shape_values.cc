@@ -293,8 +293,12 @@ absl::Status infer_with_shape_values(onnx::ModelProto& model, ShapeValues* value
     }
     std::size_t before = known.values.size();
     // Each round types what the last round's values reach; a chain of
-    // computed shapes through many layers needs a round per link at most.
-    for (int round = 0; round < 64; ++round) {
+    // computed shapes through many layers needs a round per link at most,
+    // and so does a chain of onnxruntime's contrib operators (a QOperator
+    // BERT-base has six a layer): a round more for each.
+    const auto contrib = std::ranges::count_if(
+        model.graph().node(), [](const onnx::NodeProto& n) { return n.domain() == "com.microsoft"; });
+    for (int round = 0; round < 64 + contrib; ++round) {
       read_types(model.graph(), known);
       const std::size_t typed = known.typed.size();
       type_einsums(model.graph(), known);

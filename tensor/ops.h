@@ -199,7 +199,9 @@ bool is_quantization(Op op);
 //     product (plus the bias) requantized to y's scale and zero point.
 // int8 or uint8 operands; a zero point or scale per tensor, or per column
 // of b (the products of matrices) or per output channel of w (the
-// convolutions). The convolutions have Conv's attributes, 2-D.
+// convolutions). The convolutions have Conv's attributes, 2-D. The ONNX
+// importer reads DynamicQuantizeLinear as opaque (onnx/import_ops.cc says
+// why); saturn's JSON models have it.
 bool is_integer_operator(Op op);
 // Whether a node of `op` whose inputs are all weights or constants is a
 // weight itself: computed ahead of time (at import and export) and free to
