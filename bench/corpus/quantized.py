@@ -7,13 +7,15 @@ onnxruntime, onnx, numpy; tools/install-deps.sh --corpus makes it):
         [--saturn build/tools/saturn] [--work DIR] [--out bench/results/quantized.json]
     build/corpus-venv/bin/python bench/corpus/quantized.py --table   # the table of the last run
 
-For each model (its seeded weights filled in, bench/corpus/run.py):
-  - `default`: onnxruntime's quantize_static with its defaults (QDQ format,
-    int8 activations, int8 weights, per tensor), calibrated on 8 seeded
-    inputs; this is the model a user brings;
+For each model (its seeded weights filled in, bench/corpus/run.py) and each
+way of quantizing it (--ways, WAYS below; `default` unless told):
+  - the input: the model quantized that way, calibrated on 8 seeded inputs;
+    `default` is onnxruntime's quantize_static with its defaults (QDQ format,
+    int8 activations, int8 weights, per tensor), the model a user brings;
   - `u8s8`: the same with uint8 activations, the spelling whose groups
-    onnxruntime's x86 kernels run in integers: the twin to reach;
-  - `saturn`: `saturn optimize default.onnx` with its defaults (the
+    onnxruntime's x86 kernels run in integers: the twin to reach (none for
+    quantize_dynamic, whose activations are quantized at run time);
+  - `saturn`: `saturn optimize` of the input with its defaults (the
     onnxruntime cost, the measured decision).
 Timed with one intra-op thread, the models' runs alternating (21 rounds
 after a warm-up, medians); accuracy as the relative L2 distance of each
@@ -33,7 +35,8 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                      quantize_static)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -41,9 +44,13 @@ sys.path.insert(0, HERE)
 import run as corpus  # noqa: E402  (materialize, feeds_for, session, time_rounds)
 from results import quantized_table  # noqa: E402
 
-# Tuning part first, then held-out families (bench/corpus/manifest.json).
-DEFAULT_MODELS = ["tv-resnet50", "timm-resnet18", "tv-mobilenet_v3_large", "bert-base-uncased",
-                  "tv-efficientnet_b0", "tv-densenet121", "roberta-base"]
+# Tuning part first, then held-out families (bench/corpus/manifest.json):
+# CNNs, transformer encoders, decoders, vision transformers and an audio model.
+DEFAULT_MODELS = ["tv-resnet50", "timm-resnet18", "tv-mobilenet_v3_large", "tv-regnet_y_400mf",
+                  "tv-convnext_tiny", "bert-base-uncased", "distilbert-base-uncased",
+                  "vit-base-patch16-224", "gpt2", "opt-125m",
+                  "tv-efficientnet_b0", "tv-densenet121", "roberta-base", "deit-small-patch16-224",
+                  "pythia-160m", "wav2vec2-base"]
 
 
 class Calibration(CalibrationDataReader):
@@ -55,10 +62,27 @@ class Calibration(CalibrationDataReader):
         return next(self.batches, None)
 
 
-def quantize(float_path, out, entry, activations):
-    quantize_static(float_path, out, Calibration(float_path, entry, 8),
-                    quant_format=QuantFormat.QDQ, activation_type=activations,
-                    weight_type=QuantType.QInt8)
+def static(quant_format=QuantFormat.QDQ, per_channel=False):
+    def quantize(float_path, out, entry, activations):
+        quantize_static(float_path, out, Calibration(float_path, entry, 8), quant_format=quant_format,
+                        activation_type=activations, weight_type=QuantType.QInt8,
+                        per_channel=per_channel)
+    return quantize
+
+
+def dynamic(float_path, out, entry, activations):
+    quantize_dynamic(float_path, out, weight_type=QuantType.QInt8)
+
+
+# The ways users quantize a model for a CPU with onnxruntime's quantizer:
+# name -> (quantize(float_path, out, entry, activation type), whether the
+# way has a U8S8 twin).
+WAYS = {
+    "default": (static(), True),
+    "per-channel": (static(per_channel=True), True),
+    "qoperator": (static(QuantFormat.QOperator), True),
+    "dynamic": (dynamic, False),
+}
 
 
 def loaded_ops(path, work):
@@ -96,14 +120,25 @@ def timing(paths, entry, rounds=21):
     return {k: float(np.median(v)) / 1e3 for k, v in times.items()}  # ms
 
 
-def measure(entry, args):
-    work = os.path.join(args.work, entry["name"])
+def measure(entry, way, args):
+    """One row: `entry` quantized `way`, its U8S8 twin and saturn's result,
+    timed and checked against the float model. The input is named `default`
+    in the row's columns whatever the way."""
+    work = os.path.join(args.work, entry["name"], way)
     os.makedirs(work, exist_ok=True)
-    paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "default.onnx"),
+    quantize, has_twin = WAYS[way]
+    paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
              "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
+    if not has_twin:
+        del paths["u8s8"]
     corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
-    quantize(paths["float"], paths["default"], entry, QuantType.QInt8)
-    quantize(paths["float"], paths["u8s8"], entry, QuantType.QUInt8)
+    try:
+        quantize(paths["float"], paths["default"], entry, QuantType.QInt8)
+        if has_twin:
+            quantize(paths["float"], paths["u8s8"], entry, QuantType.QUInt8)
+    except Exception as e:  # the quantizer's own failure: no input to optimize
+        return {"model": entry["name"], "part": entry["part"], "way": way,
+                "error": f"onnxruntime's quantizer failed: {type(e).__name__}: {e}"}
     report = os.path.join(work, "saturn_report.json")
     cmd = [args.saturn, "optimize", paths["default"], "-o", paths["saturn"], "--report", report,
            "--quiet"]
@@ -111,7 +146,7 @@ def measure(entry, args):
         cmd += ["--dim", f"{name}={size}"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
-    row = {"model": entry["name"], "part": entry["part"],
+    row = {"model": entry["name"], "part": entry["part"], "way": way,
            "saturn_seconds": round(time.perf_counter() - start, 1)}
     if done.returncode != 0:
         row["error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
@@ -124,16 +159,19 @@ def measure(entry, args):
     row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values())
     row["ms"] = timing(paths, entry)
     row["relative_l2_to_float"] = accuracy(paths, entry)
-    row["loaded"] = {k: loaded_ops(paths[k], work) for k in ("default", "u8s8", "saturn")}
+    row["loaded"] = {k: loaded_ops(paths[k], work) for k in paths if k != "float"}
     ms = row["ms"]
     row["speedup_over_default"] = ms["default"] / ms["saturn"]
-    row["saturn_over_u8s8"] = ms["saturn"] / ms["u8s8"]
+    if has_twin:
+        row["saturn_over_u8s8"] = ms["saturn"] / ms["u8s8"]
     return row
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
+    p.add_argument("--ways", nargs="*", default=["default"], choices=sorted(WAYS),
+                   help="how each model is quantized (default: quantize_static's defaults)")
     p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "saturn-quantized"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quantized.json"))
@@ -147,17 +185,20 @@ def main():
         entries = {e["name"]: e for e in json.load(f)["models"]}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     rows = []
-    for name in args.models:
-        corpus.log(f"{name}: quantizing, optimizing, timing")
-        rows.append(measure(entries[name], args))
-        corpus.log(json.dumps(rows[-1]))
+    for way in args.ways:
+        for name in args.models:
+            corpus.log(f"{name} ({way}): quantizing, optimizing, timing")
+            rows.append(measure(entries[name], way, args))
+            corpus.log(json.dumps(rows[-1]))
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
     print(quantized_table(rows))
-    speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
-    if speedups:
-        print(f"geometric mean over the default quantized models: "
-              f"{float(np.exp(np.mean(np.log(speedups)))):.3f}x ({len(speedups)} models)")
+    for way in args.ways:
+        speedups = [r["speedup_over_default"] for r in rows
+                    if r["way"] == way and "speedup_over_default" in r]
+        if speedups:
+            print(f"geometric mean of saturn over the models quantized {way}: "
+                  f"{float(np.exp(np.mean(np.log(speedups)))):.3f}x ({len(speedups)} models)")
 
 
 if __name__ == "__main__":

@@ -176,20 +176,25 @@ def fmt(x, digits=3):
 
 def quantized_table(rows):
     """The quantized part's table (bench/corpus/quantized.py's rows), one
-    line per model."""
-    lines = ["| model | part | float ms | quantize_static defaults ms | U8S8 twin ms | saturn ms | "
-             "saturn over defaults | integer kernels (defaults, U8S8, saturn) | "
-             "relative L2 to float (defaults, U8S8, saturn) | saturn's decision |",
+    line per model and way of quantizing it; `—` where the way has no U8S8
+    twin."""
+    lines = ["| model | part | float ms | input ms | U8S8 twin ms | saturn ms | "
+             "saturn over input | integer kernels (input, U8S8, saturn) | "
+             "relative L2 to float (input, U8S8, saturn) | saturn's decision |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        way = r.get("way", "default")
+        model = r["model"] if way == "default" else f"{r['model']} ({way})"
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['part']} | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {model} | {r['part']} | | | | | | | | error: {r['error']} |")
             continue
         ms, acc, ld = r["ms"], r["relative_l2_to_float"], r["loaded"]
-        kernels = ", ".join(str(ld[k]["integer_kernels"]) for k in ("default", "u8s8", "saturn"))
-        errors = ", ".join(f"{acc[k]:.3f}" for k in ("default", "u8s8", "saturn"))
-        lines.append(f"| {r['model']} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
-                     f"{ms['u8s8']:.1f} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
+        kernels = ", ".join(str(ld[k]["integer_kernels"]) if k in ld else "—"
+                            for k in ("default", "u8s8", "saturn"))
+        errors = ", ".join(f"{acc[k]:.3f}" if k in acc else "—" for k in ("default", "u8s8", "saturn"))
+        twin = f"{ms['u8s8']:.1f}" if "u8s8" in ms else "—"
+        lines.append(f"| {model} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
+                     f"{twin} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
                      f"{kernels} | {errors} | {r['decision']} |")
     return "\n".join(lines)
 
@@ -202,22 +207,27 @@ def quantized_section(path):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     rows = doc["rows"]
-    speedups = [r["speedup_over_default"] for r in rows if "speedup_over_default" in r]
-    by_part = {part: [r["speedup_over_default"] for r in rows
-                      if r.get("part") == part and "speedup_over_default" in r]
-               for part in ("tuning", "held-out")}
-    means = "; ".join(f"{part} {geomean(v):.3f}x over {len(v)}" for part, v in by_part.items() if v)
-    return ["## The quantized part", "",
-            "Made by `build/corpus-venv/bin/python bench/corpus/quantized.py` (onnxruntime "
-            f"{doc['onnxruntime']}, CPU, {doc['threads']} intra-op thread, 21 alternating rounds, "
-            "medians): each model quantized by onnxruntime's `quantize_static` with its defaults "
-            "(QDQ, int8 activations and weights) and with uint8 activations (the U8S8 twin), and "
-            "the default one optimized by `saturn optimize` with its defaults. Accuracy is the "
-            "relative L2 distance of the first output to the float model's, the mean over 5 "
-            "inputs. Integer kernels count the QLinear* and QGemm nodes onnxruntime runs after "
-            "loading the model.", "",
-            f"Geometric mean of saturn over the defaults: {geomean(speedups):.3f}x over "
-            f"{len(speedups)} models ({means}).", "", quantized_table(rows), ""]
+    lines = ["## The quantized part", "",
+             "Made by `build/corpus-venv/bin/python bench/corpus/quantized.py` (onnxruntime "
+             f"{doc['onnxruntime']}, CPU, {doc['threads']} intra-op thread, 21 alternating rounds, "
+             "medians): each model quantized by onnxruntime's quantizer (the input: `quantize_static` "
+             "with its defaults, QDQ with int8 activations and weights, unless the model's name says "
+             "another way) and the same with uint8 activations (the U8S8 twin), and the input "
+             "optimized by `saturn optimize` with its defaults. Accuracy is the relative L2 distance "
+             "of the first output to the float model's, the mean over 5 inputs. Integer kernels "
+             "count the QLinear*, QGemm and MatMulInteger nodes onnxruntime runs after loading the "
+             "model.", ""]
+    for way in dict.fromkeys(r.get("way", "default") for r in rows):
+        of_way = [r for r in rows if r.get("way", "default") == way and "speedup_over_default" in r]
+        by_part = {part: [r["speedup_over_default"] for r in of_way if r.get("part") == part]
+                   for part in ("tuning", "held-out")}
+        means = "; ".join(f"{part} {geomean(v):.3f}x over {len(v)}" for part, v in by_part.items() if v)
+        speedups = [r["speedup_over_default"] for r in of_way]
+        if speedups:
+            lines.append(f"Geometric mean of saturn over the inputs quantized `{way}`: "
+                         f"{geomean(speedups):.3f}x over {len(speedups)} models ({means}).")
+            lines.append("")
+    return lines + [quantized_table(rows), ""]
 
 
 def write_markdown(path, doc):
