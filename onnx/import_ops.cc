@@ -147,7 +147,6 @@ std::optional<Mapped> Importer::map_op(KnownNode& node) {
     if (!node.all_present(8)) return std::nullopt;
     return Mapped{Op::kQLinearMatMul, {}, node.first(8)};
   }
-
   if (t == "MaxPool" || t == "AveragePool") return map_pool(node);
   if (t == "Clip") return map_clip(node);
   if (t == "HardSigmoid") {
