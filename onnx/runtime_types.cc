@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "saturn/tensor/infer.h"
 
 namespace saturn::tensor::onnx_io {
@@ -25,14 +26,13 @@ onnx::TypeProto tensor_type(int elem_type, const Dims& dims) {
   return type;
 }
 
-// The product of a [..., M, K] and b [..., K, N], as MatMul's.
+// The product of a [..., M, K] and b [..., K, N]: MatMul's inference.
 std::optional<Dims> matmul_dims(const Dims& a, const Dims& b) {
-  if (a.size() < 2 || b.size() < 2 || a.back() != b[b.size() - 2]) return std::nullopt;
-  std::optional<Dims> out = broadcast_dims(Dims(a.begin(), a.end() - 2), Dims(b.begin(), b.end() - 2));
-  if (!out) return std::nullopt;
-  out->push_back(a[a.size() - 2]);
-  out->push_back(b.back());
-  return out;
+  const ValueType in[] = {ValueType::of(TensorType{DType::kFloat32, a}),
+                          ValueType::of(TensorType{DType::kFloat32, b})};
+  absl::StatusOr<ValueType> out = infer_type(Op::kMatMul, {}, in);
+  if (!out.ok()) return std::nullopt;
+  return out->tensor().dims;
 }
 
 }  // namespace

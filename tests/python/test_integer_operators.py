@@ -18,11 +18,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                      quantize_dynamic, quantize_static)
+from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
 
 import saturn
 from optimizing import optimize
+from test_quantization import SeededInputs, run
 
 needs_cli = pytest.mark.skipif(not os.environ.get("SATURN_CLI"), reason="SATURN_CLI unset")
 
@@ -51,10 +51,15 @@ def one_node_model(path, op, inputs, initializers, outputs, **attributes):
     return {name: a for name, a in inputs}
 
 
-def assert_same_as_onnxruntime(path, feeds):
+def literal_run(path, feeds):
+    """The outputs onnxruntime gives without its graph optimizations."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    expected = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def assert_same_as_onnxruntime(path, feeds):
+    expected = literal_run(path, feeds)
     model = saturn.load(str(path))
     assert model.op_counts.get("Opaque", 0) == 0, model.op_counts
     got = model.run(feeds)
@@ -131,10 +136,7 @@ def test_dynamic_quantize_linear(tmp_path, values):
     feeds = one_node_model(tmp_path / "d.onnx", "DynamicQuantizeLinear", [("x", x)], {},
                            [("y", np.uint8, (4, 33)), ("scale", np.float32, ()),
                             ("zero", np.uint8, ())])
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    expected = ort.InferenceSession(str(tmp_path / "d.onnx"), so,
-                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    expected = literal_run(tmp_path / "d.onnx", feeds)
     model = {"format": "saturn-model", "version": 1, "name": "dql",
              "inputs": [{"name": "x", "shape": [4, 33], "dtype": "float32"}],
              "nodes": [{"op": "DynamicQuantizeLinear", "inputs": ["x"],
@@ -170,16 +172,6 @@ def float_net(path):
               str(path))
 
 
-class Inputs(CalibrationDataReader):
-    def __init__(self):
-        rng = np.random.default_rng(0)
-        self.batches = iter([{"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)}
-                             for _ in range(4)])
-
-    def get_next(self):
-        return next(self.batches, None)
-
-
 @needs_cli
 @pytest.mark.parametrize("way", ["qoperator", "dynamic"])
 def test_quantizer_models_are_read_whole_and_written_back(tmp_path, way):
@@ -187,7 +179,8 @@ def test_quantizer_models_are_read_whole_and_written_back(tmp_path, way):
     out, report = tmp_path / "q.opt.onnx", tmp_path / "r.json"
     float_net(floats)
     if way == "qoperator":
-        quantize_static(str(floats), str(quantized), Inputs(), quant_format=QuantFormat.QOperator,
+        quantize_static(str(floats), str(quantized), SeededInputs((1, 3, 12, 12)),
+                        quant_format=QuantFormat.QOperator,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         expected = {"QLinearConv", "QLinearMatMul"}
     else:
@@ -208,13 +201,8 @@ def test_quantizer_models_are_read_whole_and_written_back(tmp_path, way):
     onnx.checker.check_model(written, full_check=True)
     assert expected <= {n.op_type for n in written.graph.node}
     x = np.random.default_rng(9).standard_normal((1, 3, 12, 12)).astype(np.float32)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-
-    def run(path):
-        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(
-            None, {"x": x})[0]
-    np.testing.assert_allclose(run(out), run(quantized), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run(out, x, optimized=False), run(quantized, x, optimized=False),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_a_long_chain_of_runtime_contrib_operators_is_typed(tmp_path):

@@ -45,14 +45,21 @@ def float_model(path):
     onnx.save(model, str(path))
 
 
-class Inputs(CalibrationDataReader):
-    def __init__(self):
+class SeededInputs(CalibrationDataReader):
+    """Four seeded standard-normal batches of the input x of `shape`, for
+    onnxruntime's calibration."""
+
+    def __init__(self, shape):
         rng = np.random.default_rng(0)
-        self.batches = iter([{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+        self.batches = iter([{"x": rng.standard_normal(shape).astype(np.float32)}
                              for _ in range(4)])
 
     def get_next(self):
         return next(self.batches, None)
+
+
+def Inputs():  # noqa: N802 (float_model's input)
+    return SeededInputs((1, 3, 16, 16))
 
 
 def run(path, x, optimized=True):
@@ -241,14 +248,8 @@ def save_model(path, nodes, inits, x_shape, y_shape):
               str(path))
 
 
-class DenseInputs(CalibrationDataReader):
-    def __init__(self):
-        rng = np.random.default_rng(0)
-        self.batches = iter([{"x": rng.standard_normal((1, 16, 32)).astype(np.float32)}
-                             for _ in range(4)])
-
-    def get_next(self):
-        return next(self.batches, None)
+def DenseInputs():  # noqa: N802 (the dense models' input, x [1, 16, 32])
+    return SeededInputs((1, 16, 32))
 
 
 @needs_cli
