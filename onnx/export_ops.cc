@@ -163,7 +163,7 @@ absl::Status Exporter::emit(int i) {
     case Op::kTranspose:
       return emit_transpose(a, in, out);
     case Op::kReshape:
-      return emit_reshape(a, in, out);
+      return emit_reshape(i, a, in, out);
     case Op::kFlatten:
       set_int(node("Flatten", in, {out}), "axis", *a.get_int("axis"));
       return absl::OkStatus();
@@ -450,12 +450,38 @@ absl::Status Exporter::emit_transpose(const Attributes& a, const std::vector<std
   return absl::OkStatus();
 }
 
-absl::Status Exporter::emit_reshape(const Attributes& a, const std::vector<std::string>& in,
+absl::Status Exporter::emit_reshape(int i, const Attributes& a, const std::vector<std::string>& in,
                                     const std::string& out) {
-  if (opset_ < 5)
-    set_ints(node("Reshape", in, {out}), "shape", *a.get_ints("shape"));
-  else
-    node("Reshape", {in[0], ints_constant(*a.get_ints("shape"))}, {out});
+  const Ints& shape = *a.get_ints("shape");
+  if (std::ranges::count(shape, kAxisAtRunTime) == 0) {
+    if (opset_ < 5)
+      set_ints(node("Reshape", in, {out}), "shape", shape);
+    else
+      node("Reshape", {in[0], ints_constant(shape)}, {out});
+    return absl::OkStatus();
+  }
+  // The shape as a value: runs of written sizes, and the axes whose sizes
+  // are read from another value's shape (tensor/probe.h).
+  if (opset_ < 5) return absl::InvalidArgumentError("a computed shape needs opset 5");
+  std::vector<std::string> parts;
+  Ints run;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] != kAxisAtRunTime) {
+      run.push_back(shape[k]);
+      continue;
+    }
+    std::optional<std::string> size =
+        axis_size_value(i, type(i).dims[k], probe_[i].parts[0].dims[k]);
+    if (!size)
+      return absl::InvalidArgumentError(fmt::format(
+          "the graph holds only at the given sizes: no value gives output axis {}'s size", k));
+    if (!run.empty()) parts.push_back(ints_constant(run)), run.clear();
+    parts.push_back(*size);
+  }
+  if (!run.empty()) parts.push_back(ints_constant(run));
+  const std::string computed = fresh(out + "_shape");
+  set_int(node("Concat", parts, {computed}), "axis", 0);
+  node("Reshape", {in[0], computed}, {out});
   return absl::OkStatus();
 }
 

@@ -49,6 +49,7 @@ void Exporter::start_probe() {
   for (int i = 0; i < out_->initializer_size(); ++i)
     folded_initializers_.emplace(out_->initializer(i).name(), i);
   probe_sizes_ = probe_sizes(g_.symbols);
+  symbol_sizes_ = ordered_symbol_sizes(g_.symbols, probe_sizes_);
   probe_.assign(g_.nodes.size(), ValueType{});
   for (int i = 0; i < g_.size(); ++i) {
     for (std::size_t p = 0; p < names_[i].size(); ++p) value_of_name_[names_[i][p]] = {i, p};
@@ -101,7 +102,8 @@ absl::Status Exporter::probe_node(int i) {
   std::vector<ValueType> base;
   for (int x : n.inputs) base.push_back(types_[x]);
   absl::StatusOr<ProbedNode> probed =
-      probe_node_type(n.op, n.attributes, base, in, types_[i], default_domain_opset(g_.opsets));
+      probe_node_type(n.op, n.attributes, base, in, types_[i], default_domain_opset(g_.opsets),
+                      symbol_sizes_);
   if (!probed.ok())
     return absl::InvalidArgumentError(
         fmt::format("the graph holds only at the given size of {}: {}",
@@ -109,6 +111,30 @@ absl::Status Exporter::probe_node(int i) {
   if (n.op == Op::kReshape || n.op == Op::kSlice) written_[i] = probed->attributes;
   probe_[i] = std::move(probed->type);
   return absl::OkStatus();
+}
+
+std::optional<std::string> Exporter::axis_size_value(int before, std::int64_t base,
+                                                     std::int64_t probe) {
+  if (auto it = axis_size_values_.find({base, probe}); it != axis_size_values_.end())
+    return it->second;
+  // The node's input first, then every value written before it.
+  std::vector<int> candidates{g_.nodes[before].inputs.front()};
+  for (int x = 0; x < before; ++x) candidates.push_back(x);
+  for (int x : candidates) {
+    if (!live_[x] || folded_[x] || names_[x].empty() || types_[x].is_tuple) continue;
+    const Dims& at_base = types_[x].parts[0].dims;
+    const Dims& at_probe = probe_[x].parts[0].dims;
+    for (std::size_t a = 0; a < at_base.size() && a < at_probe.size(); ++a) {
+      if (at_base[a] != base || at_probe[a] != probe) continue;
+      const std::string shape = unary("Shape", names_[x][0], fresh(names_[x][0] + "_shape"));
+      const std::string size = fresh(fmt::format("{}_dim{}", names_[x][0], a));
+      set_int(node("Gather", {shape, ints_constant({static_cast<std::int64_t>(a)})}, {size}),
+              "axis", 0);
+      axis_size_values_[{base, probe}] = size;
+      return size;
+    }
+  }
+  return std::nullopt;
 }
 
 const Tensor* Exporter::shape_value(const std::string& name, bool probe) {

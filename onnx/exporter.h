@@ -213,8 +213,13 @@ class Exporter {
   // Shape operators.
   absl::Status emit_transpose(const Attributes& a, const std::vector<std::string>& in,
                               const std::string& out);
-  absl::Status emit_reshape(const Attributes& a, const std::vector<std::string>& in,
+  absl::Status emit_reshape(int i, const Attributes& a, const std::vector<std::string>& in,
                             const std::string& out);
+  // A 1-D int64 value holding, at run time, the size of an axis that is
+  // `base` at the base sizes and `probe` at the probe sizes: read from the
+  // shape of a value written before node `before` that has such an axis
+  // (its input first); nullopt when none has.
+  std::optional<std::string> axis_size_value(int before, std::int64_t base, std::int64_t probe);
   absl::Status emit_split(int i, const std::vector<std::string>& in);
   absl::Status emit_slice(const Attributes& a, const std::vector<std::string>& in,
                           const std::string& out);
@@ -244,6 +249,8 @@ class Exporter {
   std::map<std::string, std::string> aliases_;
   int counter_ = 0;
   ProbeSizes probe_sizes_;
+  std::vector<SymbolSize> symbol_sizes_;  // ordered_symbol_sizes
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> axis_size_values_;
   std::vector<ValueType> probe_;
   std::map<int, Attributes> written_;
   // The initializers write_folded() wrote, by name (opaque nodes' constant

@@ -45,6 +45,7 @@ void TensorAnalysis::set_symbols(const Symbols& symbols, std::int64_t opset) {
   symbols_ = symbols;
   opset_ = opset;
   probe_sizes_ = tensor::probe_sizes(symbols);
+  symbol_sizes_ = ordered_symbol_sizes(symbols, probe_sizes_);
 }
 
 std::optional<ValueType> TensorAnalysis::probe_type(const EGraph& egraph, const ENode& node,
@@ -62,7 +63,7 @@ std::optional<ValueType> TensorAnalysis::probe_type(const EGraph& egraph, const 
     probe_inputs.push_back(*p);
   }
   absl::StatusOr<ProbedNode> probed =
-      probe_node_type(op, attributes, inputs, probe_inputs, base, opset_);
+      probe_node_type(op, attributes, inputs, probe_inputs, base, opset_, symbol_sizes_);
   if (probed.ok()) return std::move(probed->type);
   refuse = !lenient_;
   return std::nullopt;

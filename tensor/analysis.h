@@ -28,6 +28,7 @@
 #include "saturn/egraph/analysis.h"
 #include "saturn/egraph/egraph.h"
 #include "saturn/tensor/graph.h"
+#include "saturn/tensor/probe.h"
 #include "saturn/tensor/types.h"
 
 namespace saturn::tensor {
@@ -89,6 +90,7 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   Symbols symbols_;
   std::int64_t opset_ = 0;
   std::map<std::string, std::int64_t> probe_sizes_;
+  std::vector<SymbolSize> symbol_sizes_;  // ordered_symbol_sizes
   bool lenient_ = true;
 };
 

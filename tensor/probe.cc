@@ -1,5 +1,7 @@
 #include "saturn/tensor/probe.h"
 
+#include <algorithm>
+#include <bit>
 #include <climits>
 #include <iterator>
 #include <numeric>
@@ -54,6 +56,27 @@ ProbeSizes probe_sizes(const Symbols& symbols) {
   std::size_t k = 0;
   for (const auto& [symbol, size] : symbols.sizes)
     out[symbol] = size + kPrimes[k++ % std::size(kPrimes)];
+  return out;
+}
+
+std::vector<SymbolSize> ordered_symbol_sizes(const Symbols& symbols, const ProbeSizes& sizes) {
+  std::vector<std::string> order;
+  const auto add = [&](const std::string& symbol) {
+    if (symbols.sizes.contains(symbol) && std::ranges::find(order, symbol) == order.end())
+      order.push_back(symbol);
+  };
+  for (const auto& [input, axes] : symbols.axes) {
+    for (const std::string& axis : axes) {
+      for (std::size_t from = 0; from <= axis.size();) {
+        const std::size_t star = std::min(axis.find('*', from), axis.size());
+        add(axis.substr(from, star - from));
+        from = star + 1;
+      }
+    }
+  }
+  for (const auto& [symbol, size] : symbols.sizes) add(symbol);
+  std::vector<SymbolSize> out;
+  for (const std::string& symbol : order) out.push_back({symbols.sizes.at(symbol), sizes.at(symbol)});
   return out;
 }
 
@@ -119,6 +142,7 @@ std::optional<ValueType> opaque_probe_type(const Attributes& attributes, const V
 std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
                                                   const std::vector<ValueType>& types) {
   const ProbeSizes sizes = probe_sizes(graph.symbols);
+  const std::vector<SymbolSize> symbols = ordered_symbol_sizes(graph.symbols, sizes);
   std::vector<std::optional<ValueType>> probe(graph.nodes.size());
   for (int i = 0; i < graph.size(); ++i) {
     const Node& n = graph.nodes[i];
@@ -140,7 +164,7 @@ std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
     }
     if (!known) continue;
     absl::StatusOr<ProbedNode> p = probe_node_type(n.op, n.attributes, base_in, probe_in, types[i],
-                                                   default_domain_opset(graph.opsets));
+                                                   default_domain_opset(graph.opsets), symbols);
     if (p.ok()) probe[i] = std::move(p->type);
   }
   return probe;
@@ -177,10 +201,67 @@ std::optional<GenericReshape> split_merged_axis(const Dims& in_base, const Dims&
   return std::nullopt;
 }
 
+// A reshape that splits input axis `axis`, which holds several symbols (a
+// batch merged with its tokens, [B*S, C]), into output axes of their own
+// ([B, S, C]). At a batch of 1 a -1 alone would give the tokens' axis the
+// whole merged size at other sizes (a consistent shape, another layout).
+// The run of output axes that holds the input axis gives each symbol, in
+// order, the next axis whose base size is the symbol's; the other axes of
+// the run hold the fixed part. The last symbol's axis is -1 and the others
+// are read at run time.
+std::optional<GenericReshape> split_symbols(const Dims& in_base, const Dims& in_probe,
+                                            const Dims& out_base, std::size_t axis,
+                                            std::span<const SymbolSize> symbols) {
+  constexpr std::size_t kMaxSymbols = 8;
+  if (symbols.size() < 2 || symbols.size() > kMaxSymbols) return std::nullopt;
+  // The symbols the axis holds: the one subset of two or more whose sizes,
+  // times the same fixed part, give the axis at both sizes.
+  std::optional<unsigned> held;
+  for (unsigned mask = 1; mask < (1u << symbols.size()); ++mask) {
+    if (std::popcount(mask) < 2) continue;
+    std::int64_t base = 1, probe = 1;
+    for (std::size_t s = 0; s < symbols.size(); ++s) {
+      if (mask & (1u << s)) base *= symbols[s].base, probe *= symbols[s].probe;
+    }
+    if (base <= 0 || in_base[axis] % base != 0 || in_base[axis] / base * probe != in_probe[axis])
+      continue;
+    if (held) return std::nullopt;  // ambiguous
+    held = mask;
+  }
+  if (!held) return std::nullopt;
+  // The widest run of output axes whose product is the input axis's, after
+  // axes whose product is that of the input axes before it.
+  const std::int64_t before = product(in_base, 0, axis);
+  std::size_t first = 0;
+  while (first < out_base.size() && product(out_base, 0, first) != before) ++first;
+  std::size_t last = first;  // one past the run
+  for (std::size_t j = first; j <= out_base.size(); ++j) {
+    if (product(out_base, first, j) == in_base[axis]) last = j;
+  }
+  if (first >= out_base.size() || product(out_base, first, last) != in_base[axis])
+    return std::nullopt;
+  GenericReshape r{out_base, out_base};
+  std::size_t next = first;
+  std::optional<std::size_t> last_taken;
+  for (std::size_t s = 0; s < symbols.size(); ++s) {
+    if (!(*held & (1u << s))) continue;
+    while (next < last && out_base[next] != symbols[s].base) ++next;
+    if (next == last) return std::nullopt;
+    r.shape[next] = kAxisAtRunTime;
+    r.probe[next] = symbols[s].probe;
+    last_taken = next++;
+  }
+  r.shape[*last_taken] = -1;
+  if (product(r.probe, 0, r.probe.size()) != product(in_probe, 0, in_probe.size()))
+    return std::nullopt;
+  return r;
+}
+
 }  // namespace
 
 std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
-                                              const Dims& out_base) {
+                                              const Dims& out_base,
+                                              std::span<const SymbolSize> symbols) {
   if (in_base == in_probe) return GenericReshape{out_base, out_base};
   const std::int64_t total = product(in_probe, 0, in_probe.size());
   std::size_t first = in_base.size(), last = 0;  // the following input axes
@@ -188,6 +269,8 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
     if (in_probe[k] != in_base[k]) first = std::min(first, k), last = k;
   }
   if (first == last) {
+    if (std::optional<GenericReshape> r = split_symbols(in_base, in_probe, out_base, first, symbols))
+      return r;
     if (std::optional<GenericReshape> r = split_merged_axis(in_base, in_probe, out_base, first))
       return r;
   }
@@ -220,7 +303,8 @@ std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& i
 absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
                                            std::span<const ValueType> base_inputs,
                                            std::span<const ValueType> probe_inputs,
-                                           const ValueType& base, std::int64_t opset) {
+                                           const ValueType& base, std::int64_t opset,
+                                           std::span<const SymbolSize> symbols) {
   if (sized_by_values(op, base_inputs.size())) {
     // Its inputs' values give its size: the importer found it at the probe
     // sizes, or it is not known there.
@@ -234,7 +318,7 @@ absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
   if (!changed) return ProbedNode{base, attributes};
   if (op == Op::kReshape) {
     std::optional<GenericReshape> r = generic_reshape(
-        base_inputs[0].parts[0].dims, probe_inputs[0].parts[0].dims, base.parts[0].dims);
+        base_inputs[0].parts[0].dims, probe_inputs[0].parts[0].dims, base.parts[0].dims, symbols);
     if (!r) return absl::InvalidArgumentError("no reshape with 0 and -1 gives its shape at other sizes");
     Attributes written = attributes;
     written.set("shape", r->shape);

@@ -12,6 +12,7 @@
 // the symbols in a way no product says: unknown at the probe sizes).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -63,15 +64,33 @@ std::vector<std::optional<ValueType>> probe_types(const Graph& graph,
 std::optional<ValueType> probe_input_type(const Symbols& symbols, const ProbeSizes& probe_sizes,
                                           const std::string& name, const ValueType& base);
 
+// A symbol's size at the base and at the probe sizes.
+struct SymbolSize {
+  std::int64_t base = 0, probe = 0;
+};
+// The symbols' sizes in the order the graph's inputs first name them (a
+// batch before its tokens, as models lay them out): the order in which a
+// reshape splits an axis that holds several of them.
+std::vector<SymbolSize> ordered_symbol_sizes(const Symbols& symbols, const ProbeSizes& sizes);
+
+// An axis of a written reshape's shape whose size is read at run time from
+// a value with an axis of that size at the base and the probe sizes (the
+// exporter finds one): where an axis holding several symbols is split, 0
+// and a single -1 cannot say every part.
+inline constexpr std::int64_t kAxisAtRunTime = INT64_MIN;
+
 // A reshape written for any size of the symbolic dimensions.
 struct GenericReshape {
-  Ints shape;  // to write: 0 copies the input's axis, -1 takes the rest
+  Ints shape;  // to write: 0 copies the input's axis, -1 takes the rest, or kAxisAtRunTime
   Dims probe;  // the output shape at the probe sizes
 };
 // The shape that reshapes `in_base` to `out_base` and gives a consistent
 // shape for `in_probe` (the input at other sizes of its symbols), or nullopt.
+// `symbols` (ordered_symbol_sizes) lets it split an axis that merged
+// several symbols into axes of their own.
 std::optional<GenericReshape> generic_reshape(const Dims& in_base, const Dims& in_probe,
-                                              const Dims& out_base);
+                                              const Dims& out_base,
+                                              std::span<const SymbolSize> symbols = {});
 
 // A node at the probe sizes: its type there, and the attributes that hold at
 // any size (a Reshape's shape with 0 and -1, a Slice running to the end of a
@@ -89,6 +108,7 @@ struct ProbedNode {
 absl::StatusOr<ProbedNode> probe_node_type(Op op, const Attributes& attributes,
                                            std::span<const ValueType> base_inputs,
                                            std::span<const ValueType> probe_inputs,
-                                           const ValueType& base, std::int64_t opset);
+                                           const ValueType& base, std::int64_t opset,
+                                           std::span<const SymbolSize> symbols);
 
 }  // namespace saturn::tensor

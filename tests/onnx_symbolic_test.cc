@@ -117,6 +117,23 @@ TEST(OnnxSymbolic, ReshapesAreWrittenWithCopiedAndInferredAxes) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->shape, (Ints{197, -1, 768}));
   EXPECT_EQ(r->probe, (Dims{197, 8, 768}));
+  // [B*S,768] -> [B,S,768], the batch and the tokens merged: each takes an
+  // axis of its own, the batch read at run time (at a batch of 1 a -1 alone
+  // would hand the tokens' axis the batch too: [1, B*S, 768]).
+  const std::vector<SymbolSize> batch_seq{{1, 8}, {128, 139}};
+  r = generic_reshape({128, 768}, {1112, 768}, {1, 128, 768}, batch_seq);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{kAxisAtRunTime, -1, 768}));
+  EXPECT_EQ(r->probe, (Dims{8, 139, 768}));
+  const std::vector<SymbolSize> batch2_seq{{2, 9}, {128, 139}};
+  r = generic_reshape({256, 2304}, {1251, 2304}, {2, 128, 2304}, batch2_seq);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{kAxisAtRunTime, -1, 2304}));
+  EXPECT_EQ(r->probe, (Dims{9, 139, 2304}));
+  // Merging them again needs no symbol of its own.
+  r = generic_reshape({1, 128, 768}, {8, 139, 768}, {128, 768}, batch_seq);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->shape, (Ints{-1, 768}));
   // Fixed axes only: written as they are.
   r = generic_reshape({2, 6}, {2, 6}, {3, 4});
   ASSERT_TRUE(r);

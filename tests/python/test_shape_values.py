@@ -153,3 +153,65 @@ def test_a_rewrite_that_holds_at_batch_1_only_is_not_made(tmp_path):
     for batch, seq in [(1, 6), (3, 4), (4, 16)]:
         ids = rng.integers(0, 32, (batch, seq), dtype=np.int64)
         np.testing.assert_allclose(run(str(out), ids), run(str(model), ids), rtol=1e-4, atol=1e-5)
+
+
+def merged_tokens_model(path):
+    """GPT-2's projection as PyTorch exports its Conv1D: hidden states
+    [batch, seq, 8] flattened to [batch*seq, 8], a Gemm, and the product
+    split back into [batch, seq, 12] by a shape computed from the input's."""
+    rng = np.random.default_rng(6)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((8, 12)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "b"),
+        numpy_helper.from_array(np.array([-1, 8], dtype=np.int64), "flat"),
+        numpy_helper.from_array(np.array([0], dtype=np.int64), "zero"),
+        numpy_helper.from_array(np.array([2], dtype=np.int64), "two"),
+        numpy_helper.from_array(np.array([12], dtype=np.int64), "width"),
+        numpy_helper.from_array(np.array(2, dtype=np.float32), "by_two"),
+        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "by_half"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "by_two"], ["doubled"]),
+        helper.make_node("Mul", ["doubled", "by_half"], ["h"]),
+        helper.make_node("Shape", ["h"], ["shape"]),
+        helper.make_node("Slice", ["shape", "zero", "two"], ["batch_seq"]),
+        helper.make_node("Concat", ["batch_seq", "width"], ["split_shape"], axis=0),
+        helper.make_node("Reshape", ["h", "flat"], ["rows"]),
+        helper.make_node("Gemm", ["rows", "w", "b"], ["projected"]),
+        helper.make_node("Reshape", ["projected", "split_shape"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "merged_tokens",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 12])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
+
+@needs_cli
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_batch_merged_with_the_tokens_is_split_back_at_any_size(tmp_path, batch):
+    """[batch*seq, 12] back to [batch, seq, 12]: at a batch of 1 a -1 alone
+    would give the tokens' axis the batch too at other sizes (a consistent
+    shape, another layout), and at a batch of 2 no 0 or -1 says it. The
+    written Reshape reads the batch from a value's shape, and the model
+    runs at other sizes with the input's outputs."""
+    model, out, report = tmp_path / "m.onnx", tmp_path / "m.opt.onnx", tmp_path / "r.json"
+    merged_tokens_model(str(model))
+    subprocess.run([CLI, "optimize", str(model), "-o", str(out), "--report", str(report),
+                    "--search", "greedy", "--cost", "opcount", "--ilp-seconds", "0", "--no-measure",
+                    "--dim", f"batch={batch}", "--dim", "seq=6", "--quiet"], check=True,
+                   capture_output=True)
+    r = json.loads(report.read_text())
+    assert r["holds_only_at_given_sizes"] is None and not r["kept_input"], r
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert "Shape" in {n.op_type for n in written.graph.node}
+    rng = np.random.default_rng(2)
+    for b, s in [(1, 6), (3, 4), (4, 7)]:
+        x = rng.standard_normal((b, s, 8)).astype(np.float32)
+        want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        assert got[0].shape == (b, s, 12)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
