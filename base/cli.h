@@ -10,10 +10,13 @@
 // "Run with --help for more information.", and the program exits with 2.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_map.h"
 
 namespace saturn {
 
@@ -36,5 +39,10 @@ std::string command_path(const CLI::App& app);
 // A validator for numbers that must be finite (CLI11 reads "1e400" as
 // infinity).
 extern const CLI::Validator kFinite;
+
+// `--dim NAME=SIZE` (repeatable) on `command`: sizes a symbolic ONNX input
+// dimension (tensor::OnnxImportOptions::dims). The sizes land in `dims` as
+// they are parsed.
+void add_dim_option(CLI::App& command, absl::flat_hash_map<std::string, std::int64_t>& dims);
 
 }  // namespace saturn

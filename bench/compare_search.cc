@@ -36,6 +36,7 @@ using namespace saturn;
 namespace {
 
 struct Args {
+  // Zoo model names or model files (ONNX or saturn's JSON), sized by `onnx`.
   std::vector<std::string> models, strategies = {"mcts", "greedy", "default", "taso"},
                                    costs = {"opcount", "roofline"};
   std::vector<std::size_t> budgets = {2000, 10000, 50000};
@@ -46,6 +47,7 @@ struct Args {
   // unverified_rules), for comparing rule sets on the same workload.
   std::vector<std::string> rules;
   bool unverified_rules = false;
+  tensor::OnnxImportOptions onnx;
 };
 
 struct Run {
@@ -76,9 +78,11 @@ struct Run {
 // The sweep's options; the exit code when the program is done (--help, a
 // usage error).
 std::optional<int> parse_args(int argc, char** argv, Args& a) {
-  CLI::App app{"Every zoo model x strategy x cost model x budget: Markdown, JSON and SVG",
+  CLI::App app{"Every model x strategy x cost model x budget: Markdown, JSON and SVG",
                "compare_search"};
-  app.add_option("--models", a.models, "zoo models (default: all)")->delimiter(',');
+  app.add_option("--models", a.models, "zoo models or model files (.onnx, .json; default: the zoo)")
+      ->delimiter(',');
+  add_dim_option(app, a.onnx.dims);
   bench::add_strategies_option(app, a.strategies);
   app.add_option("--costs", a.costs, "cost models (opcount, roofline, roofline:PROFILE, ...)")
       ->delimiter(',')
@@ -227,7 +231,7 @@ absl::StatusOr<Grid> build_grid(const Args& args) {
     for (std::size_t budget : args.budgets) {
       for (const std::string& model : args.models) {
         if (!grid.graphs.contains(model)) {
-          absl::StatusOr<tensor::Graph> graph = tensor::build_zoo_model(model);
+          absl::StatusOr<tensor::Graph> graph = load_model(model, args.onnx);
           if (!graph.ok()) return graph.status();
           grid.graphs.emplace(model, *std::move(graph));
         }

@@ -189,7 +189,7 @@ Command add_batch_command(CLI::App& program) {
       ->required();
   app->add_option("--out", b->out_dir, "the folder to write into")->required();
   add_search_options(*app, b->optimize);
-  add_dim_option(*app, b->optimize.onnx);
+  add_dim_option(*app, b->optimize.onnx.dims);
   return {app, [app, b] { return run_batch(*app, *b); }};
 }
 

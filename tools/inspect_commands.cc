@@ -260,7 +260,7 @@ Command add_check_command(CLI::App& program) {
   app->add_option("MODEL", o->model, "an ONNX file, a saturn JSON file or a zoo model name")
       ->required();
   app->add_flag("--eval", o->eval, "run the model in the reference interpreter and time it");
-  add_dim_option(*app, o->onnx);
+  add_dim_option(*app, o->onnx.dims);
   return {app, [o] {
             absl::StatusOr<Graph> graph = load_model(o->model, o->onnx);
             if (!graph.ok()) return fail(graph.status());
@@ -276,7 +276,7 @@ Command add_info_command(CLI::App& program) {
       ->required();
   app->add_option("--cost", o->cost,
                   "opcount | roofline | roofline:PROFILE | measured:FILE (default roofline)");
-  add_dim_option(*app, o->onnx);
+  add_dim_option(*app, o->onnx.dims);
   return {app, [o] { return run_info(*o); }};
 }
 

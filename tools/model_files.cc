@@ -89,31 +89,4 @@ void note_default_sizes(const tensor::Graph& graph, const tensor::OnnxImportOpti
              unsized.size() == 1 ? "it" : "them", unsized.size() == 1 ? "it" : "them");
 }
 
-void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx) {
-  command
-      .add_option_function<std::vector<std::string>>(
-          "--dim",
-          [&onnx](const std::vector<std::string>& specs) {
-            for (const std::string& spec : specs) {
-              const std::size_t eq = spec.find('=');
-              std::int64_t size = 0;
-              CLI::detail::lexical_cast(spec.substr(eq + 1), size);
-              onnx.dims[spec.substr(0, eq)] = size;
-            }
-          },
-          "NAME=SIZE: the size of a symbolic ONNX input dimension for shape inference and "
-          "costing (repeatable; default 1); written models keep it symbolic")
-      ->check(CLI::Validator(
-          [](std::string& spec) -> std::string {
-            const std::size_t eq = spec.find('=');
-            std::int64_t size = -1;
-            if (eq == std::string::npos || eq == 0 ||
-                !CLI::detail::lexical_cast(spec.substr(eq + 1), size) || size < 0)
-              return fmt::format("--dim needs NAME=SIZE, got '{}'", spec);
-            return "";
-          },
-          "NAME=SIZE"))
-      ->allow_extra_args(false);
-}
-
 }  // namespace saturn::tools

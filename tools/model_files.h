@@ -47,8 +47,4 @@ int fail(const absl::Status& status);
 // sized, so they stand at tensor::kDefaultSymbolSize.
 void note_default_sizes(const tensor::Graph& graph, const tensor::OnnxImportOptions& onnx);
 
-// `--dim NAME=SIZE` (repeatable) on `command`: sizes a symbolic ONNX input
-// dimension. The sizes land in `onnx` as they are parsed.
-void add_dim_option(CLI::App& command, tensor::OnnxImportOptions& onnx);
-
 }  // namespace saturn::tools

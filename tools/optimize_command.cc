@@ -343,7 +343,7 @@ Command add_optimize_command(CLI::App& program) {
   app->add_flag("--keep-faster", o->keep_faster,
                 "keep the input unless the result is timed in onnxruntime and runs measurably "
                 "faster (--min-speedup 1)");
-  add_dim_option(*app, o->onnx);
+  add_dim_option(*app, o->onnx.dims);
   return {app, [app, o] { return run_optimize(*app, *o); }};
 }
 

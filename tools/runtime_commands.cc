@@ -79,7 +79,7 @@ Command add_verify_command(CLI::App& program) {
   app->add_option("OPTIMIZED", o->optimized, "the model to check against it")->required();
   app->add_option("--json", o->json, "write everything measured to FILE");
   add_runtime_options(*app, o->runtime, /*compares=*/true);
-  add_dim_option(*app, o->onnx);
+  add_dim_option(*app, o->onnx.dims);
   return {app, [o] {
             if (absl::Status s = check_outputs({o->original, o->optimized}, {o->json}); !s.ok())
               return fail(s);
@@ -161,7 +161,7 @@ Command add_calibrate_command(CLI::App& program) {
       ->check(CLI::Range(1, 100));
   app->add_flag("--refresh", o->calibration.refresh, "time the table's entries again");
   add_runtime_options(*app, o->calibration.runtime, /*compares=*/false);
-  add_dim_option(*app, o->onnx);
+  add_dim_option(*app, o->onnx.dims);
   return {app, [o] { return run_calibrate(*o); }};
 }
 
