@@ -207,7 +207,19 @@ def test_a_batch_merged_with_the_tokens_is_split_back_at_any_size(tmp_path, batc
     assert r["holds_only_at_given_sizes"] is None and not r["kept_input"], r
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
-    assert "Shape" in {n.op_type for n in written.graph.node}
+    producer = {o: n for n in written.graph.node for o in n.output}
+
+    def made_by(value, op_type):
+        n = producer.get(value)
+        return n if n is not None and n.op_type == op_type else None
+
+    # The batch comes from a value's shape: Reshape(x, Concat(..., Gather(Shape(v)), ...)).
+    reads_batch = [
+        n for n in written.graph.node if n.op_type == "Reshape"
+        and (c := made_by(n.input[1], "Concat")) is not None
+        and any((g := made_by(i, "Gather")) is not None and made_by(g.input[0], "Shape")
+                for i in c.input)]
+    assert reads_batch, [(n.op_type, list(n.input)) for n in written.graph.node]
     rng = np.random.default_rng(2)
     for b, s in [(1, 6), (3, 4), (4, 7)]:
         x = rng.standard_normal((b, s, 8)).astype(np.float32)
