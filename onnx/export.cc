@@ -3,6 +3,7 @@
 // This file holds the entry points, the graph's liveness, folded weights,
 // value names and interface; export_ops.cc writes the operators.
 #include <algorithm>
+#include <optional>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -223,8 +224,10 @@ void Exporter::add_initializer(const Tensor& value, const std::string& name,
                                onnx::GraphProto* graph) {
   if (graph == nullptr) graph = out_;
   onnx::TensorProto* t = graph->add_initializer();
+  // The 4-bit integers are packed into the proto (write_model writes a
+  // deferred tensor's bytes as they are in memory).
   if (!defer_weights_ || graph != out_ || value.dtype() == DType::kString ||
-      value.data().size() < kLargeInitializerBytes) {
+      is_4bit(value.dtype()) || value.data().size() < kLargeInitializerBytes) {
     tensor_to_proto(value, name, t);
     return;
   }
@@ -312,7 +315,23 @@ namespace {
 // kLargeInitializerBytes then go to one external data file beside it.
 constexpr std::size_t kMaxInlineBytes = INT_MAX;
 
-absl::Status check_exported(const onnx::ModelProto& model, const std::string& dir) {
+absl::Status check_exported(const onnx::ModelProto& exported, const std::string& dir) {
+  // The 4-bit integers are checked as their 8-bit kin (disguise_4bit).
+  auto is_4bit_type = [](int elem_type) {
+    return is_4bit(dtype_from_onnx(elem_type).value_or(DType::kFloat32));
+  };
+  const onnx::GraphProto& g = exported.graph();
+  bool any = std::ranges::any_of(g.initializer(), [&](auto& t) { return is_4bit_type(t.data_type()); });
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const onnx::ValueInfoProto& v : *list)
+      any = any || is_4bit_type(v.type().tensor_type().elem_type());
+  std::optional<onnx::ModelProto> disguised;
+  if (any) {
+    disguised = exported;
+    absl::StatusOr<FourBitValues> retyped = disguise_4bit(*disguised);
+    if (!retyped.ok()) return retyped.status();
+  }
+  const onnx::ModelProto& model = disguised ? *disguised : exported;
   try {
     if (dir.empty()) {
       onnx::checker::check_model(model);

@@ -102,9 +102,22 @@ absl::Status Exporter::emit(int i) {
   float_type_ = is_float(types_[i].parts[0].dtype) ? types_[i].parts[0].dtype : DType::kFloat32;
   if (is_reduction(n.op)) return emit_reduce(n.op, a, in, out);
   if (is_quantization(n.op)) {
-    // A per-axis scale names its axis (opset 13 on, where it was read).
-    auto* q = node(op_name(n.op), in, {out});
-    if (types_[n.inputs[1]].parts[0].num_elements() > 1) set_int(q, "axis", axis_of(n, 0));
+    // A per-axis scale names its axis (opset 13 on, where it was read), a
+    // blocked one its block's length too. Blocks and 4-bit integers came in
+    // opset 21: such a node is written as the lowering keeps it
+    // (kKeptDomain), and raise_to_versions puts it back.
+    const std::int64_t block_size = *a.get_int("block_size");
+    const bool opset_21 = block_size > 0 || is_4bit(types_[n.inputs[0]].parts[0].dtype) ||
+                          is_4bit(types_[i].parts[0].dtype);
+    if (opset_21 && default_domain_opset(g_.opsets) < 21)
+      return absl::InvalidArgumentError(fmt::format(
+          "blocked scales and 4-bit integers need opset 21; the model declares opset {}",
+          default_domain_opset(g_.opsets)));
+    auto* q = opset_21 && opset_ < 21 ? domain_node(std::string(kKeptDomain), op_name(n.op), in, {out})
+                                      : node(op_name(n.op), in, {out});
+    if (types_[n.inputs[1]].parts[0].num_elements() > 1 || block_size > 0)
+      set_int(q, "axis", axis_of(n, 0));
+    if (block_size > 0) set_int(q, "block_size", block_size);
     return absl::OkStatus();
   }
   switch (n.op) {

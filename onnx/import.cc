@@ -113,6 +113,8 @@ absl::StatusOr<TensorType> Importer::tensor_type(const onnx::TypeProto& type,
   const auto& tt = type.tensor_type();
   std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
   if (!dtype) return plain("'{}' has an unsupported element type ({})", name, tt.elem_type());
+  if (auto four_bit = four_bit_types_.find(name); four_bit != four_bit_types_.end())
+    dtype = four_bit->second;
   TensorType out{*dtype, {}};
   if (!tt.has_shape()) {
     if (need_static) return plain("the shape of '{}' is unknown (not even its rank)", name);
@@ -222,6 +224,15 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
     if (auto it = expanded_.find(n.output(0)); it != expanded_.end()) {
       if (std::optional<int> whole = add_expanded(it->second)) return define(n.output(0), *whole);
     }
+  }
+  if (n.domain() == kKeptDomain && (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear")) {
+    // Opset 21's blocked scales and output_dtype, which opset 17's spelling
+    // lacks: the IR's operators read them whatever the opset.
+    onnx::NodeProto in_default_domain = n;
+    in_default_domain.clear_domain();
+    absl::StatusOr<bool> mapped = add_known(in_default_domain);
+    if (!mapped.ok()) return error("{}: {}", where(n, k), message(mapped.status()));
+    if (*mapped) return absl::OkStatus();
   }
   if (n.domain() == kKeptDomain) {  // as the file writes it (KeptNodes)
     auto why = n.output_size() > 0 ? kept_.find(n.output(0)) : kept_.end();
@@ -344,7 +355,10 @@ bool Importer::agrees(const TensorType& ir, const std::string& name) const {
   auto it = types_by_name_.find(name);
   if (it == types_by_name_.end() || !it->second.has_tensor_type()) return true;
   absl::StatusOr<TensorType> onnx_type = tensor_type(it->second, name, /*need_static=*/false);
-  if (!onnx_type.ok() || onnx_type->dtype != ir.dtype) return false;
+  // libonnx infers a 4-bit value as its 8-bit kin (disguise_4bit).
+  const bool kin = (ir.dtype == DType::kInt4 && onnx_type.ok() && onnx_type->dtype == DType::kInt8) ||
+                   (ir.dtype == DType::kUInt4 && onnx_type.ok() && onnx_type->dtype == DType::kUInt8);
+  if (!onnx_type.ok() || (onnx_type->dtype != ir.dtype && !kin)) return false;
   if (!it->second.tensor_type().has_shape()) return true;
   if (onnx_type->dims.size() != ir.dims.size()) return false;
   for (std::size_t i = 0; i < ir.dims.size(); ++i) {

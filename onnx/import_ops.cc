@@ -423,10 +423,9 @@ std::optional<Mapped> Importer::map_reduce(KnownNode& node, Op op) {
 std::optional<Mapped> Importer::map_quantization(KnownNode& node) {
   AttrReader& r = node.attrs;
   const bool quantize = node.proto.op_type() == "QuantizeLinear";
-  // Blocked scales (opset 21) stay opaque; `saturate` concerns float8 only,
-  // which the import refuses by type.
-  if (r.i("block_size").value_or(0) != 0) return std::nullopt;
+  // `saturate` concerns float8 only, which the import refuses by type.
   r.i("saturate");
+  const std::int64_t block_size = r.i("block_size").value_or(0);
   // Without a zero point, QuantizeLinear writes uint8 unless output_dtype
   // (opset 21) names another type.
   if (const std::optional<std::int64_t> to = r.i("output_dtype"); to && *to != 0) {
@@ -436,8 +435,8 @@ std::optional<Mapped> Importer::map_quantization(KnownNode& node) {
     if (!quantize || named != given) return std::nullopt;
   }
   const std::int64_t axis = r.i("axis").value_or(1);
-  return Mapped{quantize ? Op::kQuantizeLinear : Op::kDequantizeLinear, {{"axis", axis}},
-                node.first(node.present(2) ? 3 : 2)};
+  return Mapped{quantize ? Op::kQuantizeLinear : Op::kDequantizeLinear,
+                {{"axis", axis}, {"block_size", block_size}}, node.first(node.present(2) ? 3 : 2)};
 }
 
 std::optional<Mapped> Importer::map_split(KnownNode& node) {

@@ -180,6 +180,10 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
       map_external_data(model, dir, kMaxShapeValueElements);
   if (!mapped.ok()) return error("{}", message(mapped.status()));
   external_ = std::move(*mapped);
+  absl::StatusOr<FourBitValues> four_bit = disguise_4bit(model, external_);
+  if (!four_bit.ok()) return error("{}", message(four_bit.status()));
+  four_bit_types_ = std::move(four_bit->types);
+  for (auto& [name, value] : four_bit->initializers) external_.insert_or_assign(name, value);
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return error("{}", message(seeded.status()));
   seeded_ = std::move(*seeded);

@@ -130,11 +130,11 @@ absl::StatusOr<std::map<std::string, Tensor>> map_external_data(onnx::ModelProto
     }
     absl::StatusOr<ExternalBytes> bytes = external_bytes(t, dir, files);
     if (!bytes.ok()) return bytes.status();
-    if (static_cast<std::int64_t>(bytes->first.size()) != type->num_bytes())
+    if (static_cast<std::int64_t>(bytes->first.size()) != stored_bytes(*type))
       return bad_external_data(t, fmt::format("holds {} bytes; a {} needs {}", bytes->first.size(),
-                                              to_string(*type), type->num_bytes()));
-    mapped.emplace(t.name(), Tensor::borrowing(*type, std::as_bytes(std::span(bytes->first)),
-                                               bytes->second));
+                                              to_string(*type), stored_bytes(*type)));
+    mapped.emplace(t.name(), tensor_from_stored(*type, std::as_bytes(std::span(bytes->first)),
+                                                bytes->second));
   }
   return mapped;
 }

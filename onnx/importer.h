@@ -70,8 +70,9 @@ absl::StatusOr<std::vector<std::filesystem::path>> external_data_files(
 // The IR version of ONNX 1.12, the newest libonnx's checker knows (it
 // refuses a model that states a later one). A later model is checked at it:
 // IR 9 to 11 added element types (float8, int4, float4) and function
-// overloads, which the import refuses by name where a model uses them, and
-// nothing a graph of IR 8's features means otherwise.
+// overloads, and nothing a graph of IR 8's features means otherwise. The
+// 4-bit integers are read (checked as their 8-bit kin, disguise_4bit); the
+// others are refused by name where a model uses them.
 inline constexpr std::int64_t kCheckedIrVersion = 8;
 
 // The newest default-domain opset the import reads. Opsets newer than
@@ -375,8 +376,11 @@ class Importer {
   ExpandedNodes expanded_;
   // The nodes the opset lowering kept as written (kKeptDomain), and why.
   KeptNodes kept_;
-  // The large external initializers, reading their mapped files in place.
+  // The large external initializers, reading their mapped files in place,
+  // and the 4-bit initializers (unpacked).
   std::map<std::string, Tensor> external_;
+  // The 4-bit values, typed as 8-bit ones for libonnx (disguise_4bit).
+  std::map<std::string, DType> four_bit_types_;
   // Why the latest node add_known refused stays opaque (Graph::opaque_reasons).
   std::string why_opaque_;
   // The values the source's runtime computes on every run (what reads a

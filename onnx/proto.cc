@@ -36,7 +36,29 @@ constexpr DTypePair kPairs[] = {
     {DType::kComplex64, TensorProto::COMPLEX64},
     {DType::kComplex128, TensorProto::COMPLEX128},
     {DType::kString, TensorProto::STRING},
+    // IR 10's 4-bit integers, newer than this build's libonnx (1.12):
+    // TensorProto::UINT4 and INT4.
+    {DType::kUInt4, 21},
+    {DType::kInt4, 22},
 };
+
+// Two 4-bit integers per byte, the first in the low half, unpacked one per
+// byte (int4 sign-extended).
+std::vector<std::byte> unpack_4bit(std::span<const std::byte> packed, DType dtype,
+                                   std::int64_t count) {
+  std::vector<std::byte> out(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i)
+    out[i] = four_bit_byte(dtype, std::to_integer<unsigned>(packed[i / 2]) >> (i % 2 * 4));
+  return out;
+}
+
+std::string pack_4bit(std::span<const std::byte> unpacked) {
+  std::string out((unpacked.size() + 1) / 2, '\0');
+  for (std::size_t i = 0; i < unpacked.size(); ++i)
+    out[i / 2] = static_cast<char>(static_cast<unsigned char>(out[i / 2]) |
+                                   ((std::to_integer<unsigned>(unpacked[i]) & 0xF) << (i % 2 * 4)));
+  return out;
+}
 
 template <typename T>
 void append_le(std::vector<std::byte>& out, T value) {
@@ -86,6 +108,17 @@ absl::StatusOr<std::vector<std::byte>> typed_bytes(const TensorProto& p, DType d
     case DType::kUInt64:
       s = from_ints(p.uint64_data(), 1);
       break;
+    case DType::kInt4:
+    case DType::kUInt4: {  // int32_data holds the packed bytes, one per entry
+      std::vector<std::byte> packed;
+      for (std::int32_t v : p.int32_data()) packed.push_back(static_cast<std::byte>(v & 0xFF));
+      if (static_cast<std::int64_t>(packed.size()) != (count + 1) / 2)
+        s = absl::InvalidArgumentError(
+            fmt::format("{} packed bytes, expects {}", packed.size(), (count + 1) / 2));
+      else
+        out = unpack_4bit(packed, dtype, count);
+      break;
+    }
     default:
       s = from_ints(p.int32_data(), 1);
   }
@@ -130,6 +163,70 @@ absl::StatusOr<TensorType> tensor_proto_type(const TensorProto& p) {
   return type;
 }
 
+std::int64_t stored_bytes(const TensorType& type) {
+  return is_4bit(type.dtype) ? (type.num_elements() + 1) / 2 : type.num_bytes();
+}
+
+Tensor tensor_from_stored(const TensorType& type, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner) {
+  if (is_4bit(type.dtype)) return Tensor(type, unpack_4bit(bytes, type.dtype, type.num_elements()));
+  return Tensor::borrowing(type, bytes, std::move(owner));
+}
+
+namespace {
+
+// The 8-bit integer type libonnx 1.12 knows in place of a 4-bit one.
+int eight_bit_kin(int elem_type) {
+  if (elem_type == dtype_to_onnx(DType::kInt4)) return TensorProto::INT8;
+  if (elem_type == dtype_to_onnx(DType::kUInt4)) return TensorProto::UINT8;
+  return elem_type;
+}
+
+void disguise_types(onnx::GraphProto& g, FourBitValues& out) {
+  auto retype = [&](onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type()) return;
+    const int elem = v.type().tensor_type().elem_type();
+    if (eight_bit_kin(elem) == elem) return;
+    out.types[v.name()] = *dtype_from_onnx(elem);
+    v.mutable_type()->mutable_tensor_type()->set_elem_type(eight_bit_kin(elem));
+  };
+  for (auto* list : {g.mutable_input(), g.mutable_output(), g.mutable_value_info()})
+    for (onnx::ValueInfoProto& v : *list) retype(v);
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_g()) disguise_types(*a.mutable_g(), out);
+      for (onnx::GraphProto& sub : *a.mutable_graphs()) disguise_types(sub, out);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<FourBitValues> disguise_4bit(onnx::ModelProto& model,
+                                            const std::map<std::string, Tensor>& external) {
+  FourBitValues out;
+  for (TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    const int kin = eight_bit_kin(t.data_type());
+    if (kin == t.data_type()) continue;
+    const DType dtype = *dtype_from_onnx(t.data_type());
+    out.types[t.name()] = dtype;
+    if (auto mapped = external.find(t.name()); mapped != external.end()) {
+      out.initializers.emplace(t.name(), mapped->second);
+      t.set_data_type(kin);
+      continue;
+    }
+    absl::StatusOr<Tensor> value = tensor_from_proto(t);
+    if (!value.ok()) return value.status();
+    t.clear_int32_data();
+    t.set_data_type(kin);
+    const std::span<const std::byte> bytes = value->data();
+    t.set_raw_data(bytes.data(), bytes.size());
+    out.initializers.emplace(t.name(), *std::move(value));
+  }
+  disguise_types(*model.mutable_graph(), out);
+  return out;
+}
+
 absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p, std::shared_ptr<const void> owner) {
   absl::StatusOr<TensorType> checked = tensor_proto_type(p);
   if (!checked.ok()) return checked.status();
@@ -144,13 +241,12 @@ absl::StatusOr<Tensor> tensor_from_proto(const TensorProto& p, std::shared_ptr<c
   }
   std::vector<std::byte> bytes;
   if (p.has_raw_data()) {
-    if (static_cast<std::int64_t>(p.raw_data().size()) != type.num_bytes())
+    if (static_cast<std::int64_t>(p.raw_data().size()) != stored_bytes(type))
       return absl::InvalidArgumentError(fmt::format("tensor '{}' holds {} bytes, expects {}",
                                                     p.name(), p.raw_data().size(),
-                                                    type.num_bytes()));
-    if (owner)
-      return Tensor::borrowing(
-          type, std::as_bytes(std::span(p.raw_data().data(), p.raw_data().size())), std::move(owner));
+                                                    stored_bytes(type)));
+    const auto raw = std::as_bytes(std::span(p.raw_data().data(), p.raw_data().size()));
+    if (owner || is_4bit(dtype)) return tensor_from_stored(type, raw, std::move(owner));
     // float32 and int64 are copied once, straight into their typed buffer.
     if (dtype == DType::kFloat32) {
       std::vector<float> v(static_cast<std::size_t>(count));
@@ -201,7 +297,10 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, TensorProto*
     return;
   }
   const std::span<const std::byte> bytes = tensor.data();
-  proto->set_raw_data(bytes.data(), bytes.size());
+  if (is_4bit(tensor.dtype()))
+    proto->set_raw_data(pack_4bit(bytes));
+  else
+    proto->set_raw_data(bytes.data(), bytes.size());
 }
 
 std::string serialize_base64(const google::protobuf::MessageLite& message) {

@@ -59,6 +59,28 @@ absl::StatusOr<TensorType> tensor_proto_type(const onnx::TensorProto& proto);
 // rather than copied.
 absl::StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& proto,
                                          std::shared_ptr<const void> owner = nullptr);
+// The bytes a tensor of `type` takes in an ONNX file's raw data: its
+// num_bytes, but half a byte per element for the 4-bit integers (two to a
+// byte, the first in the low half; an odd count pads the last byte).
+std::int64_t stored_bytes(const TensorType& type);
+// The tensor `bytes` (stored_bytes(type) of them) hold: read in place while
+// `owner` keeps them alive, or unpacked (the 4-bit integers).
+Tensor tensor_from_stored(const TensorType& type, std::span<const std::byte> bytes,
+                          std::shared_ptr<const void> owner);
+// libonnx 1.12, which this build checks and infers shapes with, predates
+// the 4-bit integers (IR 10). Retypes `model`'s 4-bit values as their 8-bit
+// kin for it: each 4-bit initializer becomes the 8-bit one of its values
+// (an external one keeps its file and is only retyped) and each declared
+// type (graph inputs, outputs and value_info, subgraphs' too) names the
+// 8-bit type. Returns the 4-bit tensors of the initializers it retyped
+// (external ones from `external`) and the 4-bit type of every name.
+struct FourBitValues {
+  std::map<std::string, Tensor> initializers;
+  std::map<std::string, DType> types;
+};
+absl::StatusOr<FourBitValues> disguise_4bit(onnx::ModelProto& model,
+                                            const std::map<std::string, Tensor>& external = {});
+
 // A Constant node's value (its value, value_float(s), value_int(s) or
 // value_string(s)); nullopt for a sparse value or a malformed node.
 std::optional<Tensor> constant_node_value(const onnx::NodeProto& n);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "saturn/onnx/proto.h"
 #include "saturn/tensor/infer.h"
 
 namespace saturn::tensor::onnx_io {
@@ -39,12 +40,23 @@ std::optional<Dims> matmul_dims(const Dims& a, const Dims& b) {
 
 std::optional<onnx::TypeProto> runtime_operator_type(const onnx::NodeProto& n,
                                                       const ValueTypeLookup& input) {
-  if (n.domain() != "com.microsoft" || n.output_size() < 1) return std::nullopt;
   auto in = [&](int i) -> std::optional<std::pair<int, Dims>> {
     if (i >= n.input_size() || n.input(i).empty()) return std::nullopt;
     return input(n.input(i));
   };
   const std::string& op = n.op_type();
+  if (n.domain() == kKeptDomain && (op == "QuantizeLinear" || op == "DequantizeLinear")) {
+    // Opset 21's blocked scales (as the lowering keeps them): float out of a
+    // DequantizeLinear; the zero point's type out of a QuantizeLinear
+    // (output_dtype's, or uint8, without one).
+    auto x = in(0);
+    if (!x) return std::nullopt;
+    if (op == "DequantizeLinear") return tensor_type(onnx::TensorProto::FLOAT, x->second);
+    if (auto zero = in(2)) return tensor_type(zero->first, x->second);
+    const std::int64_t named = int_attribute(n, "output_dtype", 0);
+    return tensor_type(named != 0 ? static_cast<int>(named) : onnx::TensorProto::UINT8, x->second);
+  }
+  if (n.domain() != "com.microsoft" || n.output_size() < 1) return std::nullopt;
   // Elementwise on x (input 0), or broadcasting a (0) with b (3).
   if (op == "QLinearSigmoid" || op == "QLinearLeakyRelu" || op == "QLinearSoftmax") {
     if (auto x = in(0)) return tensor_type(x->first, x->second);

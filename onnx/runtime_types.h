@@ -3,8 +3,10 @@
 // QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat,
 // QLinearGlobalAveragePool, QGemm, DynamicQuantizeMatMul,
 // MatMulIntegerToFloat), which ONNX's shape inference does not know and
-// onnxruntime's quantizer writes without annotating. Without them every
-// value after the first such node would be untyped and the model unread.
+// onnxruntime's quantizer writes without annotating, and of opset 21's
+// blocked QuantizeLinear and DequantizeLinear, which libonnx 1.12 reads in
+// kKeptDomain (KeptNodes, importer.h). Without them every value after the
+// first such node would be untyped and the model unread.
 #pragma once
 
 #include <functional>

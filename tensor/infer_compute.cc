@@ -270,21 +270,32 @@ absl::StatusOr<ValueType> Inference::quantization() {
   const bool quantize = op_ == Op::kQuantizeLinear;
   auto integer = [&](DType d) {
     return d == DType::kInt8 || d == DType::kUInt8 || d == DType::kInt16 || d == DType::kUInt16 ||
-           (!quantize && d == DType::kInt32);
+           is_4bit(d) || (!quantize && d == DType::kInt32);
   };
   if (quantize ? t(0).dtype != DType::kFloat32 : !integer(t(0).dtype))
     return fail(op_, "input 0 must be {}, is {}",
-                quantize ? "float32" : "int8, uint8, int16, uint16 or int32", to_string(t(0)));
+                quantize ? "float32" : "int4, uint4, int8, uint8, int16, uint16 or int32",
+                to_string(t(0)));
   if (t(1).dtype != DType::kFloat32)
     return fail(op_, "the scale must be float32, is {}", to_string(t(1)));
-  // A scale per tensor (a scalar, or one value) or per axis (one per index
-  // of the axis); the zero point like the scale.
-  const std::int64_t axis = int_attr(a_, "axis");
+  // A scale per tensor (a scalar, or one value), per axis (one per index of
+  // the axis) or per block (opset 21: input 0's shape with the axis divided
+  // into blocks of block_size, the last one possibly shorter); the zero
+  // point like the scale.
+  const std::int64_t axis = int_attr(a_, "axis"), block = int_attr(a_, "block_size");
   const std::optional<std::int64_t> along = normalize_axis(axis, t(0).rank());
   const bool per_tensor = t(1).num_elements() == 1 && t(1).rank() <= 1;
-  if (!per_tensor && (t(1).rank() != 1 || !along || d(1)[0] != d(0)[*along]))
+  if (block < 0) return fail(op_, "block_size {} is negative", block);
+  if (block > 0) {
+    Dims blocks = d(0);
+    if (along) blocks[*along] = (blocks[*along] + block - 1) / block;
+    if (!along || d(1) != blocks)
+      return fail(op_, "the scale {} is not one value per block of {} along axis {} of {}",
+                  to_string(t(1)), block, axis, to_string(t(0)));
+  } else if (!per_tensor && (t(1).rank() != 1 || !along || d(1)[0] != d(0)[*along])) {
     return fail(op_, "the scale {} is neither a scalar nor one value per index of axis {} of {}",
                 to_string(t(1)), axis, to_string(t(0)));
+  }
   DType out = quantize ? DType::kUInt8 : DType::kFloat32;
   if (in_.size() == 3) {
     if (d(2) != d(1) && !(per_tensor && t(2).num_elements() == 1 && t(2).rank() <= 1))

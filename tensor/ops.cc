@@ -119,9 +119,9 @@ std::vector<AttrSpec> schema(Op op) {
       return {{"axis", Kind::kInt, std::int64_t{0}}};
     case Op::kPad:
       return {{"pads", Kind::kInts, {}}, {"value", Kind::kFloat, 0.0}};
-    case Op::kQuantizeLinear:  // the axis of a per-axis scale (ONNX's default)
-    case Op::kDequantizeLinear:
-      return {{"axis", Kind::kInt, std::int64_t{1}}};
+    case Op::kQuantizeLinear:  // the axis of a per-axis or blocked scale (ONNX's
+    case Op::kDequantizeLinear:  // default), and the block's length along it (0: per axis)
+      return {{"axis", Kind::kInt, std::int64_t{1}}, {"block_size", Kind::kInt, std::int64_t{0}}};
     case Op::kIsInf:  // ONNX's defaults: both infinities count
       return {{"detect_negative", Kind::kInt, std::int64_t{1}},
               {"detect_positive", Kind::kInt, std::int64_t{1}}};

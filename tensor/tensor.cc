@@ -205,7 +205,9 @@ Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, floa
     std::vector<std::byte> bytes(static_cast<std::size_t>(type.num_bytes()));
     for (std::byte& b : bytes) {
       auto r = static_cast<unsigned>(splitmix64(state));
-      b = static_cast<std::byte>(type.dtype == DType::kBool ? (r & 1u) : (r & 0xffu));
+      b = type.dtype == DType::kBool   ? static_cast<std::byte>(r & 1u)
+          : is_4bit(type.dtype)        ? four_bit_byte(type.dtype, r)
+                                       : static_cast<std::byte>(r & 0xffu);
     }
     return Tensor(type, std::move(bytes));
   }

@@ -34,6 +34,8 @@ constexpr std::array<DTypeRow, kNumDTypes> kDTypes = {{
     {"complex128", 16},
     {"string", 0},
     {"other", 0},
+    {"int4", 1},
+    {"uint4", 1},
 }};
 
 }  // namespace

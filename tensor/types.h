@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -21,7 +22,11 @@ namespace saturn::tensor {
 // and int64; the others are carried through (opaque operators, weights) so a
 // model round-trips without loss. kOther is a value that is not a tensor (an
 // ONNX sequence, optional or map), typed only by the operators that use it.
-// The enumerators' order is part of saved files (Opaque `out_dtypes`).
+// kInt4 and kUInt4 (IR 10's packed 4-bit integers, the blocked weights of
+// QuantizeLinear/DequantizeLinear) hold one element per byte here, int4
+// sign-extended; ONNX files pack two per byte (onnx/proto.cc).
+// The enumerators' order is part of saved files (Opaque `out_dtypes`):
+// new types come last.
 enum class DType : std::uint8_t {
   kFloat32,
   kInt64,
@@ -40,12 +45,15 @@ enum class DType : std::uint8_t {
   kComplex128,
   kString,
   kOther,
+  kInt4,
+  kUInt4,
 };
-inline constexpr int kNumDTypes = static_cast<int>(DType::kOther) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::kUInt4) + 1;
 
 std::string_view dtype_name(DType dtype);
 std::optional<DType> parse_dtype(std::string_view name);
-// Bytes per element (strings and kOther count as 0: their size is unknown).
+// Bytes per element in memory (strings and kOther count as 0: their size is
+// unknown; the 4-bit integers 1, unpacked).
 std::size_t dtype_bytes(DType dtype);
 // Whether the interpreter computes with this element type.
 inline bool is_computable(DType dtype) {
@@ -59,11 +67,20 @@ inline bool is_float(DType dtype) { return dtype == DType::kFloat32 || dtype == 
 inline bool is_floating(DType dtype) {
   return is_float(dtype) || dtype == DType::kBFloat16 || dtype == DType::kFloat64;
 }
+// The 4-bit integers, which only quantization reads and writes.
+inline bool is_4bit(DType dtype) { return dtype == DType::kInt4 || dtype == DType::kUInt4; }
+// The byte that holds a 4-bit integer given by its low 4 bits (int4
+// sign-extended). A byte holds a valid 4-bit integer where it is its own.
+inline std::byte four_bit_byte(DType dtype, unsigned bits) {
+  bits &= 0xFu;
+  return static_cast<std::byte>(dtype == DType::kInt4 && bits >= 8 ? bits | 0xF0u : bits);
+}
 inline bool is_unsigned_integer(DType dtype) {
   return dtype == DType::kUInt8 || dtype == DType::kUInt16 || dtype == DType::kUInt32 ||
          dtype == DType::kUInt64;
 }
-// The integer element types (bool is not one).
+// The integer element types the value operators compute on (bool is not
+// one, nor are the 4-bit integers).
 inline bool is_integer(DType dtype) {
   switch (dtype) {
     case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16:
@@ -78,7 +95,8 @@ inline bool is_integer(DType dtype) {
 // comparisons and logic) read and write: integers, bool and real floats.
 inline bool is_plain_number(DType dtype) {
   return dtype != DType::kBFloat16 && dtype != DType::kComplex64 &&
-         dtype != DType::kComplex128 && dtype != DType::kString && dtype != DType::kOther;
+         dtype != DType::kComplex128 && dtype != DType::kString && dtype != DType::kOther &&
+         !is_4bit(dtype);
 }
 
 using Dims = std::vector<std::int64_t>;

@@ -152,6 +152,28 @@ TEST(TensorGraph, JsonRoundTripOfAZooModel) {
   expect_same_outputs(*evaluate(g, in), *evaluate(*back, in));
 }
 
+// Opset 21's blocked DequantizeLinear of an int4 weight (one value per
+// byte in saturn's JSON, int4 sign-extended): y[r][c] = (w[r][c] -
+// zero[r / 2][c]) * scale[r / 2][c] for blocks of 2 rows.
+TEST(TensorGraph, JsonReadsABlockedFourBitWeight) {
+  const std::string text = R"({
+    "weights": [{"name": "w", "shape": [4, 2], "dtype": "int4", "data": "AQL4BwD/AwQ="},
+                {"name": "s", "shape": [2, 2], "data": [1, 2, 0.5, 0.25]},
+                {"name": "z", "shape": [2, 2], "dtype": "int4", "data": "AAH/AA=="}],
+    "nodes": [{"op": "DequantizeLinear", "inputs": ["w", "s", "z"], "outputs": ["y"],
+               "attributes": {"axis": 0, "block_size": 2}}],
+    "outputs": ["y"]})";
+  absl::StatusOr<Graph> g = parse_json_model(text, "four_bit.json");
+  ASSERT_TRUE(g.ok()) << message(g.status());
+  absl::StatusOr<std::vector<Tensor>> y = evaluate(*g, {});
+  ASSERT_TRUE(y.ok()) << message(y.status());
+  const std::vector<float> want = {1, 2, -8, 12, 0.5f, -0.25f, 2, 1};
+  EXPECT_EQ(std::vector<float>((*y)[0].floats().begin(), (*y)[0].floats().end()), want);
+  absl::StatusOr<Graph> back = parse_json_model(to_json_model(*g), "again.json");
+  ASSERT_TRUE(back.ok()) << message(back.status());
+  EXPECT_EQ(to_json_model(*back), to_json_model(*g));
+}
+
 struct BadModel {
   std::string text;
   std::string error;
@@ -177,6 +199,8 @@ TEST(TensorGraph, MalformedJsonNamesThePlace) {
        "bad.json: weights[0] (w): data must be a list of 2 numbers"},
       {R"({"weights": [{"name": "w", "shape": [2], "low": 1, "high": 0}], "nodes": [], "outputs": ["w"]})",
        "bad.json: weights[0] (w): low must be below high"},
+      {R"({"weights": [{"name": "w", "shape": [1], "dtype": "int4", "data": "fw=="}], "nodes": [], "outputs": ["w"]})",
+       "bad.json: weights[0] (w): int4 data must hold one int4 value per byte (-8 to 7)"},
       {"{" + in +
            R"(, "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}, {"op": "Relu", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]})",
        "bad.json: nodes[1]: the value 'y' is defined twice"},

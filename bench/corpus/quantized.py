@@ -12,9 +12,11 @@ way of quantizing it (--ways, WAYS below; `default` unless told):
   - the input: the model quantized that way, calibrated on 8 seeded inputs;
     `default` is onnxruntime's quantize_static with its defaults (QDQ format,
     int8 activations, int8 weights, per tensor), the model a user brings;
-  - `u8s8`: the same with uint8 activations, the spelling whose groups
-    onnxruntime's x86 kernels run in integers: the twin to reach (none for
-    quantize_dynamic, whose activations are quantized at run time);
+  - `u8s8`: the twin to reach, the same quantization spelled as
+    onnxruntime's CPU kernels run it in integers: uint8 activations for the
+    8-bit ways (the spelling whose groups its x86 kernels fuse), MatMulNBits
+    for `int4`; none for quantize_dynamic, whose activations are quantized
+    at run time;
   - `saturn`: `saturn optimize` of the input with its defaults (the
     onnxruntime cost, the measured decision).
 Timed with one intra-op thread, the models' runs alternating (21 rounds
@@ -62,26 +64,51 @@ class Calibration(CalibrationDataReader):
         return next(self.batches, None)
 
 
-def static(quant_format=QuantFormat.QDQ, per_channel=False):
-    def quantize(float_path, out, entry, activations):
+def static(activations, quant_format=QuantFormat.QDQ, per_channel=False):
+    def quantize(float_path, out, entry):
         quantize_static(float_path, out, Calibration(float_path, entry, 8), quant_format=quant_format,
                         activation_type=activations, weight_type=QuantType.QInt8,
                         per_channel=per_channel)
     return quantize
 
 
-def dynamic(float_path, out, entry, activations):
+def dynamic(float_path, out, entry):
     quantize_dynamic(float_path, out, weight_type=QuantType.QInt8)
 
 
-# The ways users quantize a model for a CPU with onnxruntime's quantizer:
-# name -> (quantize(float_path, out, entry, activation type), whether the
-# way has a U8S8 twin).
+def int4(quant_format):
+    """onnxruntime's 4-bit weight quantizer with its defaults (blocks of 128
+    along the reduced axis, asymmetric) on the MatMuls, written as opset
+    21's blocked DequantizeLinear before each MatMul (QDQ) or as its
+    MatMulNBits kernel (QOperator). The model is converted to opset 21 first:
+    the quantizer only stamps the opset, which leaves an older model invalid."""
+    from onnx import version_converter
+    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
+                                                                 MatMulNBitsQuantizer)
+
+    def quantize(float_path, out, entry):
+        model = onnx.load(float_path)
+        if next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) < 21:
+            model = version_converter.convert_version(model, 21)
+        quantizer = MatMulNBitsQuantizer(
+            model, algo_config=DefaultWeightOnlyQuantConfig(quant_format=quant_format))
+        quantizer.process()
+        quantizer.model.save_model_to_file(out, use_external_data_format=False)
+    return quantize
+
+
+# The ways users quantize a model for a CPU with onnxruntime's quantizers:
+# name -> (quantize(float_path, out, entry), the twin: the same quantization
+# spelled as onnxruntime's CPU kernels run it in integers, or None). The
+# twin of an 8-bit way is U8S8 (uint8 activations); of `int4`, MatMulNBits.
 WAYS = {
-    "default": (static(), True),
-    "per-channel": (static(per_channel=True), True),
-    "qoperator": (static(QuantFormat.QOperator), True),
-    "dynamic": (dynamic, False),
+    "default": (static(QuantType.QInt8), static(QuantType.QUInt8)),
+    "per-channel": (static(QuantType.QInt8, per_channel=True),
+                    static(QuantType.QUInt8, per_channel=True)),
+    "qoperator": (static(QuantType.QInt8, QuantFormat.QOperator),
+                  static(QuantType.QUInt8, QuantFormat.QOperator)),
+    "dynamic": (dynamic, None),
+    "int4": (int4(QuantFormat.QDQ), int4(QuantFormat.QOperator)),
 }
 
 
@@ -94,7 +121,8 @@ def loaded_ops(path, work):
     so.optimized_model_filepath = os.path.join(work, "loaded.onnx")
     ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
-    integer = sum(c for op, c in ops.items() if op.startswith("QLinear") or op in ("QGemm", "MatMulInteger"))
+    integer = sum(c for op, c in ops.items()
+                  if op.startswith("QLinear") or op in ("QGemm", "MatMulInteger", "MatMulNBits"))
     return {"integer_kernels": integer, "float_conv_matmul": ops["Conv"] + ops["MatMul"] + ops["Gemm"] +
             ops["FusedConv"] + ops["FusedMatMul"], "dequantize": ops["DequantizeLinear"]}
 
@@ -126,16 +154,17 @@ def measure(entry, way, args):
     in the row's columns whatever the way."""
     work = os.path.join(args.work, entry["name"], way)
     os.makedirs(work, exist_ok=True)
-    quantize, has_twin = WAYS[way]
+    quantize, twin = WAYS[way]
+    has_twin = twin is not None
     paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
              "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
     if not has_twin:
         del paths["u8s8"]
     corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
     try:
-        quantize(paths["float"], paths["default"], entry, QuantType.QInt8)
+        quantize(paths["float"], paths["default"], entry)
         if has_twin:
-            quantize(paths["float"], paths["u8s8"], entry, QuantType.QUInt8)
+            twin(paths["float"], paths["u8s8"], entry)
     except Exception as e:  # the quantizer's own failure: no input to optimize
         return {"model": entry["name"], "part": entry["part"], "way": way,
                 "error": f"onnxruntime's quantizer failed: {type(e).__name__}: {e}"}
@@ -176,6 +205,9 @@ def main():
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "saturn-quantized"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quantized.json"))
     p.add_argument("--table", action="store_true", help="print the table of the results in --out")
+    p.add_argument("--keep-other-rows", action="store_true",
+                   help="keep the rows of --out that this run does not measure again (other ways, "
+                        "other models)")
     args = p.parse_args()
     if args.table:
         with open(args.out, encoding="utf-8") as f:
@@ -190,6 +222,10 @@ def main():
             corpus.log(f"{name} ({way}): quantizing, optimizing, timing")
             rows.append(measure(entries[name], way, args))
             corpus.log(json.dumps(rows[-1]))
+    if args.keep_other_rows and os.path.exists(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            done = {(r["model"], r["way"]) for r in rows}
+            rows = [r for r in json.load(f)["rows"] if (r["model"], r.get("way", "default")) not in done] + rows
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
     print(quantized_table(rows))

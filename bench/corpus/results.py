@@ -176,11 +176,11 @@ def fmt(x, digits=3):
 
 def quantized_table(rows):
     """The quantized part's table (bench/corpus/quantized.py's rows), one
-    line per model and way of quantizing it; `—` where the way has no U8S8
-    twin."""
-    lines = ["| model | part | float ms | input ms | U8S8 twin ms | saturn ms | "
-             "saturn over input | integer kernels (input, U8S8, saturn) | "
-             "relative L2 to float (input, U8S8, saturn) | saturn's decision |",
+    line per model and way of quantizing it; `—` where the way has no twin
+    (U8S8 for the 8-bit ways, MatMulNBits for int4)."""
+    lines = ["| model | part | float ms | input ms | twin ms | saturn ms | "
+             "saturn over input | integer kernels (input, twin, saturn) | "
+             "relative L2 to float (input, twin, saturn) | saturn's decision |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         way = r.get("way", "default")
@@ -212,11 +212,12 @@ def quantized_section(path):
              f"{doc['onnxruntime']}, CPU, {doc['threads']} intra-op thread, 21 alternating rounds, "
              "medians): each model quantized by onnxruntime's quantizer (the input: `quantize_static` "
              "with its defaults, QDQ with int8 activations and weights, unless the model's name says "
-             "another way) and the same with uint8 activations (the U8S8 twin), and the input "
-             "optimized by `saturn optimize` with its defaults. Accuracy is the relative L2 distance "
-             "of the first output to the float model's, the mean over 5 inputs. Integer kernels "
-             "count the QLinear*, QGemm and MatMulInteger nodes onnxruntime runs after loading the "
-             "model.", ""]
+             "another way), its twin (the same quantization as onnxruntime's CPU kernels run it in "
+             "integers: with uint8 activations, U8S8, or for `int4` the quantizer's MatMulNBits "
+             "format), and the input optimized by `saturn optimize` with its defaults. Accuracy is "
+             "the relative L2 distance of the first output to the float model's, the mean over 5 "
+             "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger and MatMulNBits "
+             "nodes onnxruntime runs after loading the model.", ""]
     for way in dict.fromkeys(r.get("way", "default") for r in rows):
         of_way = [r for r in rows if r.get("way", "default") == way and "speedup_over_default" in r]
         by_part = {part: [r["speedup_over_default"] for r in of_way if r.get("part") == part]

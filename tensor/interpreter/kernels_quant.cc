@@ -25,10 +25,12 @@ std::int64_t read_as(std::span<const std::byte> bytes, std::int64_t i) {
   return x;
 }
 
-template <typename T>
+// Saturated to [lo, hi] (by default T's range), stored as T.
+template <typename T, auto kLow = std::numeric_limits<T>::min(),
+          auto kHigh = std::numeric_limits<T>::max()>
 void fill_saturated(std::span<const float> values, std::span<std::byte> out) {
-  constexpr auto lo = static_cast<float>(std::numeric_limits<T>::min());
-  constexpr auto hi = static_cast<float>(std::numeric_limits<T>::max());
+  constexpr auto lo = static_cast<float>(kLow);
+  constexpr auto hi = static_cast<float>(kHigh);
   for (std::size_t i = 0; i < values.size(); ++i) {
     const float v = values[i];
     const T x = std::isnan(v) ? T{0} : static_cast<T>(v < lo ? lo : v > hi ? hi : v);
@@ -37,16 +39,24 @@ void fill_saturated(std::span<const float> values, std::span<std::byte> out) {
 }
 
 // Which scale (and zero point) element `i` of x [outer, extent, inner]
-// reads: the one of its index along the axis, or the only one.
+// reads: the only one, the one of its index along the axis, or the one of
+// its block along the axis (the scale [outer, blocks, inner]).
 struct ScaleIndex {
-  std::int64_t extent = 1, inner = 1;
+  std::int64_t extent = 1, inner = 1, block = 0;
   bool per_axis = false;
-  std::int64_t operator()(std::int64_t i) const { return per_axis ? (i / inner) % extent : 0; }
+  std::int64_t operator()(std::int64_t i) const {
+    if (!per_axis) return 0;
+    const std::int64_t along = (i / inner) % extent;
+    if (block == 0) return along;
+    const std::int64_t outer = i / inner / extent, blocks = (extent + block - 1) / block;
+    return (outer * blocks + along / block) * inner + i % inner;
+  }
 };
 
 ScaleIndex scale_index(const Attributes& a, const Tensor& x, const Tensor& scale) {
   ScaleIndex s;
-  if (scale.size() == 1) return s;
+  s.block = *a.get_int("block_size");
+  if (scale.size() == 1 && s.block == 0) return s;
   const std::int64_t axis = *normalize_axis(*a.get_int("axis"), x.dims().size());
   s.per_axis = true;
   s.extent = x.dims()[axis];
@@ -59,8 +69,10 @@ ScaleIndex scale_index(const Attributes& a, const Tensor& x, const Tensor& scale
 std::int64_t read_integer(const Tensor& t, std::int64_t i) {
   const std::span<const std::byte> b = t.data();
   switch (t.dtype()) {
-    case DType::kInt8: return read_as<std::int8_t>(b, i);
-    case DType::kUInt8: return read_as<std::uint8_t>(b, i);
+    case DType::kInt8:
+    case DType::kInt4: return read_as<std::int8_t>(b, i);  // one 4-bit element per byte
+    case DType::kUInt8:
+    case DType::kUInt4: return read_as<std::uint8_t>(b, i);
     case DType::kInt16: return read_as<std::int16_t>(b, i);
     case DType::kUInt16: return read_as<std::uint16_t>(b, i);
     case DType::kInt32: return read_as<std::int32_t>(b, i);
@@ -74,6 +86,8 @@ void write_saturated(std::span<const float> values, DType dtype, std::span<std::
     case DType::kUInt8: fill_saturated<std::uint8_t>(values, out); break;
     case DType::kInt16: fill_saturated<std::int16_t>(values, out); break;
     case DType::kUInt16: fill_saturated<std::uint16_t>(values, out); break;
+    case DType::kInt4: fill_saturated<std::int8_t, -8, 7>(values, out); break;
+    case DType::kUInt4: fill_saturated<std::uint8_t, 0, 15>(values, out); break;
     default: break;  // inference admits no other
   }
 }

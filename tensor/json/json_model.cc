@@ -1,5 +1,7 @@
 #include "saturn/tensor/json/json_model.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
@@ -201,7 +203,16 @@ class ModelReader {
                                         dtype_name(type.dtype), type.num_bytes()));
       }
       const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-      return std::make_shared<const Tensor>(type, std::vector<std::byte>(p, p + bytes.size()));
+      std::vector<std::byte> values(p, p + bytes.size());
+      // A 4-bit integer per byte (int4 sign-extended).
+      if (is_4bit(type.dtype) &&
+          std::ranges::any_of(values, [&](std::byte b) {
+            return four_bit_byte(type.dtype, std::to_integer<unsigned>(b)) != b;
+          }))
+        return error(where, fmt::format("{} data must hold one {} value per byte ({})",
+                                        dtype_name(type.dtype), dtype_name(type.dtype),
+                                        type.dtype == DType::kInt4 ? "-8 to 7" : "0 to 15"));
+      return std::make_shared<const Tensor>(type, std::move(values));
     }
     if (!d.is_array() || static_cast<std::int64_t>(d.size()) != type.num_elements()) {
       return error(where, fmt::format("data must be a list of {} {}", type.num_elements(),

@@ -3,9 +3,9 @@
 # both PyTorch exporters at opsets 14 to 21, paddle2onnx at opset 11, the ends
 # of the range (opset 9 and 23, tests/data/opsets/make_models.py), symbolic
 # sizes, float16, Gather and Slice on computed indices and int32 sizes, the
-# scatters, Resize, EyeLike, Einsum and integer reductions (two seeds, and
-# the corpus's SegFormer, YOLO, XLNet, DINOv2 and BEiT). Each
-# exits 0 and writes its output. tools/test.sh runs this again with the
+# scatters, Resize, EyeLike, Einsum, integer reductions and 4-bit blocked
+# weights (three seeds, and the corpus's SegFormer, YOLO, XLNet, DINOv2 and
+# BEiT). Each exits 0 and writes its output. tools/test.sh runs this again with the
 # sanitized build (ASan + UBSan) as SATURN, where a bad read stops the run.
 source "$(dirname "$0")/lib.sh"
 CORPUS=$SATURN_ROOT/bench/corpus/models
@@ -16,6 +16,7 @@ exports=(
   "$DATA/opsets/opset9_convnet.onnx --dim batch=3"
   "$DATA/opsets/opset23_encoder.onnx --dim seq=16"
   "$DATA/opsets/quantized_reductions.onnx --dim batch=3"
+  "$DATA/opsets/four_bit_blocks.onnx --dim batch=3"
   "$SEEDS/gather_computed_indices.onnx"
   "$SEEDS/slice_int32_sizes.onnx --dim batch=3"
   "$SEEDS/scatter_resize.onnx --dim seq=5"

@@ -12,6 +12,11 @@ tests/cli/optimize_exports.sh (run again under ASan + UBSan by tools/test.sh):
                         DequantizeLinear, ReduceSum with its axes as an
                         input, IsInf and IsNaN in a mask, ReduceLogSumExp
                         (also a seed of the ONNX fuzzer)
+  four_bit_blocks.onnx  opset 21, IR 10, a symbolic batch: a uint4
+                        Quantize/Dequantize pair per tensor and an int4
+                        weight [40, 6] dequantized per block of 16 along its
+                        rows (the last block 8 rows), as onnxruntime's 4-bit
+                        weight quantizer writes a MatMul (also a fuzzer seed)
 
 Needs the project's virtual environment (onnx and numpy from PyPI):
 
@@ -103,6 +108,29 @@ def quantized_reductions():
     return model
 
 
+def four_bit_blocks():
+    rng = np.random.default_rng(21)
+    inits = [helper.make_tensor("wq", TensorProto.INT4, [40, 6], rng.integers(-8, 8, 240).tolist()),
+             numpy_helper.from_array((rng.random((3, 6)) * 0.05 + 0.01).astype(np.float32), "ws"),
+             helper.make_tensor("wz", TensorProto.INT4, [3, 6], rng.integers(-8, 8, 18).tolist()),
+             numpy_helper.from_array(np.array(0.3, np.float32), "xs"),
+             helper.make_tensor("xz", TensorProto.UINT4, [], [8]),
+             numpy_helper.from_array(np.array(2, np.float32), "two"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0, block_size=16),
+             helper.make_node("MatMul", ["xd", "w"], ["m"]),
+             helper.make_node("Mul", ["m", "two"], ["m2"]),
+             helper.make_node("Mul", ["m2", "half"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "four_bit_blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 40])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 6])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 if __name__ == "__main__":
     onnx.save(convnet_opset9(), os.path.join(HERE, "opset9_convnet.onnx"))
     onnx.save(encoder_opset23(), os.path.join(HERE, "opset23_encoder.onnx"))
@@ -110,3 +138,7 @@ if __name__ == "__main__":
     onnx.save(quantized, os.path.join(HERE, "quantized_reductions.onnx"))
     onnx.save(quantized, os.path.join(ROOT, "tests", "fuzz", "corpus", "onnx_model",
                                       "quantized_reductions.onnx"))
+    four_bit = four_bit_blocks()
+    onnx.save(four_bit, os.path.join(HERE, "four_bit_blocks.onnx"))
+    onnx.save(four_bit, os.path.join(ROOT, "tests", "fuzz", "corpus", "onnx_model",
+                                     "four_bit_blocks.onnx"))
