@@ -3,13 +3,13 @@
 // This file holds the entry points, the graph's liveness, folded weights,
 // value names and interface; export_ops.cc writes the operators.
 #include <algorithm>
-#include <optional>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
