@@ -187,7 +187,9 @@ class MeasuredCostModel final : public CostModel {
  public:
   // The price of one of onnxruntime's fused operators (tensor::
   // is_runtime_operator) missing from the table: high enough that
-  // extraction never chooses one it has no measurement for.
+  // extraction never chooses one it has no measurement for. Its integer
+  // operators (QLinearAdd, QLinearMul) are not fusions but spellings of
+  // the model's own, priced by their work like the standard ones.
   static constexpr double kUnmeasuredRuntimeOperator = 1e9;
   using Table = absl::flat_hash_map<std::string, double>;
   // `alone` maps signatures to microseconds when the operator runs alone,

@@ -128,6 +128,10 @@ absl::Status Exporter::emit(int i) {
     case Op::kConvInteger:
     case Op::kQLinearConv:
       return emit_conv(n.op, a, in, out);
+    case Op::kQLinearAdd:
+    case Op::kQLinearMul:
+      runtime_node(n.op, in, {out});
+      return absl::OkStatus();
     case Op::kDynamicQuantizeLinear:  // a tuple: its three outputs
       node(op_name(n.op), in, names_[i]);
       return absl::OkStatus();

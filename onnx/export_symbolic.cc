@@ -37,6 +37,7 @@
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 #include "saturn/base/status.h"
+#include "saturn/onnx/runtime_types.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/onnx/exporter.h"
 #include "saturn/onnx/proto.h"
@@ -172,6 +173,30 @@ void Exporter::track_shape_values(int first_proto) {
   }
 }
 
+namespace {
+
+// One of onnxruntime's quantized operators, which ONNX's inference does
+// not know, typed from its inputs' probe types as the importer types it.
+void add_runtime_operator_type(onnx::GraphProto* g) {
+  const ValueTypeLookup lookup = [&](const std::string& name) -> std::optional<std::pair<int, Dims>> {
+    for (const onnx::ValueInfoProto& v : g->input()) {
+      if (v.name() != name) continue;
+      Dims dims;
+      for (const auto& d : v.type().tensor_type().shape().dim()) dims.push_back(d.dim_value());
+      return std::pair{v.type().tensor_type().elem_type(), std::move(dims)};
+    }
+    return std::nullopt;
+  };
+  const onnx::NodeProto& n = g->node(0);
+  if (std::optional<onnx::TypeProto> type = runtime_operator_type(n, lookup)) {
+    onnx::ValueInfoProto* v = g->add_value_info();
+    v->set_name(n.output(0));
+    *v->mutable_type() = *std::move(type);
+  }
+}
+
+}  // namespace
+
 absl::Status Exporter::probe_opaque(int i, int first_proto) {
   const Node& n = g_.nodes[i];
   bool changed = false;
@@ -220,6 +245,7 @@ absl::Status Exporter::probe_opaque(int i, int first_proto) {
         fmt::format("ONNX shape inference fails at other sizes of {}: {}",
                     following_symbols(n.inputs), e.what()));
   }
+  if (g->node_size() == 1) add_runtime_operator_type(g);
   for (std::size_t p = 0; p < probe_[i].parts.size(); ++p) {
     if (p >= names_[i].size() || types_[i].parts[p].dtype == DType::kOther) continue;
     const onnx::ValueInfoProto* found = nullptr;

@@ -1,5 +1,6 @@
 // ONNX → IR: operators read whole as one of the IR's fused operators:
-// onnxruntime's com.microsoft kernels, and opset 23's RMSNormalization,
+// onnxruntime's com.microsoft kernels (and its quantized QLinearAdd and
+// QLinearMul), and opset 23's RMSNormalization,
 // causal Attention and RotaryEmbedding (and opset 20's exact Gelu), which the opset lowering
 // also spells in older operators for libonnx (importer.h's ExpandedNodes).
 #include <cstdint>
@@ -50,6 +51,12 @@ std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
     return Mapped{Op::kGroupQueryAttention,
                   {{"num_heads", *heads}, {"kv_num_heads", *kv_heads}, {"scale", r.f("scale").value_or(0.0)}},
                   node.first(3)};
+  }
+  if (n.op_type() == "QLinearAdd" || n.op_type() == "QLinearMul") {
+    // Every zero point given, as onnxruntime's quantizer writes them.
+    if (!node.all_present(8)) return std::nullopt;
+    return Mapped{n.op_type() == "QLinearAdd" ? Op::kQLinearAdd : Op::kQLinearMul, {},
+                  node.first(8)};
   }
   if (n.op_type() == "SkipSimplifiedLayerNormalization" || n.op_type() == "SkipLayerNormalization") {
     // Without a bias, and without the mean and inverse deviation outputs.

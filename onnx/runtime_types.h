@@ -1,4 +1,4 @@
-// Internal to the ONNX importer: the output types of onnxruntime's
+// Internal to the ONNX importer and exporter: the output types of onnxruntime's
 // quantized contrib operators (com.microsoft: QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat,
 // QLinearGlobalAveragePool, QGemm, DynamicQuantizeMatMul,
@@ -6,7 +6,9 @@
 // onnxruntime's quantizer writes without annotating, and of opset 21's
 // blocked QuantizeLinear and DequantizeLinear, which libonnx 1.12 reads in
 // kKeptDomain (KeptNodes, importer.h). Without them every value after the
-// first such node would be untyped and the model unread.
+// first such node would be untyped and the model unread (and a model
+// written with one after a symbolic dimension could not be checked at
+// other sizes: export_symbolic.cc).
 #pragma once
 
 #include <functional>

@@ -96,7 +96,11 @@ absl::StatusOr<ValueType> Inference::conv() {
 }
 
 absl::StatusOr<ValueType> Inference::pool() {
-  if (auto s = need_float(0); !s.ok()) return s;
+  // MaxPool also picks among 8-bit integers (opset 12), as quantized
+  // models run it between integer kernels.
+  const bool integer = op_ == Op::kMaxPool &&
+                       (t(0).dtype == DType::kInt8 || t(0).dtype == DType::kUInt8);
+  if (auto s = integer ? absl::OkStatus() : need_float(0); !s.ok()) return s;
   if (auto s = need_rank(0, 4); !s.ok()) return s;
   const Ints& kernel = ints(a_, "kernel_shape");
   const Ints& strides = ints(a_, "strides");

@@ -1,7 +1,8 @@
 // Shape inference rules: ONNX's integer operators (DynamicQuantizeLinear,
-// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv). Their output
-// sizes are MatMul's and Conv's; what is theirs is the typing of the
-// quantized operands and their scales and zero points.
+// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv) and
+// onnxruntime's QLinearAdd and QLinearMul. Their output sizes are MatMul's,
+// Conv's and a broadcast's; what is theirs is the typing of the quantized
+// operands and their scales and zero points.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,6 +38,7 @@ absl::StatusOr<ValueType> Inference::integer_operator() {
     return ValueType::tuple({TensorType{DType::kUInt8, d(0)}, TensorType{DType::kFloat32, {}},
                              TensorType{DType::kUInt8, {}}});
   }
+  if (op_ == Op::kQLinearAdd || op_ == Op::kQLinearMul) return quantized_binary();
   const bool matmul = op_ == Op::kMatMulInteger || op_ == Op::kQLinearMatMul;
   const bool requantized = op_ == Op::kQLinearMatMul || op_ == Op::kQLinearConv;
   const int a = 0, b = requantized ? 3 : 1;
@@ -90,6 +92,27 @@ absl::StatusOr<ValueType> Inference::integer_operator() {
     return fail(op_, "the bias must be int32 [{}], is {}", d(b)[0], to_string(t(8)));
   const DType out = requantized ? t(7).dtype : DType::kInt32;
   return ValueType::of(TensorType{out, product->tensor().dims});
+}
+
+// QLinearAdd and QLinearMul: a (0) and b (3) of one 8-bit type, c's zero
+// point (7) too; every scale (1, 4, 6) and zero point (2, 5, 7) one value.
+absl::StatusOr<ValueType> Inference::quantized_binary() {
+  const DType type = t(0).dtype;
+  if (!is_quantized_8bit(type))
+    return fail(op_, "input 0 must be int8 or uint8, is {}", to_string(t(0)));
+  for (int i : {2, 3, 5, 7}) {
+    if (t(i).dtype != type)
+      return fail(op_, "input {} {} must be of input 0's type {}", i, to_string(t(i)),
+                  dtype_name(type));
+  }
+  for (int i : {1, 2, 4, 5, 6, 7}) {
+    if (!per_tensor(t(i))) return fail(op_, "input {} {} must be one value", i, to_string(t(i)));
+    if ((i == 1 || i == 4 || i == 6) && t(i).dtype != DType::kFloat32)
+      return fail(op_, "the scale (input {}) must be float32, is {}", i, to_string(t(i)));
+  }
+  std::optional<Dims> out = broadcast_dims(d(0), d(3));
+  if (!out) return fail(op_, "cannot broadcast {} with {}", to_string(t(0)), to_string(t(3)));
+  return ValueType::of(TensorType{type, *out});
 }
 
 }  // namespace saturn::tensor::inference

@@ -104,6 +104,7 @@ class Inference {
 
   // infer_integer.cc
   absl::StatusOr<ValueType> integer_operator();
+  absl::StatusOr<ValueType> quantized_binary();
 
   // infer_shape.cc
   absl::StatusOr<ValueType> transpose();

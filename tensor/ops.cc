@@ -301,7 +301,8 @@ bool is_quantization(Op op) {
 
 bool is_integer_operator(Op op) {
   return op == Op::kDynamicQuantizeLinear || op == Op::kMatMulInteger || op == Op::kConvInteger ||
-         op == Op::kQLinearMatMul || op == Op::kQLinearConv;
+         op == Op::kQLinearMatMul || op == Op::kQLinearConv || op == Op::kQLinearAdd ||
+         op == Op::kQLinearMul;
 }
 
 bool computed_ahead(Op op) {
@@ -332,6 +333,8 @@ std::optional<std::string_view> runtime_domain(Op op) {
     case Op::kSkipLayerNorm:
     case Op::kRotaryEmbedding:
     case Op::kGroupQueryAttention:
+    case Op::kQLinearAdd:
+    case Op::kQLinearMul:
       return "com.microsoft";
     default:
       return std::nullopt;

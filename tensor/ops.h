@@ -140,6 +140,8 @@ namespace saturn::tensor {
   X(kConvInteger, "ConvInteger", -1)            \
   X(kQLinearMatMul, "QLinearMatMul", 8)         \
   X(kQLinearConv, "QLinearConv", -1)            \
+  X(kQLinearAdd, "QLinearAdd", 8)               \
+  X(kQLinearMul, "QLinearMul", 8)               \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -196,7 +198,12 @@ bool is_quantization(Op op);
 //   QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point,
 //     y_scale, y_zero_point) and QLinearConv (x, x_scale, x_zero_point,
 //     w, w_scale, w_zero_point, y_scale, y_zero_point, [int32 bias]): that
-//     product (plus the bias) requantized to y's scale and zero point.
+//     product (plus the bias) requantized to y's scale and zero point;
+//   onnxruntime's QLinearAdd and QLinearMul (a, a_scale, a_zero_point, b,
+//     b_scale, b_zero_point, c_scale, c_zero_point; com.microsoft): the sum
+//     or product of the dequantized operands, broadcast, quantized to c's
+//     scale and zero point (the three of one type, each scale and zero
+//     point one value).
 // int8 or uint8 operands; a zero point or scale per tensor, or per column
 // of b (the products of matrices) or per output channel of w (the
 // convolutions). The convolutions have Conv's attributes, 2-D. The ONNX

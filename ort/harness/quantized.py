@@ -11,8 +11,11 @@ must hold is that the candidate is as accurate as the input: its distance to
 the model the quantization approximates is no larger. That model is the
 input with its activation Quantize/Dequantize pairs taken out (a
 DequantizeLinear reading a QuantizeLinear's output reads the float value
-instead; quantized weights keep their DequantizeLinear, which gives their
-float values).
+instead, through a Relu where the pair's range starts at 0; quantized
+weights keep their DequantizeLinear, which gives their float values). A model in the QOperator format (QLinearConv, QLinearMatMul
+and onnxruntime's QLinearAdd and the like) is first written in that
+spelling: each integer operator a float one between DequantizeLinear and
+QuantizeLinear.
 """
 import os
 
@@ -32,32 +35,166 @@ ACCURACY_INPUTS = 3
 LARGE_MODEL_BYTES = 1 << 30
 
 
+# Operators that move the elements of a quantized value (input 0) without
+# computing on them: the same on its dequantized values.
+MOVING = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
+          "Identity", "Resize", "Expand", "Tile"}
+
+
+class _Spelling:
+    """Writes a model's integer operators (the QOperator format) as their
+    QDQ spelling: each reads its operands through DequantizeLinear, computes
+    in float and quantizes its result, so that the pairs float_reference
+    bypasses appear between them."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.names = {name for n in graph.node for name in list(n.input) + list(n.output)}
+        self.names |= {i.name for i in graph.initializer} | {i.name for i in graph.input}
+        self.nodes = []
+        self.params = {}  # quantized value -> (scale, zero point)
+
+    def fresh(self, stem):
+        k = 0
+        while f"{stem}_qdq{k}" in self.names:
+            k += 1
+        name = f"{stem}_qdq{k}"
+        self.names.add(name)
+        return name
+
+    def add(self, op, inputs, stem, **attrs):
+        out = self.fresh(stem)
+        self.nodes.append(onnx.helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def dq(self, x, scale, zero="", axis=None):
+        inputs = [x, scale] + ([zero] if zero else [])
+        attrs = {} if axis is None else {"axis": axis}
+        return self.add("DequantizeLinear", inputs, x, **attrs)
+
+    def q(self, y, scale, zero, out):
+        self.nodes.append(onnx.helper.make_node(
+            "QuantizeLinear", [y, scale] + ([zero] if zero else []), [out]))
+        self.params[out] = (scale, zero)
+
+    def spell(self, n):
+        """The QDQ spelling of `n`, or False to keep it as it is."""
+        a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}
+        i = list(n.input) + [""] * 9
+        out = n.output[0] if n.output else ""
+        if n.domain in ("", "ai.onnx") and n.op_type == "QLinearConv":
+            operands = [self.dq(i[0], i[1], i[2]), self.dq(i[3], i[4], i[5], axis=0)]
+            if i[8]:
+                operands.append(self.dq(i[8], self.add("Mul", [i[1], i[4]], i[8]), axis=0))
+            conv = self.add("Conv", operands, out, **a)
+            self.q(conv, i[6], i[7], out)
+        elif n.domain in ("", "ai.onnx") and n.op_type == "QLinearMatMul":
+            product = self.add("MatMul", [self.dq(i[0], i[1], i[2]), self.dq(i[3], i[4], i[5], axis=-1)],
+                               out)
+            self.q(product, i[6], i[7], out)
+        elif n.domain != "com.microsoft":
+            return False
+        elif n.op_type in ("QLinearAdd", "QLinearMul"):
+            op = n.op_type[len("QLinear"):]
+            y = self.add(op, [self.dq(i[0], i[1], i[2]), self.dq(i[3], i[4], i[5])], out)
+            self.q(y, i[6], i[7], out)
+        elif n.op_type in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax",
+                           "QLinearGlobalAveragePool"):
+            op = n.op_type[len("QLinear"):]
+            if op == "Softmax":
+                if a.get("opset", 13) < 13 and a.get("axis", -1) != -1:
+                    return False
+                attrs = {"axis": a.get("axis", -1)}
+            elif op == "GlobalAveragePool":
+                if a.get("channels_last", 0):
+                    return False
+                attrs = {}
+            else:
+                attrs = {"alpha": a["alpha"]} if "alpha" in a else {}
+            y = self.add(op, [self.dq(i[0], i[1], i[2])], out, **attrs)
+            self.q(y, i[3], i[4], out)
+        elif n.op_type == "QLinearConcat":
+            parts = [self.dq(i[k], i[k + 1], i[k + 2]) for k in range(2, len(n.input), 3)]
+            self.q(self.add("Concat", parts, out, axis=a["axis"]), i[0], i[1], out)
+        elif n.op_type == "QGemm":
+            if a.get("alpha", 1.0) != 1.0:
+                return False
+            b_axis = 0 if a.get("transB", 0) else 1
+            operands = [self.dq(i[0], i[1], i[2]), self.dq(i[3], i[4], i[5], axis=b_axis)]
+            if i[6]:  # int32, at scale a_scale * b_scale
+                operands.append(self.dq(i[6], self.add("Mul", [i[1], i[4]], i[6]), axis=0))
+            gemm = self.add("Gemm", operands, out, transA=a.get("transA", 0),
+                            transB=a.get("transB", 0))
+            if i[7]:
+                self.q(gemm, i[7], i[8], out)
+            else:
+                self.nodes.append(onnx.helper.make_node("Identity", [gemm], [out]))
+        else:
+            return False
+        return True
+
+    def run(self):
+        for n in self.graph.node:
+            if n.op_type == "QuantizeLinear" and len(n.input) >= 2:
+                self.params[n.output[0]] = (n.input[1], n.input[2] if len(n.input) > 2 else "")
+            if self.spell(n):
+                continue
+            moved = n.op_type in MOVING and n.domain in ("", "ai.onnx") and n.input and \
+                n.input[0] in self.params and len(n.output) == 1
+            if moved:  # dequantized, moved, quantized again with the same parameters
+                scale, zero = self.params[n.input[0]]
+                copy = onnx.helper.make_node(n.op_type, [self.dq(n.input[0], scale, zero)] +
+                                             list(n.input[1:]), [self.fresh(n.output[0])])
+                copy.attribute.extend(n.attribute)
+                self.nodes.append(copy)
+                self.q(copy.output[0], scale, zero, n.output[0])
+                continue
+            self.nodes.append(n)
+        del self.graph.node[:]
+        self.graph.node.extend(self.nodes)
+
+
+def _rectifies(graph, zero):
+    """Whether a QuantizeLinear with this (initializer) zero point saturates
+    every negative value to 0: the zero point is its type's lowest value,
+    where the quantizer drops the Relu before it (the QOperator format folds
+    every Relu into the range of the operator's output)."""
+    init = {i.name: i for i in graph.initializer}
+    if zero not in init:
+        return False
+    z = onnx.numpy_helper.to_array(init[zero])
+    return z.size == 1 and z.dtype.kind in "iu" and int(z.ravel()[0]) == np.iinfo(z.dtype).min
+
+
 def float_reference(path, folder):
     """The input at `path` with every activation Quantize/Dequantize pair
-    bypassed, written into `folder`; None when it has no such pair."""
+    bypassed, but for the Relu a pair stands for (_rectifies); its integer
+    operators are first written as such pairs around float ones
+    (_Spelling). The pairs' other saturation goes with their rounding: it
+    clips the outliers the float model computes. Written into `folder`;
+    None when the model has no such pair."""
     model = onnx.load(path)
     graph = model.graph
-    quantized_from = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "QuantizeLinear"}
-    bypass = {}
+    _Spelling(graph).run()
+    quantized_from = {n.output[0]: n for n in graph.node if n.op_type == "QuantizeLinear"}
+    nodes, bypassed = [], 0
     for n in graph.node:
-        if n.op_type == "DequantizeLinear" and n.input[0] in quantized_from:
-            bypass[n.output[0]] = quantized_from[n.input[0]]
-    if not bypass:
+        q = quantized_from.get(n.input[0]) if n.op_type == "DequantizeLinear" else None
+        if q is None:
+            nodes.append(n)
+            continue
+        bypassed += 1
+        zero = q.input[2] if len(q.input) > 2 else ""
+        op = "Relu" if _rectifies(graph, zero) else "Identity"
+        nodes.append(onnx.helper.make_node(op, [q.input[0]], [n.output[0]]))
+    if not bypassed:
         return None
-    kept = [n for n in graph.node if n.output[0] not in bypass or n.op_type != "DequantizeLinear"]
-    for n in kept:
-        for i, name in enumerate(n.input):
-            if name in bypass:
-                n.input[i] = bypass[name]
-    outputs = {o.name for o in graph.output}
-    kept += [onnx.helper.make_node("Identity", [bypass[name]], [name])
-             for name in sorted(outputs & bypass.keys())]
-    # The QuantizeLinear nodes nothing reads any more (their DequantizeLinear
-    # bypassed) go too, so that the reference runs no quantization at all.
-    read = outputs | {name for n in kept for name in n.input}
-    kept = [n for n in kept if n.op_type != "QuantizeLinear" or n.output[0] in read]
+    # The QuantizeLinear nodes nothing reads any more go too, so that the
+    # reference runs no activation quantization at all.
+    read = {o.name for o in graph.output} | {name for n in nodes for name in n.input}
+    nodes = [n for n in nodes if n.op_type != "QuantizeLinear" or n.output[0] in read]
     del graph.node[:]
-    graph.node.extend(kept)
+    graph.node.extend(nodes)
     out = os.path.join(folder, "float_reference.onnx")
     large = model.ByteSize() > LARGE_MODEL_BYTES
     onnx.save(model, out, save_as_external_data=large, location="float_reference.data")

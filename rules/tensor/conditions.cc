@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <optional>
 
 #include "saturn/base/status.h"
 #include "fmt/format.h"
@@ -183,12 +184,28 @@ bool make_all_positive(tensor::Tensor& t) {
   return true;
 }
 
-// A condition on the values of a weight the model file gives (its first
-// argument): false for any other class.
+// The values of a Constant node in class `id` (a float scalar the model
+// gives: the importer makes one of each), or nullopt.
+std::optional<tensor::Tensor> constant_values(const EGraph& g, Id id) {
+  for (const ENode& n : g.nodes(g.find(id))) {
+    if (tensor::TensorLanguage::op(n.op) != tensor::Op::kConstant) continue;
+    const Attributes& a = g.attrs().get(n.attrs);
+    const std::string* dtype = a.get_string("dtype");
+    if (dtype != nullptr && *dtype != "float32") continue;
+    tensor::Tensor t(tensor::TensorType{tensor::DType::kFloat32, *a.get_ints("shape")});
+    std::ranges::fill(t.mutable_floats(), static_cast<float>(*a.get_float("value")));
+    return t;
+  }
+  return std::nullopt;
+}
+
+// A condition on the values of a weight or constant the model file gives
+// (its first argument): false for any other class.
 template <bool (*holds)(const tensor::Tensor&)>
 bool of_weight_values(const EGraph& g, std::span<const Id> a) {
-  const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0]);
-  return values != nullptr && holds(*values);
+  if (const tensor::Tensor* values = shapes_of(g).weight_values(g, a[0])) return holds(*values);
+  const std::optional<tensor::Tensor> constant = constant_values(g, a[0]);
+  return constant && holds(*constant);
 }
 
 constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal},
@@ -315,7 +332,7 @@ ConditionRegistry tensor_conditions() {
       "type's lowest (a zero point that saturates every negative value to it)");
   r.add(
       "positive-values", 1, of_weight_values<all_positive>,
-      "(positive-values ?s): ?s is a float weight whose values the model gives, each above 0 "
+      "(positive-values ?s): ?s is a float weight or constant whose values the model gives, each above 0 "
       "(a scale under which quantizing keeps the order of values)");
   // scalar, rank-1 (a vector), rank-2 (a matrix), rank-3, rank-4.
   for (const std::size_t rank : {0, 1, 2, 3, 4}) {

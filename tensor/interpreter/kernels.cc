@@ -168,6 +168,8 @@ absl::StatusOr<std::vector<Tensor>> dispatch(Op op, const Attributes& a, std::sp
   if (moves_data(op)) return move_data(op, a, in, type);
   if (is_reduction(op) && is_integer(in[0].dtype()))  // the ones inference types on integers
     return std::vector<Tensor>{kernels::reduce(op, a, in[0])};
+  if (op == Op::kMaxPool && is_integer(in[0].dtype()))  // 8-bit, as inference allows
+    return std::vector<Tensor>{kernels::pool(op, a, in[0])};
   if (!in.empty() && is_integer(in[0].dtype()) &&
       ((is_binary_elementwise(op) && op != Op::kPow) || op == Op::kNeg || op == Op::kAbs ||
        op == Op::kSign)) {

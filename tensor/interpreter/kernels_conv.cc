@@ -79,6 +79,17 @@ Tensor conv(const Attributes& attrs, std::span<const Tensor> in) {
 }
 
 Tensor pool(Op op, const Attributes& attrs, const Tensor& x) {
+  if (x.dtype() == DType::kInt8 || x.dtype() == DType::kUInt8) {
+    // MaxPool of 8-bit integers: the same maximum over their float values
+    // (each exact), written back exactly.
+    Tensor as_float(TensorType{DType::kFloat32, x.dims()});
+    for (std::int64_t i = 0; i < x.size(); ++i)
+      as_float.mutable_floats()[static_cast<std::size_t>(i)] = static_cast<float>(read_integer(x, i));
+    const Tensor pooled = pool(op, attrs, as_float);
+    Tensor out(TensorType{x.dtype(), pooled.dims()});
+    write_saturated(pooled.floats(), x.dtype(), out.mutable_data());
+    return out;
+  }
   const Ints& k = *attrs.get_ints("kernel_shape");
   const Ints& st = *attrs.get_ints("strides");
   const Ints& pads = *attrs.get_ints("pads");

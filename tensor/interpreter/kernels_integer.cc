@@ -7,7 +7,13 @@
 // compute them. DynamicQuantizeLinear quantizes x to uint8 with the scale
 // and zero point of its range widened to hold 0 (NaNs left out of the
 // range; a range of zero width, all of x 0, gets the scale 1, as in
-// onnxruntime, where ONNX's formula divides by zero).
+// onnxruntime, where ONNX's formula divides by zero). onnxruntime's
+// QLinearAdd and QLinearMul dequantize each operand (scale * (q - zero
+// point), float32), add or multiply them, divide by c's scale, round half to
+// even, add c's zero point and saturate: the formula of onnxruntime's
+// reference kernel (mlas qladd.cpp). Its vector kernels scale by fixed-point
+// multipliers instead and may land one step away
+// (tests/python/test_quantized_binary.py measures it).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -161,12 +167,32 @@ std::vector<Tensor> dynamic_quantize(const Tensor& x, const Dims& dims) {
   return {std::move(y), Tensor::scalar(scale), std::move(zero_point)};
 }
 
+// QLinearAdd and QLinearMul, broadcast.
+Tensor quantized_binary(Op op, std::span<const Tensor> in, const TensorType& out) {
+  const float sa = in[1].floats()[0], sb = in[4].floats()[0], sc = in[6].floats()[0];
+  const std::int64_t za = read_integer(in[2], 0), zb = read_integer(in[5], 0);
+  const auto zc = static_cast<float>(read_integer(in[7], 0));
+  std::vector<float> rounded(static_cast<std::size_t>(out.num_elements()));
+  for_each_index(out.dims, broadcast_strides(in[0].dims(), out.dims),
+                 broadcast_strides(in[3].dims(), out.dims),
+                 [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
+                   const float a = sa * static_cast<float>(read_integer(in[0], ia) - za);
+                   const float b = sb * static_cast<float>(read_integer(in[3], ib) - zb);
+                   const float c = op == Op::kQLinearAdd ? a + b : a * b;
+                   rounded[static_cast<std::size_t>(o)] = std::nearbyint(c / sc) + zc;
+                 });
+  Tensor y(out);
+  write_saturated(rounded, out.dtype, y.mutable_data());
+  return y;
+}
+
 }  // namespace
 
 std::vector<Tensor> integer_operator(Op op, const Attributes& a, std::span<const Tensor> in,
                                      const ValueType& type) {
   if (op == Op::kDynamicQuantizeLinear) return dynamic_quantize(in[0], in[0].dims());
   const TensorType& out = type.tensor();
+  if (op == Op::kQLinearAdd || op == Op::kQLinearMul) return {quantized_binary(op, in, out)};
   const bool matmul = op == Op::kMatMulInteger || op == Op::kQLinearMatMul;
   const bool requantize = op == Op::kQLinearMatMul || op == Op::kQLinearConv;
   // The operands and their zero points: inputs (0, 2) and (3, 5) of the

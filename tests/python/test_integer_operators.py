@@ -4,8 +4,7 @@ in saturn's interpreter gives onnxruntime's outputs to the bit on seeded
 integer operands (per tensor and per column or channel, with and without a
 bias), and the models onnxruntime's quantizer writes in the QOperator format
 and by quantize_dynamic are read with none of them opaque but
-DynamicQuantizeLinear (onnx/import_ops.cc says why; onnxruntime's contrib
-QLinearAdd is typed and kept opaque) and written back to give the same
+DynamicQuantizeLinear (onnx/import_ops.cc says why) and written back to give the same
 outputs. ONNX's own reference outputs are checked by
 tests/onnx_io_test.cc (libonnx-testdata's node models). Run by CTest
 (python_tests, the venv's python, SATURN_CLI and PYTHONPATH set).
@@ -191,12 +190,11 @@ def test_quantizer_models_are_read_whole_and_written_back(tmp_path, way):
     assert expected <= ops, ops
     r = optimize(quantized, out, report)
     # The QOperator format's Add is onnxruntime's QLinearAdd (com.microsoft),
-    # not an IR operator: typed (runtime_types.h), so that the model reads,
-    # and kept opaque; DynamicQuantizeLinear is read as opaque
-    # (onnx/import_ops.cc).
+    # an IR operator too (test_qoperator_int8.py); DynamicQuantizeLinear is
+    # read as opaque (onnx/import_ops.cc).
     opaque = set(r["opaque_ops_before"])
-    assert opaque == ({"com.microsoft::QLinearAdd"} if way == "qoperator"
-                      else {"DynamicQuantizeLinear"}), r["opaque_reasons_before"]
+    assert opaque == (set() if way == "qoperator" else {"DynamicQuantizeLinear"}), \
+        r["opaque_reasons_before"]
     written = onnx.load(str(out))
     onnx.checker.check_model(written, full_check=True)
     assert expected <= {n.op_type for n in written.graph.node}
@@ -210,7 +208,8 @@ def test_a_long_chain_of_runtime_contrib_operators_is_typed(tmp_path):
     and the quantizer writes no type for its output: the importer types it
     (onnx/runtime_types.cc), a round of ONNX's inference after each, so a
     chain of 80 of them between standard operators reads (with 64 rounds a
-    QOperator BERT-base failed at its sixth layer)."""
+    QOperator BERT-base failed at its sixth layer), each as the IR's
+    QLinearAdd."""
     rng = np.random.default_rng(7)
     inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.uint8(128), "z"),
              numpy_helper.from_array(integers(rng, (4, 4), np.uint8), "b")]
@@ -228,4 +227,4 @@ def test_a_long_chain_of_runtime_contrib_operators_is_typed(tmp_path):
                               ir_version=8)
     onnx.save(model, str(tmp_path / "chain.onnx"))
     counts = saturn.load(str(tmp_path / "chain.onnx")).op_counts
-    assert counts == {"Opaque": 80, "Transpose": 80}, counts
+    assert counts == {"QLinearAdd": 80, "Transpose": 80}, counts

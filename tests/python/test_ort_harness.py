@@ -223,7 +223,14 @@ def test_a_quantized_candidate_is_judged_against_the_float_model(tmp_path):
     reference_folder.mkdir()
     reference = quantized.float_reference(original, str(reference_folder))
     ops = [n.op_type for n in onnx.load(reference).graph.node]
-    assert ops == ["MatMul", "Identity"], ops  # no quantization left, none dangling
+    assert ops == ["Identity", "MatMul", "Identity"], ops  # no quantization left, none dangling
+    # A pair whose range starts at 0 (its QuantizeLinear's zero point int8's
+    # lowest) stands for a Relu the quantizer dropped.
+    model = onnx.load(original)
+    model.graph.initializer[2].CopyFrom(onnx.numpy_helper.from_array(np.array(-128, np.int8), "z"))
+    onnx.save(model, str(tmp_path / "r.onnx"))
+    rectified = quantized.float_reference(str(tmp_path / "r.onnx"), str(reference_folder))
+    assert [n.op_type for n in onnx.load(rectified).graph.node] == ["Relu", "MatMul", "Relu"]
     opts, files = ort_run.parse_args([original, original, "--threads", "1", "--seconds", "1"])
     same = ort_run.decide(opts, files)
     assert same["compared_by"] == "distance to the float reference" and same["outputs_match"], same
