@@ -1,6 +1,7 @@
 #include "saturn/optimize/optimize.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
 #include "saturn/base/status.h"
@@ -223,6 +224,10 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
   if (!(options.ilp_seconds >= 0))
     return absl::InvalidArgumentError(fmt::format(
         "the exact extraction's time limit must be at least 0 s, got {}", options.ilp_seconds));
+  if (std::error_code error; !options.float_model.empty() &&
+                             !std::filesystem::is_regular_file(options.float_model, error))
+    return absl::NotFoundError(
+        fmt::format("the float model '{}' is not a file", options.float_model));
   const Stopwatch total;
   absl::StatusOr<std::unique_ptr<const Prepared>> prepared =
       prepare(options, tensor::default_domain_opset(graph.opsets));

@@ -132,6 +132,12 @@ struct OptimizeOptions {
   // models only (the corpus's quantized ResNet-18 ran 1.35x faster in int8
   // weights here, as accurate; BERT-base lost its accuracy).
   std::optional<tensor::DType> integer_weights;
+  // The float ONNX model a quantized input quantizes, where the user has
+  // it: the timing's output check judges a candidate by the distance of
+  // its outputs to this model's (ort/harness/quantized.py) instead of to
+  // the input with its activation pairs taken out, which keeps the weights'
+  // quantization and the saturation of the pairs standing for a Relu.
+  std::string float_model;
   // Called after every search step (from several threads with MCTS).
   std::function<void(const SearchProgress&)> on_progress;
   // Called once before the candidate is timed in onnxruntime: the command

@@ -16,7 +16,7 @@ namespace {
 
 using Kind = OptionInfo::Kind;
 
-constexpr std::array<OptionInfo, 19> kOptions = {{
+constexpr std::array<OptionInfo, 20> kOptions = {{
     {"search", Kind::kValue, "NAME", "the search strategy: mcts, greedy, default or taso"},
     {"budget-nodes", Kind::kValue, "N", "e-node budget (per region)"},
     {"budget-mem", Kind::kValue, "BYTES", "byte budget for the e-graphs searched at once"},
@@ -59,6 +59,10 @@ constexpr std::array<OptionInfo, 19> kOptions = {{
     {"min-speedup", Kind::kValue, "X",
      "keep the input unless onnxruntime runs the result at least X times as fast (and "
      "measurably faster); a result that cannot be timed keeps the input"},
+    {"float-model", Kind::kValue, "FILE",
+     "the float ONNX model a quantized input quantizes: onnxruntime's check takes the result "
+     "only as close to its outputs as the input (relative L2 distance, within 10%); unset: the "
+     "input with its activation Quantize/Dequantize pairs taken out stands for it"},
 }};
 
 absl::Status bad_value(std::string_view name, std::string_view value, std::string_view wanted) {
@@ -185,6 +189,12 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     o.integer_weights = value == "int8" ? tensor::DType::kInt8 : tensor::DType::kUInt8;
     return absl::OkStatus();
   }
+  if (name == "float-model") {
+    // Read by onnxruntime's harness at the timing; optimize() refuses a
+    // path that is not a file before any search.
+    o.float_model = std::string(value);
+    return absl::OkStatus();
+  }
   if (name == "min-speedup") {
     absl::StatusOr<double> x = number(name, value, 1e-9, 1e9, "a speedup above 0");
     if (!x.ok()) return x.status();
@@ -239,6 +249,7 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "no-check") return flag(!o.self_check);
   if (name == "no-measure") return flag(!o.measure);
   if (name == "min-speedup") return o.min_speedup ? fmt::format("{}", *o.min_speedup) : "";
+  if (name == "float-model") return o.float_model;
   if (name == "runtime-threads") return std::to_string(o.runtime_threads);
   if (name == "integer-weights")
     return o.integer_weights ? std::string(tensor::dtype_name(*o.integer_weights)) : "";

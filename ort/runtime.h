@@ -106,6 +106,9 @@ struct DecideOptions {
   // intra-op threads by the wall clock, and kept out where measurably
   // slower there.
   int check_threads = 0;
+  // The float model a quantized input quantizes (OptimizeOptions::
+  // float_model); empty: the harness makes its stand-in.
+  std::string float_model;
 };
 struct Decision {
   bool outputs_match = false;  // and PyPI's ONNX checker passes the candidate

@@ -57,6 +57,10 @@ absl::StatusOr<Decision> decide_faster(const std::string& input, const std::stri
     args.push_back("--dim");
     args.push_back(fmt::format("{}={}", name, size));
   }
+  if (!options.float_model.empty()) {
+    args.push_back("--float-model");
+    args.push_back(options.float_model);
+  }
   absl::StatusOr<nlohmann::json> j = run_harness(args, options.runtime);
   if (!j.ok()) return j.status();
   Decision d;

@@ -18,7 +18,8 @@ way of quantizing it (--ways, WAYS below; `default` unless told):
     for `int4`; none for quantize_dynamic, whose activations are quantized
     at run time;
   - `saturn`: `saturn optimize` of the input with its defaults (the
-    onnxruntime cost, the measured decision).
+    onnxruntime cost, the measured decision) and `--float-model` naming the
+    float model, which judges the result's accuracy in the decision.
 Timed with one intra-op thread, the models' runs alternating (21 rounds
 after a warm-up, medians); accuracy as the relative L2 distance of each
 model's output to the float model's, the mean over 5 seeded inputs. The
@@ -169,8 +170,10 @@ def measure(entry, way, args):
         return {"model": entry["name"], "part": entry["part"], "way": way,
                 "error": f"onnxruntime's quantizer failed: {type(e).__name__}: {e}"}
     report = os.path.join(work, "saturn_report.json")
+    # The float model the input quantizes judges the result's accuracy
+    # (--float-model), as a user who quantized it has it.
     cmd = [args.saturn, "optimize", paths["default"], "-o", paths["saturn"], "--report", report,
-           "--quiet"]
+           "--float-model", paths["float"], "--quiet"]
     for name, size in (entry.get("dims") or {}).items():
         cmd += ["--dim", f"{name}={size}"]
     start = time.perf_counter()

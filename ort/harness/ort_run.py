@@ -14,9 +14,11 @@ runs it with that interpreter and reads the one JSON object it prints.
     hits both alike.
   ort_run.py decide INPUT.onnx CANDIDATE.onnx [--seconds S] [--min-rounds N]
              [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
-             [--seed S] [--threads T] [--check-threads N]
+             [--seed S] [--threads T] [--check-threads N] [--float-model F.onnx]
     Whether the candidate runs measurably faster than the input: outputs
-    compared and the candidate checked as for verify, then sessions timed
+    compared (for a quantized input, by their distance to the float model F
+    it quantizes, or without one to quantized.float_reference's stand-in)
+    and the candidate checked as for verify, then sessions timed
     one at a time (only one is held at once), in blocks of four whose order
     reverses each block (input, candidate, candidate, input; then candidate,
     input, input, candidate; ...), each until its median is settled or its
@@ -104,6 +106,11 @@ def parse_args(argv):
             if not name or not size.isdigit():
                 raise HarnessError(f"--dim needs NAME=SIZE, got {argv[i + 1]}")
             opts["dims"][name] = int(size)
+            i += 2
+        elif a == "--float-model" and i + 1 < len(argv):
+            if not os.path.isfile(argv[i + 1]):
+                raise HarnessError(f"--float-model: no file {argv[i + 1]}")
+            opts["float-model"] = argv[i + 1]
             i += 2
         elif a.startswith("--"):
             key = a[2:]
@@ -405,12 +412,13 @@ def accuracy_feeds(session, opts, count):
 
 def float_reference_outputs(path, opts):
     """The outputs of the float model a quantized model at `path`
-    approximates (quantized.py), on the feeds the timing uses and the next
-    seeds' (quantized.ACCURACY_INPUTS in all); None for a model with no
-    activation Quantize/Dequantize pair."""
+    approximates, on the feeds the timing uses and the next seeds'
+    (quantized.ACCURACY_INPUTS in all): --float-model's where given, else
+    quantized.float_reference's stand-in; None for a model with no
+    activation Quantize/Dequantize pair and no --float-model."""
     folder = tempfile.mkdtemp(prefix="ort-reference-")
     try:
-        reference = quantized.float_reference(path, folder)
+        reference = opts.get("float-model") or quantized.float_reference(path, folder)
         if reference is None:
             return None
         session = open_session(reference, opts["threads"])

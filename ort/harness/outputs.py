@@ -65,4 +65,5 @@ def judge(expected, produced, reference, opts):
     if reference is None:
         return (*compare_outputs(expected[0], produced[0], opts), "elementwise")
     return (*quantized.as_accurate(expected, produced, reference),
-            "distance to the float reference")
+            "distance to the float model" if opts.get("float-model")
+            else "distance to the float reference")

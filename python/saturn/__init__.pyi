@@ -94,6 +94,7 @@ class OptimizeOptions(TypedDict, total=False):
     runtime_threads: int
     integer_weights: str
     min_speedup: float
+    float_model: str
 
 def optimize(model: ModelLike, dims: dict[str, int] | None = None,
              **options: Unpack[OptimizeOptions]) -> Result: ...

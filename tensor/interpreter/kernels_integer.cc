@@ -13,7 +13,7 @@
 // even, add c's zero point and saturate: the formula of onnxruntime's
 // reference kernel (mlas qladd.cpp). Its vector kernels scale by fixed-point
 // multipliers instead and may land one step away
-// (tests/python/test_quantized_binary.py measures it).
+// (tests/python/test_qoperator_int8.py measures it).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

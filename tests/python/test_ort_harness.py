@@ -240,6 +240,23 @@ def test_a_quantized_candidate_is_judged_against_the_float_model(tmp_path):
     assert not refused["outputs_match"] and not refused["faster"], refused
     out = refused["outputs"][0]
     assert out["candidate_distance"] > out["input_distance"] * 1.1, out
+    # The float model itself, where given (--float-model), judges instead:
+    # here the chain's MatMul by the same weight, unquantized.
+    floats = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "f",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+        [onnx.load(original).graph.initializer[0]]), opset_imports=[helper.make_opsetid("", 17)])
+    floats.ir_version = 8
+    onnx.save(floats, str(tmp_path / "f.onnx"))
+    opts, files = ort_run.parse_args([original, worse, "--threads", "1", "--seconds", "1",
+                                      "--float-model", str(tmp_path / "f.onnx")])
+    judged = ort_run.decide(opts, files)
+    assert judged["compared_by"] == "distance to the float model" and not judged["outputs_match"]
+    out = judged["outputs"][0]
+    assert out["candidate_distance"] > out["input_distance"] * 1.1 > 0, out
+    with pytest.raises(ort_run.HarnessError, match="no file"):
+        ort_run.parse_args([original, worse, "--float-model", str(tmp_path / "missing.onnx")])
     # A model with no activation pair has no float reference.
     assert quantized.float_reference(matmul_chain(tmp_path / "plain.onnx", 2),
                                      str(reference_folder)) is None

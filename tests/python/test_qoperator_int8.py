@@ -140,6 +140,12 @@ def test_an_int8_qoperator_model_is_written_with_uint8_activations(tmp_path):
     # the MaxPool and the Reshape between them on integers.
     ops = [n.op_type for n in onnx.load(str(out)).graph.node]
     assert ops.count("QuantizeLinear") == 1 and ops.count("DequantizeLinear") == 1, ops
+    # A float model that is not there is refused before any search.
+    missing = subprocess.run([CLI, "optimize", str(quantized), "-o", str(tmp_path / "m.onnx"),
+                              "--float-model", str(tmp_path / "missing.onnx"), "--quiet"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and "missing.onnx' is not a file" in missing.stderr, missing
+    assert not (tmp_path / "m.onnx").exists()
     x = np.random.default_rng(9).standard_normal((1, 3, 16, 16)).astype(np.float32)
     reference = run(floats, x)
     distance = lambda y: np.linalg.norm(y - reference) / np.linalg.norm(reference)  # noqa: E731
