@@ -214,7 +214,8 @@ def quantized_section(path):
              "with its defaults, QDQ with int8 activations and weights, unless the model's name says "
              "another way), its twin (the same quantization as onnxruntime's CPU kernels run it in "
              "integers: with uint8 activations, U8S8, or for `int4` the quantizer's MatMulNBits "
-             "format), and the input optimized by `saturn optimize` with its defaults. Accuracy is "
+             "format), and the input optimized by `saturn optimize` with its defaults and "
+             "`--float-model` naming the float model, which judges its accuracy. Accuracy is "
              "the relative L2 distance of the first output to the float model's, the mean over 5 "
              "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger and MatMulNBits "
              "nodes onnxruntime runs after loading the model.", ""]
