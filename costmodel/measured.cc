@@ -94,8 +94,7 @@ bool in_signed_activation_path(Op op, std::span<const ValueType> inputs) {
 #if defined(__aarch64__) || defined(__arm__)
   return false;
 #else
-  const bool product = op == Op::kQLinearConv || op == Op::kQLinearMatMul ||
-                       op == Op::kConvInteger || op == Op::kMatMulInteger;
+  const bool product = op == Op::kQLinearConv || op == Op::kQLinearMatMul;
   return product && !inputs.empty() && !inputs[0].is_tuple &&
          inputs[0].tensor().dtype == tensor::DType::kInt8;
 #endif

@@ -12,10 +12,13 @@ the model the quantization approximates is no larger. That model is the
 input with its activation Quantize/Dequantize pairs taken out (a
 DequantizeLinear reading a QuantizeLinear's output reads the float value
 instead, through a Relu where the pair's range starts at 0; quantized
-weights keep their DequantizeLinear, which gives their float values). A model in the QOperator format (QLinearConv, QLinearMatMul
-and onnxruntime's QLinearAdd and the like) is first written in that
-spelling: each integer operator a float one between DequantizeLinear and
-QuantizeLinear.
+weights keep their DequantizeLinear, which gives their float values). A
+model in the QOperator format (QLinearConv, QLinearMatMul and
+onnxruntime's QLinearAdd and the like) is first written in that spelling:
+each integer operator a float one between DequantizeLinear and
+QuantizeLinear. Where the user gives the float model itself
+(`saturn optimize --float-model`, ort_run.py's --float-model), it is the
+reference instead.
 """
 import os
 
@@ -154,12 +157,12 @@ class _Spelling:
         self.graph.node.extend(self.nodes)
 
 
-def _rectifies(graph, zero):
-    """Whether a QuantizeLinear with this (initializer) zero point saturates
-    every negative value to 0: the zero point is its type's lowest value,
-    where the quantizer drops the Relu before it (the QOperator format folds
-    every Relu into the range of the operator's output)."""
-    init = {i.name: i for i in graph.initializer}
+def _rectifies(init, zero):
+    """Whether a QuantizeLinear with this zero point (an initializer of
+    `init`, by name) saturates every negative value to 0: the zero point is
+    its type's lowest value, where the quantizer drops the Relu before it
+    (the QOperator format folds every Relu into the range of the
+    operator's output)."""
     if zero not in init:
         return False
     z = onnx.numpy_helper.to_array(init[zero])
@@ -177,6 +180,7 @@ def float_reference(path, folder):
     graph = model.graph
     _Spelling(graph).run()
     quantized_from = {n.output[0]: n for n in graph.node if n.op_type == "QuantizeLinear"}
+    init = {i.name: i for i in graph.initializer}
     nodes, bypassed = [], 0
     for n in graph.node:
         q = quantized_from.get(n.input[0]) if n.op_type == "DequantizeLinear" else None
@@ -185,7 +189,7 @@ def float_reference(path, folder):
             continue
         bypassed += 1
         zero = q.input[2] if len(q.input) > 2 else ""
-        op = "Relu" if _rectifies(graph, zero) else "Identity"
+        op = "Relu" if _rectifies(init, zero) else "Identity"
         nodes.append(onnx.helper.make_node(op, [q.input[0]], [n.output[0]]))
     if not bypassed:
         return None
