@@ -27,8 +27,12 @@ class RuleParser {
       } else if (reader_.accept("rule")) {
         absl::Status s = parse_rule(loc);
         if (!s.ok()) return s;
+      } else if (reader_.accept("define")) {
+        absl::Status s = parse_definition();
+        if (!s.ok()) return s;
       } else {
-        return reader_.error(loc, fmt::format("expected 'rule' or 'group' but found {}", found()));
+        return reader_.error(
+            loc, fmt::format("expected 'rule', 'define' or 'group' but found {}", found()));
       }
     }
     return std::move(rules_);
@@ -54,6 +58,113 @@ class RuleParser {
     const SourceLoc loc = reader_.location();
     if (reader_.accept(word)) return absl::OkStatus();
     return reader_.error(loc, fmt::format("expected '{}' {} but found {}", word, context, found()));
+  }
+
+  // A named pattern: `define (NAME ?p ...): pattern`. A call `(NAME a ...)`
+  // in a later pattern of the file stands for the pattern with each
+  // parameter replaced by its argument; the pattern names no variable but
+  // its parameters, and may call earlier definitions.
+  struct Definition {
+    std::vector<std::string> parameters;
+    SExpr body;
+  };
+
+  absl::Status parse_definition() {
+    const SourceLoc loc = reader_.location();
+    absl::StatusOr<SExpr> call = reader_.read();
+    if (!call.ok()) return call.status();
+    if (!call->is_list() || !call->items.front().is_atom() || call->items.front().is_variable() ||
+        call->items.front().has_attrs)
+      return reader_.error(loc, "expected a definition's name and parameters, such as (moved ?z)");
+    const std::string& name = call->items.front().text;
+    if (language_.find(name) || definitions_.contains(name))
+      return reader_.error(loc, fmt::format("'{}' is already {}", name,
+                                            definitions_.contains(name) ? "defined"
+                                                                        : "an operator"));
+    Definition d;
+    for (std::size_t i = 1; i < call->items.size(); ++i) {
+      const SExpr& p = call->items[i];
+      if (!p.is_variable() || p.has_attrs)
+        return reader_.error(p.loc, "a definition's parameters must be variables");
+      if (std::find(d.parameters.begin(), d.parameters.end(), p.text) != d.parameters.end())
+        return reader_.error(p.loc, fmt::format("parameter '{}' is named twice", p.text));
+      d.parameters.push_back(p.text);
+    }
+    if (absl::Status s = expect(":", fmt::format("after definition '{}'", name)); !s.ok())
+      return s;
+    const SourceLoc body_loc = reader_.location();
+    absl::StatusOr<SExpr> body = reader_.read();
+    if (!body.ok()) return body.status();
+    absl::StatusOr<SExpr> expanded = expand(*body);
+    if (!expanded.ok()) return expanded.status();
+    if (absl::Status s = only_parameters(*expanded, d.parameters, name); !s.ok()) return s;
+    if (!expanded->is_list() && !expanded->is_atom())
+      return reader_.error(body_loc, "expected a pattern");
+    d.body = *std::move(expanded);
+    definitions_.emplace(name, std::move(d));
+    return absl::OkStatus();
+  }
+
+  absl::Status only_parameters(const SExpr& e, const std::vector<std::string>& parameters,
+                               const std::string& name) {
+    if (e.is_variable() &&
+        std::find(parameters.begin(), parameters.end(), e.text) == parameters.end())
+      return reader_.error(e.loc, fmt::format("variable '{}' is not a parameter of '{}'", e.text,
+                                              name));
+    for (const SExpr& item : e.items) {
+      if (absl::Status s = only_parameters(item, parameters, name); !s.ok()) return s;
+    }
+    for (const SExprAttr& a : e.attrs) {
+      if (absl::Status s = only_parameters(a.second, parameters, name); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // `e` with every call of a definition replaced by its pattern.
+  absl::StatusOr<SExpr> expand(const SExpr& e) {
+    SExpr out = e;
+    out.items.clear();
+    for (const SExpr& item : e.items) {
+      absl::StatusOr<SExpr> x = expand(item);
+      if (!x.ok()) return x.status();
+      out.items.push_back(*std::move(x));
+    }
+    if (!out.is_list() || !out.items.front().is_atom()) return out;
+    auto it = definitions_.find(out.items.front().text);
+    if (it == definitions_.end()) return out;
+    const Definition& d = it->second;
+    if (out.items.front().has_attrs)
+      return reader_.error(out.loc, fmt::format("'{}' is a definition and takes no attributes",
+                                                out.items.front().text));
+    if (out.items.size() - 1 != d.parameters.size())
+      return reader_.error(out.loc, fmt::format("'{}' takes {} arguments but is given {}",
+                                                out.items.front().text, d.parameters.size(),
+                                                out.items.size() - 1));
+    return substitute(d.body, d, out);
+  }
+
+  // `body` with each parameter of `d` replaced by `call`'s argument.
+  absl::StatusOr<SExpr> substitute(const SExpr& body, const Definition& d, const SExpr& call) {
+    if (body.is_variable()) {
+      const auto k = std::find(d.parameters.begin(), d.parameters.end(), body.text) -
+                     d.parameters.begin();
+      return call.items[static_cast<std::size_t>(k) + 1];
+    }
+    SExpr out = body;
+    for (SExpr& item : out.items) {
+      absl::StatusOr<SExpr> x = substitute(item, d, call);
+      if (!x.ok()) return x.status();
+      item = *std::move(x);
+    }
+    for (SExprAttr& a : out.attrs) {
+      absl::StatusOr<SExpr> x = substitute(a.second, d, call);
+      if (!x.ok()) return x.status();
+      if (!x->is_atom() && !a.second.is_atom())
+        return reader_.error(call.loc, fmt::format("attribute '{}' needs a value or a variable",
+                                                   a.first));
+      a.second = *std::move(x);
+    }
+    return out;
   }
 
   // The index of variable `e`; `bind` says whether it may be new (left side).
@@ -189,6 +300,13 @@ class RuleParser {
     rule.group = group_;
     rule.file = reader_.source_name();
     rule.loc = rule_loc;
+    for (auto* side : {&*lhs, &*rhs}) {
+      for (auto& [e, loc] : *side) {
+        absl::StatusOr<SExpr> expanded = expand(e);
+        if (!expanded.ok()) return expanded.status();
+        e = *std::move(expanded);
+      }
+    }
     for (auto& [e, loc] : *lhs) {
       Pattern p;
       if (absl::Status s = to_pattern(e, p, /*bind=*/true); !s.ok()) return s;
@@ -318,6 +436,7 @@ class RuleParser {
   std::vector<std::string> var_names_;
   std::vector<bool> attr_vars_;
   absl::flat_hash_map<std::string, SourceLoc> defined_at_;
+  absl::flat_hash_map<std::string, Definition> definitions_;
 };
 
 }  // namespace

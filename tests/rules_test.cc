@@ -49,6 +49,23 @@ TEST(RuleParser, BothDirectionsAndMultiPatterns) {
   EXPECT_EQ((*rules)[2].group, "g1");
 }
 
+// A definition names a pattern; a call stands for it with its arguments in
+// place of the parameters, in later definitions and on either side.
+TEST(RuleParser, DefinitionsExpandWhereTheyAreCalled) {
+  MathLanguage lang;
+  ConditionRegistry conditions = math_conditions(lang);
+  auto rules = parse_rules(
+      "define (twice ?x): (+ ?x ?x)\n"
+      "define (four-times ?x): (twice (twice ?x))\n"
+      "rule r: (four-times (* ?a ?b)) => (* (twice ?b) (twice ?a))\n",
+      "inline.rules", lang, conditions);
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ((*rules)[0].to_string(lang),
+            "rule r: (+ (+ (* ?a ?b) (* ?a ?b)) (+ (* ?a ?b) (* ?a ?b))) => "
+            "(* (+ ?b ?b) (+ ?a ?a))");
+}
+
 // Each file in tests/data/bad_rules starts with "# expect: LINE:COL: MESSAGE".
 TEST(RuleParser, MalformedFilesGiveTheirErrors) {
   MathLanguage lang;
