@@ -41,6 +41,7 @@ double flops_per_element(Op op) {
     case Op::kGelu:
       return 8;
     case Op::kSoftmax:
+    case Op::kQLinearSoftmax:
       return 5;
     case Op::kLayerNorm:
     case Op::kInstanceNorm:
@@ -95,6 +96,14 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                           static_cast<double>(*a.get_int("num_heads")) * seq / 2;
       break;
     }
+    case Op::kMatMulNBits:
+      w.flops = 2 * out * static_cast<double>(*a.get_int("K"));
+      break;
+    case Op::kQGemm: {
+      const tensor::Dims& d = inputs[0].tensor().dims;
+      w.flops = 2 * out * static_cast<double>(a.get_int("transA").value_or(0) != 0 ? d[0] : d[1]);
+      break;
+    }
     case Op::kGemm: {
       const tensor::Dims& d = inputs[0].tensor().dims;
       double k = static_cast<double>(a.get_int("transA").value_or(0) != 0 ? d[0] : d[1]);
@@ -114,6 +123,7 @@ OpWork op_work(Op op, const Attributes& a, std::span<const ValueType> inputs,
       break;
     }
     case Op::kGlobalAveragePool:
+    case Op::kQLinearGlobalAveragePool:
       w.flops = elements(inputs[0]);
       break;
     case Op::kGridSample:  // four taps (bilinear), weighted

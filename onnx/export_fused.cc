@@ -141,4 +141,20 @@ absl::Status Exporter::emit_rotary_embedding(const Attributes& a,
   return absl::OkStatus();
 }
 
+absl::Status Exporter::emit_quantized_runtime(Op op, const Attributes& a,
+                                              std::vector<std::string> in,
+                                              const std::string& out) {
+  if (op == Op::kQGemm) {  // ONNX's order: a ... b_zero_point, c, y_scale, y_zero_point
+    const std::string c = in.size() == 9 ? in[8] : "";
+    in.resize(8);
+    in.insert(in.begin() + 6, c);
+  }
+  auto* n = runtime_node(op, std::move(in), {out});
+  for (const Attribute& attr : a.entries()) {
+    if (const auto* v = std::get_if<std::int64_t>(&attr.value)) set_int(n, attr.key.c_str(), *v);
+    if (const auto* v = std::get_if<double>(&attr.value)) set_float(n, attr.key.c_str(), *v);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace saturn::tensor::onnx_io

@@ -110,6 +110,9 @@ absl::Status Exporter::emit(int i) {
     if (block_size > 0) set_int(q, "block_size", block_size);
     return absl::OkStatus();
   }
+  // onnxruntime's integer operators (QLinearAdd to MatMulNBits).
+  if (is_integer_operator(n.op) && runtime_domain(n.op))
+    return emit_quantized_runtime(n.op, a, in, out);
   switch (n.op) {
     case Op::kInput:
     case Op::kTupleGet:
@@ -128,10 +131,6 @@ absl::Status Exporter::emit(int i) {
     case Op::kConvInteger:
     case Op::kQLinearConv:
       return emit_conv(n.op, a, in, out);
-    case Op::kQLinearAdd:
-    case Op::kQLinearMul:
-      runtime_node(n.op, in, {out});
-      return absl::OkStatus();
     case Op::kDynamicQuantizeLinear:  // a tuple: its three outputs
       node(op_name(n.op), in, names_[i]);
       return absl::OkStatus();

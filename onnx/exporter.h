@@ -208,6 +208,10 @@ class Exporter {
   absl::Status emit_group_query_attention(int i, const Attributes& a,
                                           const std::vector<std::string>& in,
                                           const std::string& out);
+  // onnxruntime's quantized operators (com.microsoft), with their
+  // attributes; QGemm's c goes back before y's scale.
+  absl::Status emit_quantized_runtime(Op op, const Attributes& a, std::vector<std::string> in,
+                                      const std::string& out);
   absl::Status emit_rotary_embedding(const Attributes& a, const std::vector<std::string>& in,
                                      const std::string& out);
   // Shape operators.

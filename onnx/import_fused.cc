@@ -1,6 +1,6 @@
 // ONNX → IR: operators read whole as one of the IR's fused operators:
-// onnxruntime's com.microsoft kernels (and its quantized QLinearAdd and
-// QLinearMul), and opset 23's RMSNormalization,
+// onnxruntime's com.microsoft kernels (and its quantized QLinearAdd,
+// QLinearMul, QGemm, QLinearConcat and quantized unary operators), and opset 23's RMSNormalization,
 // causal Attention and RotaryEmbedding (and opset 20's exact Gelu), which the opset lowering
 // also spells in older operators for libonnx (importer.h's ExpandedNodes).
 #include <cstdint>
@@ -57,6 +57,48 @@ std::optional<Mapped> Importer::map_runtime(KnownNode& node) {
     if (!node.all_present(8)) return std::nullopt;
     return Mapped{n.op_type() == "QLinearAdd" ? Op::kQLinearAdd : Op::kQLinearMul, {},
                   node.first(8)};
+  }
+  if (n.op_type() == "QGemm") {
+    // Requantized (y's scale and zero point given), every zero point given;
+    // the IR takes c last, as QLinearConv its bias.
+    if (!node.all_present(6) || !node.present(7) || !node.present(8)) return std::nullopt;
+    std::vector<int> in = node.first(6);
+    in.insert(in.end(), {node.in[7], node.in[8]});
+    if (node.present(6)) in.push_back(node.in[6]);
+    return Mapped{Op::kQGemm,
+                  {{"alpha", r.f("alpha").value_or(1.0)},
+                   {"transA", r.i("transA").value_or(0)},
+                   {"transB", r.i("transB").value_or(0)}},
+                  std::move(in)};
+  }
+  if (n.op_type() == "QLinearConcat") {
+    std::optional<std::int64_t> axis = r.i("axis");
+    if (!axis || !node.all_present(static_cast<int>(node.in.size()))) return std::nullopt;
+    return Mapped{Op::kQLinearConcat, {{"axis", *axis}}, node.in};
+  }
+  if (const std::optional<Op> op = find_op(n.op_type()); op && is_quantized_unary(*op)) {
+    if (node.in.size() != 5 || !node.all_present(5)) return std::nullopt;
+    Mapped m{*op, {}, node.in};
+    if (*op == Op::kQLinearLeakyRelu) m.attributes.set("alpha", r.f("alpha").value_or(0.01));
+    if (*op == Op::kQLinearGlobalAveragePool)
+      m.attributes.set("channels_last", r.i("channels_last").value_or(0));
+    if (*op == Op::kQLinearSoftmax) {
+      std::optional<std::int64_t> opset = r.i("opset");
+      if (!opset) return std::nullopt;
+      m.attributes.set("opset", *opset);
+      m.attributes.set("axis", r.i("axis").value_or(-1));
+    }
+    return m;
+  }
+  if (n.op_type() == "MatMulNBits") {
+    // Without g_idx and bias; zero points, where given, packed as uint8
+    // (inference refuses float ones).
+    if (!node.all_present(3) || node.present(4) || node.present(5)) return std::nullopt;
+    Mapped m{Op::kMatMulNBits, {}, node.first(node.present(3) ? 4 : 3)};
+    for (const char* key : {"K", "N", "bits", "block_size", "accuracy_level"}) {
+      if (std::optional<std::int64_t> v = r.i(key)) m.attributes.set(key, *v);
+    }
+    return m;
   }
   if (n.op_type() == "SkipSimplifiedLayerNormalization" || n.op_type() == "SkipLayerNormalization") {
     // Without a bias, and without the mean and inverse deviation outputs.

@@ -107,6 +107,14 @@ std::optional<onnx::TypeProto> runtime_operator_type(const onnx::NodeProto& n,
     if (in(7)) elem = in(8) ? in(8)->first : onnx::TensorProto::UINT8;
     return tensor_type(elem, Dims{m, cols});
   }
+  if (op == "MatMulNBits") {  // a [..., K] times b's N rows: a's type, [..., N]
+    auto a = in(0);
+    const std::int64_t cols = int_attribute(n, "N", 0);
+    if (!a || a->second.empty() || cols < 1) return std::nullopt;
+    Dims out = a->second;
+    out.back() = cols;
+    return tensor_type(a->first, out);
+  }
   if (op == "DynamicQuantizeMatMul" || op == "MatMulIntegerToFloat") {
     auto a = in(0), b = in(1);
     if (!a || !b) return std::nullopt;

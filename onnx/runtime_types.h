@@ -1,7 +1,7 @@
 // Internal to the ONNX importer and exporter: the output types of onnxruntime's
 // quantized contrib operators (com.microsoft: QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat,
-// QLinearGlobalAveragePool, QGemm, DynamicQuantizeMatMul,
+// QLinearGlobalAveragePool, QGemm, DynamicQuantizeMatMul, MatMulNBits,
 // MatMulIntegerToFloat), which ONNX's shape inference does not know and
 // onnxruntime's quantizer writes without annotating, and of opset 21's
 // blocked QuantizeLinear and DequantizeLinear, which libonnx 1.12 reads in

@@ -105,6 +105,11 @@ class Inference {
   // infer_integer.cc
   absl::StatusOr<ValueType> integer_operator();
   absl::StatusOr<ValueType> quantized_binary();
+  absl::StatusOr<ValueType> quantized_unary();
+  absl::StatusOr<ValueType> quantized_concat();
+  absl::StatusOr<ValueType> matmul_nbits();
+  absl::Status need_per_tensor_quantization(std::size_t scale, std::size_t zero_point,
+                                            DType type) const;
 
   // infer_shape.cc
   absl::StatusOr<ValueType> transpose();

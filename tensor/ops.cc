@@ -60,6 +60,24 @@ std::vector<AttrSpec> schema(Op op) {
               {"beta", Kind::kFloat, 1.0},
               {"transA", Kind::kInt, std::int64_t{0}},
               {"transB", Kind::kInt, std::int64_t{0}}};
+    case Op::kQGemm:
+      return {{"alpha", Kind::kFloat, 1.0},
+              {"transA", Kind::kInt, std::int64_t{0}},
+              {"transB", Kind::kInt, std::int64_t{0}}};
+    case Op::kQLinearConcat:
+      return {{"axis", Kind::kInt, {}}};
+    case Op::kQLinearLeakyRelu:  // onnxruntime's default
+      return {{"alpha", Kind::kFloat, 0.01}};
+    case Op::kQLinearGlobalAveragePool:
+      return {{"channels_last", Kind::kInt, std::int64_t{0}}};
+    case Op::kQLinearSoftmax:
+      return {{"axis", Kind::kInt, std::int64_t{-1}}, {"opset", Kind::kInt, std::int64_t{13}}};
+    case Op::kMatMulNBits:
+      return {{"K", Kind::kInt, {}},
+              {"N", Kind::kInt, {}},
+              {"bits", Kind::kInt, std::int64_t{4}},
+              {"block_size", Kind::kInt, {}},
+              {"accuracy_level", Kind::kInt, std::int64_t{0}}};
     case Op::kConvInteger:  // Conv's, its activation "none"
     case Op::kQLinearConv:
       return schema(Op::kConv);
@@ -302,7 +320,13 @@ bool is_quantization(Op op) {
 bool is_integer_operator(Op op) {
   return op == Op::kDynamicQuantizeLinear || op == Op::kMatMulInteger || op == Op::kConvInteger ||
          op == Op::kQLinearMatMul || op == Op::kQLinearConv || op == Op::kQLinearAdd ||
-         op == Op::kQLinearMul;
+         op == Op::kQLinearMul || op == Op::kQGemm || op == Op::kQLinearConcat ||
+         is_quantized_unary(op) || op == Op::kMatMulNBits;
+}
+
+bool is_quantized_unary(Op op) {
+  return op == Op::kQLinearSigmoid || op == Op::kQLinearLeakyRelu ||
+         op == Op::kQLinearGlobalAveragePool || op == Op::kQLinearSoftmax;
 }
 
 bool computed_ahead(Op op) {
@@ -335,6 +359,13 @@ std::optional<std::string_view> runtime_domain(Op op) {
     case Op::kGroupQueryAttention:
     case Op::kQLinearAdd:
     case Op::kQLinearMul:
+    case Op::kQGemm:
+    case Op::kQLinearConcat:
+    case Op::kQLinearSigmoid:
+    case Op::kQLinearLeakyRelu:
+    case Op::kQLinearGlobalAveragePool:
+    case Op::kQLinearSoftmax:
+    case Op::kMatMulNBits:
       return "com.microsoft";
     default:
       return std::nullopt;
@@ -365,7 +396,12 @@ std::pair<int, int> input_count(Op op) {
     case Op::kConvInteger:
       return {2, 4};
     case Op::kQLinearConv:  // the bias optional
+    case Op::kQGemm:
       return {8, 9};
+    case Op::kMatMulNBits:  // the zero points optional
+      return {3, 4};
+    case Op::kQLinearConcat:  // y's scale and zero point, then one triple per operand
+      return {5, 1 << 20};
     case Op::kConcat:
       return {1, 1 << 20};
     case Op::kTuple:

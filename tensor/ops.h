@@ -142,6 +142,13 @@ namespace saturn::tensor {
   X(kQLinearConv, "QLinearConv", -1)            \
   X(kQLinearAdd, "QLinearAdd", 8)               \
   X(kQLinearMul, "QLinearMul", 8)               \
+  X(kQGemm, "QGemm", -1)                        \
+  X(kQLinearConcat, "QLinearConcat", -1)        \
+  X(kQLinearSigmoid, "QLinearSigmoid", 5)       \
+  X(kQLinearLeakyRelu, "QLinearLeakyRelu", 5)   \
+  X(kQLinearGlobalAveragePool, "QLinearGlobalAveragePool", 5) \
+  X(kQLinearSoftmax, "QLinearSoftmax", 5)       \
+  X(kMatMulNBits, "MatMulNBits", -1)            \
   X(kOpaque, "Opaque", -1)
 
 enum class Op : std::uint32_t {
@@ -203,13 +210,36 @@ bool is_quantization(Op op);
 //     b_scale, b_zero_point, c_scale, c_zero_point; com.microsoft): the sum
 //     or product of the dequantized operands, broadcast, quantized to c's
 //     scale and zero point (the three of one type, each scale and zero
-//     point one value).
+//     point one value);
+//   onnxruntime's QGemm (a, a_scale, a_zero_point, b, b_scale,
+//     b_zero_point, y_scale, y_zero_point, [int32 c]; ONNX writes c before
+//     y's scale): QLinearMatMul of 2-D operands with Gemm's transA, transB
+//     and alpha, c (broadcast to the result) added to the sums;
+//   onnxruntime's QLinearConcat (y_scale, y_zero_point, then x, x_scale,
+//     x_zero_point for each operand): each operand requantized to y's
+//     scale and zero point, concatenated along `axis`;
+//   onnxruntime's QLinearSigmoid, QLinearLeakyRelu (alpha),
+//     QLinearGlobalAveragePool (channels_last) and QLinearSoftmax (axis,
+//     and the opset of the Softmax it quantizes: before 13 it normalizes
+//     over every axis from `axis` on) (x, x_scale, x_zero_point, y_scale,
+//     y_zero_point): the float operator on the dequantized x, quantized to
+//     y's scale and zero point (x and y of one type);
+//   onnxruntime's MatMulNBits (a, b, scales, [zero_points]; K, N, bits,
+//     block_size, accuracy_level): float32 a [..., K] times the transpose
+//     of b [N, K], whose rows are stored in blocks of block_size elements
+//     along K, each element `bits` wide (4 or 8, packed from the low bits
+//     of each byte), each block with a float32 scale and a zero point
+//     (packed the same way; 2^(bits-1) without them), float32.
 // int8 or uint8 operands; a zero point or scale per tensor, or per column
 // of b (the products of matrices) or per output channel of w (the
 // convolutions). The convolutions have Conv's attributes, 2-D. The ONNX
 // importer reads DynamicQuantizeLinear as opaque (onnx/import_ops.cc says
 // why); saturn's JSON models have it.
 bool is_integer_operator(Op op);
+// QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool and
+// QLinearSoftmax: a float operator between a dequantization and a
+// quantization.
+bool is_quantized_unary(Op op);
 // Whether a node of `op` whose inputs are all weights or constants is a
 // weight itself: computed ahead of time (at import and export) and free to
 // the extraction. Not an opaque operator (the runtime's to compute), nor

@@ -35,8 +35,9 @@ std::optional<AttrValue> sample_attribute(const std::string& key, Rng& rng) {
         {std::string("none"), std::string("relu"), std::string("sigmoid"), std::string("tanh")});
   if (key == "value" || key == "alpha" || key == "beta") return one_of({0.5, 2.0, -1.5});
   if (key == "epsilon") return one_of({1e-5, 1e-3});
-  if (key == "count_include_pad" || key == "transA" || key == "transB")
+  if (key == "count_include_pad" || key == "transA" || key == "transB" || key == "channels_last")
     return one_of({std::int64_t{0}, std::int64_t{1}});
+  if (key == "opset") return one_of({std::int64_t{11}, std::int64_t{13}});  // QLinearSoftmax's
   if (key == "axes") return one_of({Ints{-1}, Ints{1}, Ints{2}, Ints{0}});
   if (key == "starts" || key == "ends")
     return one_of({Ints{0}, Ints{1}, Ints{2}, Ints{-1}, Ints{std::numeric_limits<std::int64_t>::max()}});

@@ -13,7 +13,18 @@
 // even, add c's zero point and saturate: the formula of onnxruntime's
 // reference kernel (mlas qladd.cpp). Its vector kernels scale by fixed-point
 // multipliers instead and may land one step away
-// (tests/python/test_qoperator_int8.py measures it).
+// (tests/python/test_qoperator_int8.py measures it). QGemm is QLinearMatMul
+// with Gemm's transposes, its int32 c added to the sums and alpha in the
+// multiplier ((alpha * a_scale * b_scale) / y_scale, as onnxruntime's
+// kernel). QLinearConcat requantizes each operand to y's scale and zero
+// point. The quantized unary operators dequantize x, apply the float
+// operator and quantize to y, the definition onnxruntime's lookup tables
+// are built from; QLinearGlobalAveragePool sums the integers less their
+// zero point and scales the sum by x_scale / (y_scale * count), as
+// onnxruntime's kernel does. MatMulNBits unpacks b's blocks into float32
+// ((q - zero point) * scale) and multiplies as MatMul does, as onnxruntime
+// does at accuracy level 0 (float32 throughout; its sums run in another
+// order).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -131,11 +142,11 @@ Tensor as_int32(const std::vector<std::int64_t>& sums, const Dims& dims) {
 Tensor requantized(const std::vector<std::int64_t>& sums, const Tensor& a_scale,
                    const Tensor& b_scale, const Tensor& y_scale, const Tensor& y_zero_point,
                    const Tensor* bias, std::int64_t inner, std::int64_t extent,
-                   const TensorType& type) {
+                   const TensorType& type, float alpha = 1.0f) {
   const std::span<const float> bs = b_scale.floats();
   std::vector<float> multiplier(static_cast<std::size_t>(extent));
   for (std::int64_t c = 0; c < extent; ++c)
-    multiplier[c] = a_scale.floats()[0] * bs[bs.size() == 1 ? 0 : c] / y_scale.floats()[0];
+    multiplier[c] = alpha * a_scale.floats()[0] * bs[bs.size() == 1 ? 0 : c] / y_scale.floats()[0];
   const auto zero = static_cast<float>(read_integer(y_zero_point, 0));
   std::vector<float> rounded(sums.size());
   for (std::size_t i = 0; i < sums.size(); ++i) {
@@ -186,6 +197,168 @@ Tensor quantized_binary(Op op, std::span<const Tensor> in, const TensorType& out
   return y;
 }
 
+// `v`, a [rows, cols] matrix, transposed.
+std::vector<std::int32_t> transposed(const std::vector<std::int32_t>& v, std::int64_t rows,
+                                     std::int64_t cols) {
+  std::vector<std::int32_t> t(v.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) t[c * rows + r] = v[r * cols + c];
+  }
+  return t;
+}
+
+// QGemm (IR order: a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+// y_scale, y_zero_point, [c]).
+Tensor quantized_gemm(const Attributes& attrs, std::span<const Tensor> in, const TensorType& out) {
+  const bool ta = *attrs.get_int("transA") != 0, tb = *attrs.get_int("transB") != 0;
+  const std::int64_t m = out.dims[0], n = out.dims[1];
+  const std::int64_t k = in[0].dims()[ta ? 0 : 1];
+  std::vector<std::int32_t> a = centered(in[0], &in[2], 1);
+  if (ta) a = transposed(a, k, m);
+  // b's zero point may be per column: one per row of a transposed b.
+  const std::vector<std::int32_t> b = tb ? transposed(centered(in[3], &in[5], k), n, k)
+                                         : centered(in[3], &in[5], 1);
+  std::vector<std::int64_t> sums = integer_matmul(a, Dims{m, k}, b, Dims{k, n}, out.dims);
+  if (in.size() == 9) {
+    for_each_index(out.dims, broadcast_strides(in[8].dims(), out.dims), Ints(2, 0),
+                   [&](std::int64_t o, std::int64_t ic, std::int64_t) {
+                     sums[static_cast<std::size_t>(o)] += read_integer(in[8], ic);
+                   });
+  }
+  return requantized(sums, in[1], in[4], in[6], in[7], nullptr, 1, n, out,
+                     static_cast<float>(*attrs.get_float("alpha")));
+}
+
+// The elements of a per-tensor quantized `q` as floats: scale * (q - zero).
+std::vector<float> dequantized(const Tensor& q, const Tensor& scale, const Tensor& zero_point) {
+  const float s = scale.floats()[0];
+  const std::int64_t z = read_integer(zero_point, 0);
+  std::vector<float> x(static_cast<std::size_t>(q.size()));
+  for (std::int64_t i = 0; i < q.size(); ++i)
+    x[static_cast<std::size_t>(i)] = s * static_cast<float>(read_integer(q, i) - z);
+  return x;
+}
+
+// `x` quantized per tensor into `type`: x / scale rounded half to even,
+// plus the zero point, saturated.
+Tensor quantized(std::span<const float> x, const Tensor& scale, const Tensor& zero_point,
+                 const TensorType& type) {
+  const float s = scale.floats()[0];
+  const auto z = static_cast<float>(read_integer(zero_point, 0));
+  std::vector<float> rounded(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) rounded[i] = std::nearbyint(x[i] / s) + z;
+  Tensor y(type);
+  write_saturated(rounded, type.dtype, y.mutable_data());
+  return y;
+}
+
+// QLinearGlobalAveragePool: each channel's integers less x's zero point
+// summed, the sum scaled by x_scale / (y_scale * count).
+Tensor quantized_average(const Attributes& attrs, std::span<const Tensor> in,
+                         const TensorType& out) {
+  const Tensor& x = in[0];
+  const Dims& d = x.dims();
+  const bool channels_last = *attrs.get_int("channels_last") != 0;
+  const std::int64_t batch = d[0], channels = channels_last ? d.back() : d[1];
+  const std::int64_t count = x.size() / (batch * channels);
+  const std::int64_t zero = read_integer(in[2], 0);
+  const float scale = in[1].floats()[0] / (in[3].floats()[0] * static_cast<float>(count));
+  const auto y_zero = static_cast<float>(read_integer(in[4], 0));
+  std::vector<float> rounded(static_cast<std::size_t>(batch * channels));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+      std::int64_t sum = 0;
+      for (std::int64_t p = 0; p < count; ++p) {
+        const std::int64_t at = channels_last ? (b * count + p) * channels + c
+                                              : (b * channels + c) * count + p;
+        sum += read_integer(x, at) - zero;
+      }
+      rounded[static_cast<std::size_t>(b * channels + c)] =
+          std::nearbyint(static_cast<float>(sum) * scale) + y_zero;
+    }
+  }
+  Tensor y(out);
+  write_saturated(rounded, out.dtype, y.mutable_data());
+  return y;
+}
+
+// QLinearSigmoid, QLinearLeakyRelu and QLinearSoftmax: the float operator
+// between a dequantization and a quantization.
+Tensor quantized_unary(Op op, const Attributes& attrs, std::span<const Tensor> in,
+                       const TensorType& out) {
+  if (op == Op::kQLinearGlobalAveragePool) return quantized_average(attrs, in, out);
+  const Tensor x(TensorType{DType::kFloat32, in[0].dims()}, dequantized(in[0], in[1], in[2]));
+  Tensor y(x.type());
+  if (op == Op::kQLinearSigmoid) {
+    y = unary(Op::kSigmoid, {}, x);
+  } else if (op == Op::kQLinearLeakyRelu) {
+    const auto alpha = static_cast<float>(*attrs.get_float("alpha"));
+    std::ranges::transform(x.floats(), y.mutable_floats().begin(),
+                           [alpha](float v) { return v < 0 ? alpha * v : v; });
+  } else {  // QLinearSoftmax: before opset 13, over every axis from `axis` on
+    const Dims& d = x.dims();
+    const std::int64_t axis = *normalize_axis(*attrs.get_int("axis"), d.size());
+    Attributes last;
+    if (*attrs.get_int("opset") < 13) {
+      std::int64_t outer = 1;
+      for (std::int64_t k = 0; k < axis; ++k) outer *= d[k];
+      last.set("axis", std::int64_t{1});
+      y = softmax(last, x.reshaped(Dims{outer, x.size() / std::max<std::int64_t>(outer, 1)}))
+              .reshaped(d);
+    } else {
+      last.set("axis", axis);
+      y = softmax(last, x);
+    }
+  }
+  return quantized(y.floats(), in[3], in[4], out);
+}
+
+// QLinearConcat (y_scale, y_zero_point, then x, x_scale, x_zero_point per
+// operand): each operand requantized to y, concatenated.
+Tensor quantized_concat(const Attributes& attrs, std::span<const Tensor> in,
+                        const TensorType& out) {
+  std::vector<Tensor> parts;
+  for (std::size_t i = 2; i < in.size(); i += 3) {
+    const TensorType part{out.dtype, in[i].dims()};
+    parts.push_back(quantized(dequantized(in[i], in[i + 1], in[i + 2]), in[0], in[1], part));
+  }
+  Attributes axis;
+  axis.set("axis", *attrs.get_int("axis"));
+  return concat(axis, parts);
+}
+
+// Element `i` of a row of `bits`-wide values packed from each byte's low
+// bits.
+std::int64_t unpacked(std::span<const std::byte> row, std::int64_t i, std::int64_t bits) {
+  const auto byte = std::to_integer<std::int64_t>(row[static_cast<std::size_t>(i * bits / 8)]);
+  return (byte >> (i * bits % 8)) & ((std::int64_t{1} << bits) - 1);
+}
+
+// MatMulNBits: a times the transpose of b unpacked.
+Tensor matmul_nbits(const Attributes& attrs, std::span<const Tensor> in) {
+  const std::int64_t k = *attrs.get_int("K"), n = *attrs.get_int("N");
+  const std::int64_t bits = *attrs.get_int("bits"), block = *attrs.get_int("block_size");
+  const std::int64_t blocks = (k + block - 1) / block, blob = block * bits / 8;
+  const std::int64_t zero_row = (blocks * bits + 7) / 8;
+  const std::span<const float> scales = in[2].floats();
+  Tensor w(TensorType{DType::kFloat32, {k, n}});
+  std::span<float> wv = w.mutable_floats();
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t zero =
+          in.size() == 4 ? unpacked(in[3].data().subspan(static_cast<std::size_t>(r * zero_row)), b, bits)
+                         : std::int64_t{1} << (bits - 1);
+      const float scale = scales[static_cast<std::size_t>(r * blocks + b)];
+      const std::span<const std::byte> values =
+          in[1].data().subspan(static_cast<std::size_t>((r * blocks + b) * blob));
+      for (std::int64_t j = 0; j < block && b * block + j < k; ++j)
+        wv[static_cast<std::size_t>((b * block + j) * n + r)] =
+            static_cast<float>(unpacked(values, j, bits) - zero) * scale;
+    }
+  }
+  return matmul(in[0], w);
+}
+
 }  // namespace
 
 std::vector<Tensor> integer_operator(Op op, const Attributes& a, std::span<const Tensor> in,
@@ -193,6 +366,10 @@ std::vector<Tensor> integer_operator(Op op, const Attributes& a, std::span<const
   if (op == Op::kDynamicQuantizeLinear) return dynamic_quantize(in[0], in[0].dims());
   const TensorType& out = type.tensor();
   if (op == Op::kQLinearAdd || op == Op::kQLinearMul) return {quantized_binary(op, in, out)};
+  if (op == Op::kQGemm) return {quantized_gemm(a, in, out)};
+  if (op == Op::kQLinearConcat) return {quantized_concat(a, in, out)};
+  if (is_quantized_unary(op)) return {quantized_unary(op, a, in, out)};
+  if (op == Op::kMatMulNBits) return {matmul_nbits(a, in)};
   const bool matmul = op == Op::kMatMulInteger || op == Op::kQLinearMatMul;
   const bool requantize = op == Op::kQLinearMatMul || op == Op::kQLinearConv;
   // The operands and their zero points: inputs (0, 2) and (3, 5) of the

@@ -16,8 +16,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
-import saturn
-from test_integer_operators import integers, literal_run
+from test_integer_operators import integers
+from test_quantized_contrib_operators import assert_as_onnxruntime, contrib_model
 from test_quantization import SeededInputs, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "ort", "harness"))
@@ -25,7 +25,6 @@ import quantized as harness  # noqa: E402  (the harness is a script, not a packa
 
 CLI = os.environ.get("SATURN_CLI")
 needs_cli = pytest.mark.skipif(not CLI, reason="SATURN_CLI unset")
-ONNX_TYPE = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
 
 
 def binary_model(path, op, dtype, b_shape):
@@ -33,20 +32,11 @@ def binary_model(path, op, dtype, b_shape):
     `b_shape` (broadcast), both graph inputs, the scales and zero points
     seeded initializers."""
     rng = np.random.default_rng(5)
-    inits = [numpy_helper.from_array(np.float32(s), n)
-             for n, s in (("a_scale", 0.031), ("b_scale", 0.047), ("c_scale", 0.06))]
-    inits += [numpy_helper.from_array(integers(rng, (), dtype), n)
-              for n in ("a_zero", "b_zero", "c_zero")]
-    node = helper.make_node(op, ["a", "a_scale", "a_zero", "b", "b_scale", "b_zero", "c_scale",
-                                 "c_zero"], ["c"], domain="com.microsoft")
-    graph = helper.make_graph(
-        [node], op, [helper.make_tensor_value_info("a", ONNX_TYPE[dtype], [2, 3, 8]),
-                     helper.make_tensor_value_info("b", ONNX_TYPE[dtype], b_shape)],
-        [helper.make_tensor_value_info("c", ONNX_TYPE[dtype], [2, 3, 8])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
-                                                      helper.make_opsetid("com.microsoft", 1)],
-                                ir_version=8), str(path))
-    return {"a": integers(rng, (2, 3, 8), dtype), "b": integers(rng, b_shape, dtype)}
+    inits = {n: np.float32(s) for n, s in (("a_scale", 0.031), ("b_scale", 0.047), ("c_scale", 0.06))}
+    inits.update({n: integers(rng, (), dtype) for n in ("a_zero", "b_zero", "c_zero")})
+    inputs = {"a": integers(rng, (2, 3, 8), dtype), "b": integers(rng, b_shape, dtype)}
+    order = ["a", "a_scale", "a_zero", "b", "b_scale", "b_zero", "c_scale", "c_zero"]
+    return contrib_model(path, op, inputs, inits, order, [2, 3, 8], dtype)
 
 
 @pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
@@ -58,16 +48,7 @@ def test_quantized_binary_operators_compute_as_onnxruntime(tmp_path, op, dtype, 
     multipliers, so an element may land one step away (measured here: never
     more, and most elements equal)."""
     path = tmp_path / "m.onnx"
-    feeds = binary_model(path, op, dtype, b_shape)
-    model = saturn.load(str(path))
-    assert model.op_counts == {op: 1}, model.op_counts
-    got = model.run(feeds)
-    got = next(iter(got.values())) if isinstance(got, dict) else got[0]
-    expected = literal_run(path, feeds)[0]
-    assert got.dtype == expected.dtype and got.shape == expected.shape
-    steps = np.abs(got.astype(np.int32) - expected.astype(np.int32))
-    assert steps.max() <= 1, steps.max()
-    assert np.mean(steps == 0) >= 0.9, np.mean(steps == 0)
+    assert_as_onnxruntime(path, binary_model(path, op, dtype, b_shape), op)
 
 
 def residual_net(path):
