@@ -1,8 +1,9 @@
 // ONNX → IR: operators read whole as one of the IR's fused operators:
 // onnxruntime's com.microsoft kernels (and its quantized QLinearAdd,
-// QLinearMul, QGemm, QLinearConcat and quantized unary operators), and opset 23's RMSNormalization,
-// causal Attention and RotaryEmbedding (and opset 20's exact Gelu), which the opset lowering
-// also spells in older operators for libonnx (importer.h's ExpandedNodes).
+// QLinearMul, QGemm, QLinearConcat, quantized unary operators and
+// MatMulNBits), and opset 23's RMSNormalization, causal Attention and
+// RotaryEmbedding (and opset 20's exact Gelu), which the opset lowering also
+// spells in older operators for libonnx (importer.h's ExpandedNodes).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -118,15 +118,10 @@ absl::StatusOr<ValueType> Inference::quantized_binary() {
   const DType type = t(0).dtype;
   if (!is_quantized_8bit(type))
     return fail(op_, "input 0 must be int8 or uint8, is {}", to_string(t(0)));
-  for (int i : {2, 3, 5, 7}) {
-    if (t(i).dtype != type)
-      return fail(op_, "input {} {} must be of input 0's type {}", i, to_string(t(i)),
-                  dtype_name(type));
-  }
-  for (int i : {1, 2, 4, 5, 6, 7}) {
-    if (!per_tensor(t(i))) return fail(op_, "input {} {} must be one value", i, to_string(t(i)));
-    if ((i == 1 || i == 4 || i == 6) && t(i).dtype != DType::kFloat32)
-      return fail(op_, "the scale (input {}) must be float32, is {}", i, to_string(t(i)));
+  if (t(3).dtype != type)
+    return fail(op_, "input 3 {} must be of input 0's type {}", to_string(t(3)), dtype_name(type));
+  for (std::size_t i : {1, 4, 6}) {
+    if (absl::Status s = need_per_tensor_quantization(i, i + 1, type); !s.ok()) return s;
   }
   std::optional<Dims> out = broadcast_dims(d(0), d(3));
   if (!out) return fail(op_, "cannot broadcast {} with {}", to_string(t(0)), to_string(t(3)));
@@ -201,9 +196,11 @@ absl::StatusOr<ValueType> Inference::matmul_nbits() {
   const std::int64_t k = *a_.get_int("K"), n = *a_.get_int("N"), bits = *a_.get_int("bits");
   const std::int64_t block = *a_.get_int("block_size");
   if (bits != 4 && bits != 8) return fail(op_, "bits must be 4 or 8, is {}", bits);
-  if (block < 16 || (block & (block - 1)) != 0)
-    return fail(op_, "block_size must be a power of two of at least 16, is {}", block);
-  if (k < 1 || n < 1) return fail(op_, "K and N must be positive, are {} and {}", k, n);
+  if (block < 16 || block > (1 << 20) || (block & (block - 1)) != 0)
+    return fail(op_, "block_size must be a power of two from 16 to 2^20, is {}", block);
+  constexpr std::int64_t kMostElements = std::int64_t{1} << 31;
+  if (k < 1 || n < 1 || k > kMostElements || n > kMostElements)
+    return fail(op_, "K and N must be from 1 to 2^31, are {} and {}", k, n);
   if (t(0).dtype != DType::kFloat32 || d(0).empty() || d(0).back() != k)
     return fail(op_, "a must be float32 [..., {}], is {}", k, to_string(t(0)));
   const std::int64_t blocks = (k + block - 1) / block;

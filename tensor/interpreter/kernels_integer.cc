@@ -260,7 +260,7 @@ Tensor quantized_average(const Attributes& attrs, std::span<const Tensor> in,
   const Dims& d = x.dims();
   const bool channels_last = *attrs.get_int("channels_last") != 0;
   const std::int64_t batch = d[0], channels = channels_last ? d.back() : d[1];
-  const std::int64_t count = x.size() / (batch * channels);
+  const std::int64_t count = batch * channels == 0 ? 0 : x.size() / (batch * channels);
   const std::int64_t zero = read_integer(in[2], 0);
   const float scale = in[1].floats()[0] / (in[3].floats()[0] * static_cast<float>(count));
   const auto y_zero = static_cast<float>(read_integer(in[4], 0));
