@@ -178,23 +178,41 @@ std::vector<Tensor> dynamic_quantize(const Tensor& x, const Dims& dims) {
   return {std::move(y), Tensor::scalar(scale), std::move(zero_point)};
 }
 
+// The elements of a per-tensor quantized `q` as floats: scale * (q - zero).
+std::vector<float> dequantized(const Tensor& q, const Tensor& scale, const Tensor& zero_point) {
+  const float s = scale.floats()[0];
+  const std::int64_t z = read_integer(zero_point, 0);
+  std::vector<float> x(static_cast<std::size_t>(q.size()));
+  for (std::int64_t i = 0; i < q.size(); ++i)
+    x[static_cast<std::size_t>(i)] = s * static_cast<float>(read_integer(q, i) - z);
+  return x;
+}
+
+// `x` quantized per tensor into `type`: x / scale rounded half to even,
+// plus the zero point, saturated.
+Tensor quantized(std::span<const float> x, const Tensor& scale, const Tensor& zero_point,
+                 const TensorType& type) {
+  const float s = scale.floats()[0];
+  const auto z = static_cast<float>(read_integer(zero_point, 0));
+  std::vector<float> rounded(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) rounded[i] = std::nearbyint(x[i] / s) + z;
+  Tensor y(type);
+  write_saturated(rounded, type.dtype, y.mutable_data());
+  return y;
+}
+
 // QLinearAdd and QLinearMul, broadcast.
 Tensor quantized_binary(Op op, std::span<const Tensor> in, const TensorType& out) {
-  const float sa = in[1].floats()[0], sb = in[4].floats()[0], sc = in[6].floats()[0];
-  const std::int64_t za = read_integer(in[2], 0), zb = read_integer(in[5], 0);
-  const auto zc = static_cast<float>(read_integer(in[7], 0));
-  std::vector<float> rounded(static_cast<std::size_t>(out.num_elements()));
+  const std::vector<float> a = dequantized(in[0], in[1], in[2]);
+  const std::vector<float> b = dequantized(in[3], in[4], in[5]);
+  std::vector<float> c(static_cast<std::size_t>(out.num_elements()));
   for_each_index(out.dims, broadcast_strides(in[0].dims(), out.dims),
                  broadcast_strides(in[3].dims(), out.dims),
                  [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
-                   const float a = sa * static_cast<float>(read_integer(in[0], ia) - za);
-                   const float b = sb * static_cast<float>(read_integer(in[3], ib) - zb);
-                   const float c = op == Op::kQLinearAdd ? a + b : a * b;
-                   rounded[static_cast<std::size_t>(o)] = std::nearbyint(c / sc) + zc;
+                   const float x = a[static_cast<std::size_t>(ia)], y = b[static_cast<std::size_t>(ib)];
+                   c[static_cast<std::size_t>(o)] = op == Op::kQLinearAdd ? x + y : x * y;
                  });
-  Tensor y(out);
-  write_saturated(rounded, out.dtype, y.mutable_data());
-  return y;
+  return quantized(c, in[6], in[7], out);
 }
 
 // `v`, a [rows, cols] matrix, transposed.
@@ -227,29 +245,6 @@ Tensor quantized_gemm(const Attributes& attrs, std::span<const Tensor> in, const
   }
   return requantized(sums, in[1], in[4], in[6], in[7], nullptr, 1, n, out,
                      static_cast<float>(*attrs.get_float("alpha")));
-}
-
-// The elements of a per-tensor quantized `q` as floats: scale * (q - zero).
-std::vector<float> dequantized(const Tensor& q, const Tensor& scale, const Tensor& zero_point) {
-  const float s = scale.floats()[0];
-  const std::int64_t z = read_integer(zero_point, 0);
-  std::vector<float> x(static_cast<std::size_t>(q.size()));
-  for (std::int64_t i = 0; i < q.size(); ++i)
-    x[static_cast<std::size_t>(i)] = s * static_cast<float>(read_integer(q, i) - z);
-  return x;
-}
-
-// `x` quantized per tensor into `type`: x / scale rounded half to even,
-// plus the zero point, saturated.
-Tensor quantized(std::span<const float> x, const Tensor& scale, const Tensor& zero_point,
-                 const TensorType& type) {
-  const float s = scale.floats()[0];
-  const auto z = static_cast<float>(read_integer(zero_point, 0));
-  std::vector<float> rounded(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) rounded[i] = std::nearbyint(x[i] / s) + z;
-  Tensor y(type);
-  write_saturated(rounded, type.dtype, y.mutable_data());
-  return y;
 }
 
 // QLinearGlobalAveragePool: each channel's integers less x's zero point
