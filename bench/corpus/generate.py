@@ -44,9 +44,9 @@ SEEDED_MIN_ELEMENTS = 64  # float32 initializers with more elements than this be
 # --------------------------------------------------------------------------------------------------------------
 
 
-def example_inputs(spec, dims):
+def example_inputs(spec, dims, seed=SEED):
     import torch
-    g = torch.Generator().manual_seed(SEED)
+    g = torch.Generator().manual_seed(seed)
     out = []
     for i in spec.inputs:
         shape = [dims[d] if isinstance(d, str) else d for d in i.shape]

@@ -12,6 +12,9 @@ way of quantizing it (--ways, WAYS below; `default` unless told):
   - the input: the model quantized that way, calibrated on 8 seeded inputs;
     `default` is onnxruntime's quantize_static with its defaults (QDQ format,
     int8 activations, int8 weights, per tensor), the model a user brings;
+    `pt2e-x86` and `pt2e-xnnpack` quantize the PyTorch module with PT2E
+    (pt2e.py, in the environment --pt2e-python names) and bring their own
+    float model, the module's export;
   - `u8s8`: the twin to reach, the same quantization spelled as
     onnxruntime's CPU kernels run it in integers: uint8 activations for the
     8-bit ways (the spelling whose groups its x86 kernels fuse), MatMulNBits
@@ -98,18 +101,45 @@ def int4(quant_format):
     return quantize
 
 
-# The ways users quantize a model for a CPU with onnxruntime's quantizers:
-# name -> (quantize(float_path, out, entry), the twin: the same quantization
-# spelled as onnxruntime's CPU kernels run it in integers, or None). The
-# twin of an 8-bit way is U8S8 (uint8 activations); of `int4`, MatMulNBits.
+def pt2e(quantizer):
+    """PyTorch's PT2E flow with torchao's `quantizer` (bench/corpus/pt2e.py,
+    run in the generator's environment, --pt2e-python): it quantizes the
+    PyTorch module, so it writes the float model beside the input, both
+    exported by the dynamo exporter from the same module."""
+    def quantize(float_path, out, entry, args):
+        folder = os.path.dirname(out)
+        done = subprocess.run([args.pt2e_python, os.path.join(HERE, "pt2e.py"), "--model", entry["name"],
+                               "--quantizer", quantizer, "--out", folder], capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+            raise RuntimeError(f"PT2E ({quantizer}): {lines[-1]}")
+    return quantize
+
+
+class Way:
+    """How users quantize a model for a CPU: `quantize(float_path, out,
+    entry)` writes the input; `twin`, where there is one, the same
+    quantization spelled as onnxruntime's CPU kernels run it in integers:
+    U8S8 (uint8 activations) for the 8-bit ways, MatMulNBits for `int4`.
+    A way `from_module` quantizes the PyTorch module rather than the ONNX
+    float model: it writes the float model too (`quantize(float_path, out,
+    entry, args)`), and its twin is quantize_static's U8S8 of that float
+    export (its own calibration: a reference for integer speed, not the
+    same quantized values)."""
+    def __init__(self, quantize, twin=None, from_module=False):
+        self.quantize, self.twin, self.from_module = quantize, twin, from_module
+
+
 WAYS = {
-    "default": (static(QuantType.QInt8), static(QuantType.QUInt8)),
-    "per-channel": (static(QuantType.QInt8, per_channel=True),
-                    static(QuantType.QUInt8, per_channel=True)),
-    "qoperator": (static(QuantType.QInt8, QuantFormat.QOperator),
-                  static(QuantType.QUInt8, QuantFormat.QOperator)),
-    "dynamic": (dynamic, None),
-    "int4": (int4(QuantFormat.QDQ), int4(QuantFormat.QOperator)),
+    "default": Way(static(QuantType.QInt8), static(QuantType.QUInt8)),
+    "per-channel": Way(static(QuantType.QInt8, per_channel=True),
+                       static(QuantType.QUInt8, per_channel=True)),
+    "qoperator": Way(static(QuantType.QInt8, QuantFormat.QOperator),
+                     static(QuantType.QUInt8, QuantFormat.QOperator)),
+    "dynamic": Way(dynamic),
+    "int4": Way(int4(QuantFormat.QDQ), int4(QuantFormat.QOperator)),
+    "pt2e-x86": Way(pt2e("x86"), static(QuantType.QUInt8), from_module=True),
+    "pt2e-xnnpack": Way(pt2e("xnnpack"), static(QuantType.QUInt8), from_module=True),
 }
 
 
@@ -155,20 +185,23 @@ def measure(entry, way, args):
     in the row's columns whatever the way."""
     work = os.path.join(args.work, entry["name"], way)
     os.makedirs(work, exist_ok=True)
-    quantize, twin = WAYS[way]
-    has_twin = twin is not None
+    how = WAYS[way]
+    has_twin = how.twin is not None
     paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
              "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
     if not has_twin:
         del paths["u8s8"]
-    corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
     try:
-        quantize(paths["float"], paths["default"], entry)
+        if how.from_module:
+            how.quantize(paths["float"], paths["default"], entry, args)
+        else:
+            corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
+            how.quantize(paths["float"], paths["default"], entry)
         if has_twin:
-            twin(paths["float"], paths["u8s8"], entry)
+            how.twin(paths["float"], paths["u8s8"], entry)
     except Exception as e:  # the quantizer's own failure: no input to optimize
         return {"model": entry["name"], "part": entry["part"], "way": way,
-                "error": f"onnxruntime's quantizer failed: {type(e).__name__}: {e}"}
+                "error": f"the quantizer failed: {type(e).__name__}: {e}"}
     report = os.path.join(work, "saturn_report.json")
     # The float model the input quantizes judges the result's accuracy
     # (--float-model), as a user who quantized it has it.
@@ -189,9 +222,13 @@ def measure(entry, way, args):
     if (r.get("measured") or {}).get("candidate"):
         row["decision"] += f" ({r['measured']['candidate']})"
     row["opaque_before"] = sum((r.get("opaque_ops_before") or {}).values())
-    row["ms"] = timing(paths, entry)
-    row["relative_l2_to_float"] = accuracy(paths, entry)
-    row["loaded"] = {k: loaded_ops(paths[k], work) for k in paths if k != "float"}
+    try:
+        row["ms"] = timing(paths, entry)
+        row["relative_l2_to_float"] = accuracy(paths, entry)
+        row["loaded"] = {k: loaded_ops(paths[k], work) for k in paths if k != "float"}
+    except Exception as e:  # onnxruntime refuses one of the models (the input, as it came)
+        row["error"] = f"onnxruntime could not run the models: {type(e).__name__}: {str(e).strip()[:300]}"
+        return row
     ms = row["ms"]
     row["speedup_over_default"] = ms["default"] / ms["saturn"]
     if has_twin:
@@ -205,6 +242,8 @@ def main():
     p.add_argument("--ways", nargs="*", default=["default"], choices=sorted(WAYS),
                    help="how each model is quantized (default: quantize_static's defaults)")
     p.add_argument("--saturn", default=os.path.join(ROOT, "build", "tools", "saturn"))
+    p.add_argument("--pt2e-python", default=os.path.join(ROOT, "build", "pt2e-venv", "bin", "python"),
+                   help="the python of the generator's environment with torchao, for the pt2e-* ways")
     p.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "saturn-quantized"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "quantized.json"))
     p.add_argument("--table", action="store_true", help="print the table of the results in --out")

@@ -177,7 +177,7 @@ def fmt(x, digits=3):
 def quantized_table(rows):
     """The quantized part's table (bench/corpus/quantized.py's rows), one
     line per model and way of quantizing it; `—` where the way has no twin
-    (U8S8 for the 8-bit ways, MatMulNBits for int4)."""
+    (U8S8 for the 8-bit ways and PT2E, MatMulNBits for int4)."""
     lines = ["| model | part | float ms | input ms | twin ms | saturn ms | "
              "saturn over input | integer kernels (input, twin, saturn) | "
              "relative L2 to float (input, twin, saturn) | saturn's decision |",
@@ -212,9 +212,12 @@ def quantized_section(path):
              f"{doc['onnxruntime']}, CPU, {doc['threads']} intra-op thread, 21 alternating rounds, "
              "medians): each model quantized by onnxruntime's quantizer (the input: `quantize_static` "
              "with its defaults, QDQ with int8 activations and weights, unless the model's name says "
-             "another way), its twin (the same quantization as onnxruntime's CPU kernels run it in "
-             "integers: with uint8 activations, U8S8, or for `int4` the quantizer's MatMulNBits "
-             "format), and the input optimized by `saturn optimize` with its defaults and "
+             "another way; `pt2e-x86` and `pt2e-xnnpack` are PyTorch's PT2E flow with torchao's "
+             "quantizers, exported by the dynamo exporter beside the float module), its twin (the same "
+             "quantization as onnxruntime's CPU kernels run it in integers: with uint8 activations, "
+             "U8S8, or for `int4` the quantizer's MatMulNBits format; for the PT2E ways onnxruntime's "
+             "U8S8 quantization of the same float export, a reference for integer speed calibrated its "
+             "own way), and the input optimized by `saturn optimize` with its defaults and "
              "`--float-model` naming the float model, which judges its accuracy. Accuracy is "
              "the relative L2 distance of the first output to the float model's, the mean over 5 "
              "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger and MatMulNBits "
