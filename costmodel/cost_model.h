@@ -77,6 +77,9 @@ struct OpContext {
   // (of an embedding table) runs on integers only where the
   // DequantizeLinear before it and the QuantizeLinear after it agree.
   bool read_as_activation = false;
+  // Priced as its own kernel, apart from any fusion: work the importer
+  // folded that the input's runtime does on every run (folded_work_cost).
+  bool on_its_own = false;
 };
 
 // Whether a tensor holds mask values (-1e4 or below; see OpContext::masked).

@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
 double folded_work_cost(const CostModel& model, const tensor::Graph& graph) {
   double total = 0;
   for (const tensor::FoldedWork& w : graph.folded_at_import)
-    total += model.node_cost(w.op, w.attributes, w.inputs, w.output, OpContext{});
+    total += model.node_cost(w.op, w.attributes, w.inputs, w.output, OpContext{.on_its_own = true});
   return total;
 }
 

@@ -78,6 +78,7 @@ bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType
   auto of_type = [](const ValueType& t, tensor::DType dtype) {
     return !t.is_tuple && t.tensor().dtype == dtype;
   };
+  if (context.on_its_own) return false;
   if (op == Op::kQuantizeLinear) return of_type(output, tensor::DType::kUInt8);
   if (op != Op::kDequantizeLinear || inputs.empty()) return false;
   if (context.weights_only && !context.read_as_activation) return of_type(inputs[0], weights);

@@ -104,6 +104,32 @@ void Exporter::mark_live_and_foldable() {
     }
     folded_[i] = ok;
   }
+  // A widened 8-bit weight stays integer in the file (the runtime widens it
+  // at load), and what computes on it from there stays a node, unless the
+  // result is an integer again (a weight moved to uint8: an initializer
+  // then) or a kernel rewrite reads it (ONNX has no operator for those):
+  // then the whole computation is folded.
+  std::vector<bool> must_fold(n, false);
+  auto integer_weight = [&](int x) {
+    return weight_only[x] && (types_[x].is_tuple || !is_float(types_[x].tensor().dtype));
+  };
+  for (int j = 0; j < n; ++j) {
+    if (weight_only[j] || !live_[j]) continue;
+    for (int in : g_.nodes[j].inputs) must_fold[in] = must_fold[in] || integer_weight(in);
+  }
+  for (const GraphOutput& o : g_.outputs) must_fold[o.node] = must_fold[o.node] || integer_weight(o.node);
+  for (int i = n - 1; i >= 0; --i) {
+    const Op op = g_.nodes[i].op;
+    if (!must_fold[i] && op != Op::kEnlarge && op != Op::kMergeGroups) continue;
+    for (int in : g_.nodes[i].inputs) must_fold[in] = must_fold[in] || weight_only[in];
+  }
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g_.nodes[i];
+    if (!folded_[i] || node.op == Op::kWeight || must_fold[i]) continue;
+    const bool widens = node.inputs.size() == 1 && !types_[i].is_tuple &&
+                        widens_integer_weight(node.op, types_[node.inputs[0]].tensor(), types_[i].tensor());
+    folded_[i] = !widens && std::ranges::all_of(node.inputs, [&](int in) { return folded_[in]; });
+  }
   frontier_.assign(n, false);
   for (int i = 0; i < n; ++i) {
     if (!live_[i] || folded_[i]) continue;

@@ -225,6 +225,11 @@ absl::Status Importer::add_node(const onnx::NodeProto& n, int k) {
       if (std::optional<int> whole = add_expanded(it->second)) return define(n.output(0), *whole);
     }
   }
+  if (n.output_size() == 1 && dequantized_at_load_.contains(n.output(0))) {
+    absl::StatusOr<bool> respelled = add_dequantized_at_load(n);
+    if (!respelled.ok()) return error("{}: {}", where(n, k), message(respelled.status()));
+    if (*respelled) return absl::OkStatus();
+  }
   if (n.domain() == kKeptDomain && (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear")) {
     // Opset 21's blocked scales and output_dtype, which opset 17's spelling
     // lacks: the IR's operators read them whatever the opset.

@@ -183,6 +183,7 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   absl::StatusOr<FourBitValues> four_bit = disguise_4bit(model, external_);
   if (!four_bit.ok()) return error("{}", message(four_bit.status()));
   four_bit_types_ = std::move(four_bit->types);
+  dequantized_at_load_ = dequantized_at_load(model.graph(), four_bit_types_);
   for (auto& [name, value] : four_bit->initializers) external_.insert_or_assign(name, value);
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return error("{}", message(seeded.status()));
@@ -241,6 +242,9 @@ absl::StatusOr<std::optional<Tensor>> Importer::fold_weights_only(
   if (!computed_ahead(op) || type.is_tuple || output_names_.contains(output) ||
       !is_plain_number(type.tensor().dtype))
     return std::nullopt;
+  if (inputs.size() == 1 && !types_[inputs[0]].is_tuple &&
+      widens_integer_weight(op, types_[inputs[0]].tensor(), type.tensor()))
+    return std::nullopt;  // kept integer, as the file has it
   std::vector<Tensor> values;
   std::int64_t input_bytes = 0;
   for (int i : inputs) {

@@ -99,6 +99,15 @@ using KeptNodes = std::map<std::string, std::string>;
 absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int64_t to,
                             ExpandedNodes* expanded = nullptr, KeptNodes* kept = nullptr);
 
+// The outputs of the DequantizeLinear nodes of `graph` that dequantize an
+// 8-bit integer initializer (not one of the `four_bit` ones) for
+// convolutions only, each of which onnxruntime runs in float (no
+// DequantizeLinear before its input, or no lone QuantizeLinear after its
+// output):
+// onnxruntime computes each on every run (import_at_load.cc).
+std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
+                                          const std::map<std::string, DType>& four_bit);
+
 // The weights a model names under `saturn.seeded_weights`: name -> [low, high).
 using SeededWeights = absl::flat_hash_map<std::string, std::pair<float, float>>;
 
@@ -252,6 +261,12 @@ class Importer {
   // Attention), when the IR types it; the operators of its spelling, read by
   // it only, are dropped (import_fused.cc).
   std::optional<int> add_expanded(const onnx::NodeProto& original);
+  // A quantized weight's DequantizeLinear that only convolutions onnxruntime
+  // runs in float read (dequantized_at_load_), as the weight-only
+  // Mul(Sub(Cast(w), z), s) onnxruntime folds at load, its per-run work
+  // kept in the input's price; false where its scale or zero point is not a
+  // constant (import_at_load.cc).
+  absl::StatusOr<bool> add_dequantized_at_load(const onnx::NodeProto& n);
   std::optional<int> add_attention(const onnx::NodeProto& original);
   std::optional<int> add_rotary(const onnx::NodeProto& original);
   // The first `count` inputs of `n` when each is a float32 tensor: their
@@ -388,6 +403,9 @@ class Importer {
   // whether the node being added reads one (at_run_time).
   std::set<std::string> at_run_time_;
   bool node_at_run_time_ = false;
+  // The DequantizeLinear outputs add_dequantized_at_load reads (by
+  // dequantized_at_load).
+  std::set<std::string> dequantized_at_load_;
   SeededWeights seeded_;
 };
 

@@ -75,6 +75,11 @@ std::vector<bool> weight_only_nodes(const Graph& graph) {
   return w;
 }
 
+bool widens_integer_weight(Op op, const TensorType& in, const TensorType& out) {
+  return op == Op::kCast && (in.dtype == DType::kInt8 || in.dtype == DType::kUInt8) &&
+         is_float(out.dtype) && in.num_elements() >= kWidenedWeightElements;
+}
+
 std::vector<bool> live_nodes(const Graph& graph) {
   std::vector<bool> live(graph.nodes.size(), false);
   for (const GraphOutput& o : graph.outputs) live[o.node] = true;

@@ -143,6 +143,17 @@ absl::StatusOr<std::vector<ValueType>> infer_types(const Graph& graph);
 // computed once when the model loads.
 std::vector<bool> weight_only_nodes(const Graph& graph);
 
+// Whether a weight-only `op` reading `in` widens an 8-bit integer weight of
+// at least kWidenedWeightElements to float (`out`): such a Cast is computed
+// ahead (free to the extraction) but neither import nor export folds it.
+// The model keeps the integer tensor and the runtime widens it once, at
+// load (onnxruntime's constant folding), rather than the file holding it at
+// four times its size. The import spells a quantized weight's
+// DequantizeLinear so where onnxruntime would compute it on every run
+// (onnx/import_at_load.cc).
+inline constexpr std::int64_t kWidenedWeightElements = 1024;
+bool widens_integer_weight(Op op, const TensorType& in, const TensorType& out);
+
 // The values of a weight node's tensor.
 absl::StatusOr<Tensor> materialize_weight(const Graph& graph, const Node& weight);
 

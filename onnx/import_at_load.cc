@@ -1,0 +1,159 @@
+// A quantized weight whose DequantizeLinear onnxruntime computes on every
+// run, read as the runtime could compute it once, at load.
+//
+// onnxruntime's CPU provider fuses a quantized weight's DequantizeLinear
+// into the integer kernel of the product that reads it, and leaves it
+// unfused otherwise: then the weight is dequantized again on every run, and
+// its constant folding does not touch it (it keeps DequantizeLinear nodes
+// for the QDQ fusions). A Conv fuses into QLinearConv only between a
+// DequantizeLinear and one QuantizeLinear; PyTorch's PT2E export for x86
+// (torchao's X86InductorQuantizer) quantizes a convolution's output after
+// the sum or the activation that follows it (the fused kernels of its own
+// compiler), so a third to a half of a CNN's convolutions read a weight
+// dequantized per run: measured on the corpus's PT2E exports (onnxruntime
+// 1.30, one thread), MobileNetV3-Large 14.1 ms, and 8.0 ms with those
+// weights spelled as below; EfficientNet-B0 30.4 and 17.4 ms; ResNet-18
+// 24.7 and 19.1 ms.
+//
+// The import reads such a DequantizeLinear as Mul(Sub(Cast(w), z), s), the
+// scale and zero point shaped to broadcast along its axis: the same float
+// values ((w - z) is exact in float32, one rounding in the product, as
+// ONNX's DequantizeLinear), a weight-only computation that the written
+// model keeps integer (widens_integer_weight) and onnxruntime folds at load.
+// The input's price keeps the per-run DequantizeLinear (Graph::
+// folded_at_import).
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "saturn/onnx/importer.h"
+#include "saturn/onnx/proto.h"
+
+namespace saturn::tensor::onnx_io {
+
+namespace {
+
+bool is_dequantize(const onnx::NodeProto& n) {
+  return (is_default_domain(n.domain()) || n.domain() == kKeptDomain) &&
+         n.op_type() == "DequantizeLinear";
+}
+
+std::int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return fallback;
+}
+
+}  // namespace
+
+std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
+                                          const std::map<std::string, DType>& four_bit) {
+  std::set<std::string> integer_weights, outputs;
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if ((t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::UINT8) &&
+        !four_bit.contains(t.name()))
+      integer_weights.insert(t.name());
+  }
+  for (const onnx::ValueInfoProto& v : graph.output()) outputs.insert(v.name());
+  std::map<std::string, std::vector<std::pair<const onnx::NodeProto*, int>>> readers;
+  std::map<std::string, const onnx::NodeProto*> producers;
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (int i = 0; i < n.input_size(); ++i) readers[n.input(i)].push_back({&n, i});
+    for (const std::string& o : n.output()) producers[o] = &n;
+  }
+  auto only_reader = [&](const std::string& value) -> const onnx::NodeProto* {
+    auto it = readers.find(value);
+    if (it == readers.end() || it->second.size() != 1 || outputs.contains(value)) return nullptr;
+    return it->second[0].first;
+  };
+  // Whether onnxruntime's QDQ fusion may make `conv` a QLinearConv: a
+  // DequantizeLinear before its input, one QuantizeLinear after its output,
+  // or after a Relu or Clip there (which the fusion drops where the
+  // quantization clips alike).
+  auto may_fuse = [&](const onnx::NodeProto& conv) {
+    auto p = producers.find(conv.input(0));
+    if (p == producers.end() || !is_dequantize(*p->second)) return false;
+    const onnx::NodeProto* next = only_reader(conv.output(0));
+    if (next != nullptr && (next->op_type() == "Relu" || next->op_type() == "Clip"))
+      next = only_reader(next->output(0));
+    return next != nullptr && next->op_type() == "QuantizeLinear";
+  };
+  std::set<std::string> found;
+  for (const onnx::NodeProto& n : graph.node()) {
+    if (!is_dequantize(n) || n.input_size() < 2 || n.output_size() != 1 ||
+        !integer_weights.contains(n.input(0)) || int_attribute(n, "block_size", 0) != 0 ||
+        outputs.contains(n.output(0)))
+      continue;
+    auto it = readers.find(n.output(0));
+    if (it == readers.end()) continue;
+    const bool in_float_convolutions = std::ranges::all_of(it->second, [&](const auto& reader) {
+      const onnx::NodeProto& r = *reader.first;
+      return is_default_domain(r.domain()) && r.op_type() == "Conv" && reader.second == 1 &&
+             !may_fuse(r);
+    });
+    if (in_float_convolutions) found.insert(n.output(0));
+  }
+  return found;
+}
+
+absl::StatusOr<bool> Importer::add_dequantized_at_load(const onnx::NodeProto& n) {
+  auto scale = constants_.find(n.input(1));
+  if (scale == constants_.end() || scale->second.dtype() != DType::kFloat32) return false;
+  const Tensor* zero_point = nullptr;
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    auto z = constants_.find(n.input(2));
+    if (z == constants_.end() || z->second.size() != scale->second.size()) return false;
+    zero_point = &z->second;
+  }
+  const int weight = values_.at(n.input(0));
+  const TensorType& type = types_[weight].tensor();
+  const auto rank = static_cast<std::int64_t>(type.dims.size());
+  std::int64_t axis = int_attribute(n, "axis", 1);
+  if (axis < 0) axis += rank;
+  // Per tensor: the scale as it is; per axis: shaped [1, .., C, .., 1].
+  const std::int64_t channels = scale->second.size();
+  Dims shape;
+  if (channels > 1) {
+    if (axis < 0 || axis >= rank || type.dims[static_cast<std::size_t>(axis)] != channels) return false;
+    shape.assign(static_cast<std::size_t>(rank), 1);
+    shape[static_cast<std::size_t>(axis)] = channels;
+  }
+  const std::string& name = n.output(0);
+  absl::StatusOr<int> value = append(Op::kCast, {{"to", "float32"}}, {weight}, name + ".widened");
+  if (!value.ok()) return value.status();
+  if (zero_point != nullptr) {
+    std::vector<float> offsets(static_cast<std::size_t>(channels));
+    const std::span<const std::byte> bytes = zero_point->bytes();
+    for (std::size_t c = 0; c < offsets.size(); ++c) {
+      offsets[c] = zero_point->dtype() == DType::kInt8
+                       ? static_cast<float>(static_cast<std::int8_t>(bytes[c]))
+                       : static_cast<float>(static_cast<std::uint8_t>(bytes[c]));
+    }
+    if (std::ranges::any_of(offsets, [](float z) { return z != 0; })) {
+      add_weight(name + ".zero_point", Tensor(TensorType{DType::kFloat32, shape}, std::move(offsets)));
+      value = append(Op::kSub, {}, {*value, values_.at(name + ".zero_point")}, name + ".centered");
+      if (!value.ok()) return value.status();
+    }
+  }
+  const std::span<const float> scales = scale->second.floats();
+  add_weight(name + ".scale",
+             Tensor(TensorType{DType::kFloat32, shape}, std::vector<float>(scales.begin(), scales.end())));
+  absl::StatusOr<int> dequantized = append(Op::kMul, {}, {*value, values_.at(name + ".scale")}, name);
+  if (!dequantized.ok()) return dequantized.status();
+  FoldedWork work{Op::kDequantizeLinear, {{"axis", axis}, {"block_size", std::int64_t{0}}}, {},
+                  types_[*dequantized], name, {}};
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (n.input(i).empty()) continue;
+    work.inputs.push_back(types_[values_.at(n.input(i))]);
+    work.reads.push_back(n.input(i));
+  }
+  graph_.folded_at_import.push_back(std::move(work));
+  values_[name] = *dequantized;
+  return true;
+}
+
+}  // namespace saturn::tensor::onnx_io
