@@ -52,10 +52,12 @@ std::int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, st
 
 std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
                                           const std::map<std::string, DType>& four_bit) {
-  std::set<std::string> integer_weights, outputs;
+  std::set<std::string> integer_weights, outputs, inputs;
+  // An initializer that is also a graph input is its default only.
+  for (const onnx::ValueInfoProto& v : graph.input()) inputs.insert(v.name());
   for (const onnx::TensorProto& t : graph.initializer()) {
     if ((t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::UINT8) &&
-        !four_bit.contains(t.name()))
+        !four_bit.contains(t.name()) && !inputs.contains(t.name()))
       integer_weights.insert(t.name());
   }
   for (const onnx::ValueInfoProto& v : graph.output()) outputs.insert(v.name());

@@ -143,6 +143,12 @@ WAYS = {
 }
 
 
+# onnxruntime's integer kernels besides the QLinear* ones (MatMulIntegerToFloat:
+# a product of dequantized operands whose output is not quantized).
+INTEGER_KERNELS = ("QGemm", "MatMulInteger", "MatMulNBits", "MatMulIntegerToFloat",
+                   "DynamicQuantizeMatMul")
+
+
 def loaded_ops(path, work):
     """The operators onnxruntime runs after loading `path` (one thread)."""
     so = ort.SessionOptions()
@@ -153,7 +159,7 @@ def loaded_ops(path, work):
     ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
     integer = sum(c for op, c in ops.items()
-                  if op.startswith("QLinear") or op in ("QGemm", "MatMulInteger", "MatMulNBits"))
+                  if op.startswith("QLinear") or op in INTEGER_KERNELS)
     return {"integer_kernels": integer, "float_conv_matmul": ops["Conv"] + ops["MatMul"] + ops["Gemm"] +
             ops["FusedConv"] + ops["FusedMatMul"], "dequantize": ops["DequantizeLinear"]}
 
@@ -179,6 +185,12 @@ def timing(paths, entry, rounds=21):
     return {k: float(np.median(v)) / 1e3 for k, v in times.items()}  # ms
 
 
+def model_paths(work):
+    """The files of a row in its work folder, by column."""
+    return {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
+            "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
+
+
 def measure(entry, way, args):
     """One row: `entry` quantized `way`, its U8S8 twin and saturn's result,
     timed and checked against the float model. The input is named `default`
@@ -187,8 +199,7 @@ def measure(entry, way, args):
     os.makedirs(work, exist_ok=True)
     how = WAYS[way]
     has_twin = how.twin is not None
-    paths = {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
-             "u8s8": os.path.join(work, "u8s8.onnx"), "saturn": os.path.join(work, "saturn.onnx")}
+    paths = model_paths(work)
     if not has_twin:
         del paths["u8s8"]
     try:
@@ -236,6 +247,19 @@ def measure(entry, way, args):
     return row
 
 
+def recount(args):
+    with open(args.out, encoding="utf-8") as f:
+        doc = json.load(f)
+    for row in doc["rows"]:
+        if "loaded" not in row:
+            continue
+        work = os.path.join(args.work, row["model"], row.get("way", "default"))
+        paths = model_paths(work)
+        row["loaded"] = {k: loaded_ops(paths[k], work) for k in row["loaded"]}
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
@@ -250,7 +274,13 @@ def main():
     p.add_argument("--keep-other-rows", action="store_true",
                    help="keep the rows of --out that this run does not measure again (other ways, "
                         "other models)")
+    p.add_argument("--recount", action="store_true",
+                   help="count again the operators onnxruntime runs for every row of --out, from the "
+                        "models its run left in --work (the counting changed, the models did not)")
     args = p.parse_args()
+    if args.recount:
+        recount(args)
+        return
     if args.table:
         with open(args.out, encoding="utf-8") as f:
             print(quantized_table(json.load(f)["rows"]))

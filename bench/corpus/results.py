@@ -220,8 +220,8 @@ def quantized_section(path):
              "own way), and the input optimized by `saturn optimize` with its defaults and "
              "`--float-model` naming the float model, which judges its accuracy. Accuracy is "
              "the relative L2 distance of the first output to the float model's, the mean over 5 "
-             "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger and MatMulNBits "
-             "nodes onnxruntime runs after loading the model.", ""]
+             "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger, MatMulIntegerToFloat, "
+             "DynamicQuantizeMatMul and MatMulNBits nodes onnxruntime runs after loading the model.", ""]
     for way in dict.fromkeys(r.get("way", "default") for r in rows):
         of_way = [r for r in rows if r.get("way", "default") == way and "speedup_over_default" in r]
         by_part = {part: [r["speedup_over_default"] for r in of_way if r.get("part") == part]
