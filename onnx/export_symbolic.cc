@@ -271,7 +271,8 @@ void Exporter::name_axes(int i, std::size_t p, onnx::TypeProto* type) const {
   const Dims& base = types_[i].parts[p].dims;
   const Dims& probe = probe_[i].parts[p].dims;
   auto* dims = type->mutable_tensor_type()->mutable_shape()->mutable_dim();
-  for (int a = 0; a < dims->size() && a < static_cast<int>(base.size()); ++a) {
+  const int rank = static_cast<int>(std::min(base.size(), probe.size()));
+  for (int a = 0; a < dims->size() && a < rank; ++a) {
     if (base[a] == probe[a]) continue;
     auto& d = (*dims)[a];
     d.Clear();
@@ -283,13 +284,18 @@ void Exporter::name_axes(int i, std::size_t p, onnx::TypeProto* type) const {
 
 absl::Status Exporter::name_interface_axes(const std::string& name, int i, std::size_t p,
                                            onnx::TypeProto* type) const {
+  // Without symbols there are no probe sizes to tell the named axes by.
   auto it = g_.symbols.axes.find(name);
-  if (it == g_.symbols.axes.end() || type->value_case() != onnx::TypeProto::kTensorType)
+  if (!symbolic() || it == g_.symbols.axes.end() ||
+      type->value_case() != onnx::TypeProto::kTensorType)
     return absl::OkStatus();
   auto* dims = type->mutable_tensor_type()->mutable_shape()->mutable_dim();
   const Dims& base = types_[i].parts[p].dims;
   const Dims& probe = probe_[i].parts[p].dims;
-  for (int a = 0; a < dims->size() && a < static_cast<int>(it->second.size()); ++a) {
+  // The axes named for `name` (a graph input's, when an output takes its
+  // name) may outnumber the value's own.
+  const int rank = static_cast<int>(std::min({base.size(), probe.size(), it->second.size()}));
+  for (int a = 0; a < dims->size() && a < rank; ++a) {
     const std::string& symbol = it->second[a];
     if (!symbol.empty() && base[a] == probe[a] && g_.symbols.sizes.contains(symbol))
       return absl::InvalidArgumentError(
