@@ -104,15 +104,19 @@ std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
 
 absl::StatusOr<bool> Importer::add_dequantized_at_load(const onnx::NodeProto& n) {
   auto scale = constants_.find(n.input(1));
-  if (scale == constants_.end() || scale->second.dtype() != DType::kFloat32) return false;
+  if (scale == constants_.end() || scale->second.dtype() != DType::kFloat32 ||
+      scale->second.size() < 1)
+    return false;
+  const int weight = values_.at(n.input(0));
+  const TensorType& type = types_[weight].tensor();
   const Tensor* zero_point = nullptr;
   if (n.input_size() > 2 && !n.input(2).empty()) {
     auto z = constants_.find(n.input(2));
-    if (z == constants_.end() || z->second.size() != scale->second.size()) return false;
+    if (z == constants_.end() || z->second.size() != scale->second.size() ||
+        z->second.dtype() != type.dtype)
+      return false;
     zero_point = &z->second;
   }
-  const int weight = values_.at(n.input(0));
-  const TensorType& type = types_[weight].tensor();
   const auto rank = static_cast<std::int64_t>(type.dims.size());
   std::int64_t axis = int_attribute(n, "axis", 1);
   if (axis < 0) axis += rank;

@@ -69,14 +69,14 @@ class Calibration(CalibrationDataReader):
 
 
 def static(activations, quant_format=QuantFormat.QDQ, per_channel=False):
-    def quantize(float_path, out, entry):
+    def quantize(float_path, out, entry, args=None):
         quantize_static(float_path, out, Calibration(float_path, entry, 8), quant_format=quant_format,
                         activation_type=activations, weight_type=QuantType.QInt8,
                         per_channel=per_channel)
     return quantize
 
 
-def dynamic(float_path, out, entry):
+def dynamic(float_path, out, entry, args=None):
     quantize_dynamic(float_path, out, weight_type=QuantType.QInt8)
 
 
@@ -90,7 +90,7 @@ def int4(quant_format):
     from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
                                                                  MatMulNBitsQuantizer)
 
-    def quantize(float_path, out, entry):
+    def quantize(float_path, out, entry, args=None):
         model = onnx.load(float_path)
         if next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) < 21:
             model = version_converter.convert_version(model, 21)
@@ -106,7 +106,7 @@ def pt2e(quantizer):
     run in the generator's environment, --pt2e-python): it quantizes the
     PyTorch module, so it writes the float model beside the input, both
     exported by the dynamo exporter from the same module."""
-    def quantize(float_path, out, entry, args):
+    def quantize(float_path, out, entry, args=None):
         folder = os.path.dirname(out)
         done = subprocess.run([args.pt2e_python, os.path.join(HERE, "pt2e.py"), "--model", entry["name"],
                                "--quantizer", quantizer, "--out", folder], capture_output=True, text=True)
@@ -118,12 +118,11 @@ def pt2e(quantizer):
 
 class Way:
     """How users quantize a model for a CPU: `quantize(float_path, out,
-    entry)` writes the input; `twin`, where there is one, the same
+    entry, args)` writes the input; `twin`, where there is one, the same
     quantization spelled as onnxruntime's CPU kernels run it in integers:
     U8S8 (uint8 activations) for the 8-bit ways, MatMulNBits for `int4`.
     A way `from_module` quantizes the PyTorch module rather than the ONNX
-    float model: it writes the float model too (`quantize(float_path, out,
-    entry, args)`), and its twin is quantize_static's U8S8 of that float
+    float model: it writes the float model too, and its twin is quantize_static's U8S8 of that float
     export (its own calibration: a reference for integer speed, not the
     same quantized values)."""
     def __init__(self, quantize, twin=None, from_module=False):
@@ -203,11 +202,9 @@ def measure(entry, way, args):
     if not has_twin:
         del paths["u8s8"]
     try:
-        if how.from_module:
-            how.quantize(paths["float"], paths["default"], entry, args)
-        else:
+        if not how.from_module:
             corpus.materialize(os.path.join(HERE, "models", entry["name"] + ".onnx"), paths["float"], 0)
-            how.quantize(paths["float"], paths["default"], entry)
+        how.quantize(paths["float"], paths["default"], entry, args)
         if has_twin:
             how.twin(paths["float"], paths["u8s8"], entry)
     except Exception as e:  # the quantizer's own failure: no input to optimize
