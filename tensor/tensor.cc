@@ -48,6 +48,31 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+std::int64_t read_as(std::span<const std::byte> bytes, std::int64_t i) {
+  T x;
+  std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
+  return x;
+}
+
+}  // namespace
+
+std::int64_t read_integer(const Tensor& t, std::int64_t i) {
+  const std::span<const std::byte> b = t.data();
+  switch (t.dtype()) {
+    case DType::kInt8:
+    case DType::kInt4: return read_as<std::int8_t>(b, i);  // one 4-bit element per byte
+    case DType::kUInt8:
+    case DType::kUInt4: return read_as<std::uint8_t>(b, i);
+    case DType::kInt16: return read_as<std::int16_t>(b, i);
+    case DType::kUInt16: return read_as<std::uint16_t>(b, i);
+    case DType::kInt32: return read_as<std::int32_t>(b, i);
+    default: return 0;
+  }
+}
+
 Tensor::Tensor(TensorType type) : type_(std::move(type)), buffer_(std::make_shared<Buffer>()) {
   const auto n = static_cast<std::size_t>(type_.num_elements());
   switch (type_.dtype) {

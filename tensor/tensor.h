@@ -73,6 +73,10 @@ class Tensor {
 // get seeded random bytes (bools 0 or 1; strings are empty).
 Tensor random_tensor(const TensorType& type, std::uint64_t seed, float low, float high);
 
+// Element `i` of an int8, uint8, int16, uint16 or int32 tensor (int4 and
+// uint4 hold one element per byte); 0 for the other element types.
+std::int64_t read_integer(const Tensor& t, std::int64_t i);
+
 // A float16 tensor's values as float32 (exactly), and float32 values
 // rounded to float16 (to nearest, ties to even). Other tensors pass as they are.
 Tensor widened(const Tensor& t);

@@ -207,6 +207,36 @@ bool of_weight_values(const EGraph& g, std::span<const Id> a) {
   return constant && holds(*constant);
 }
 
+// Whether a convolution of integers less their zero points sums exactly in
+// float32, given the kernel `w` and its zero point `z` (one value, or one
+// per output channel) and an input `x` of an integer type: each product
+// (x - x's zero point) * (w - z) and each partial sum is a whole number,
+// in any order of summing at most the widest x - x's zero point (its type's
+// range) times one output channel's sum of |w - z|. Up to 2^24 float32
+// holds every such number, so a float convolution that multiplies and adds
+// (directly, through im2col or with fused multiply-adds; no transform such
+// as Winograd's) computes the int32 sum exactly, and converting it is the
+// rounding Cast makes of the int32 one.
+bool sums_exact_in_float32(const tensor::ValueType& x, const tensor::Tensor& w,
+                           const tensor::Tensor& z) {
+  constexpr std::int64_t kExactInFloat32 = std::int64_t{1} << 24;
+  if (x.is_tuple || !tensor::is_integer(x.tensor().dtype) || tensor::dtype_bytes(x.tensor().dtype) > 2 ||
+      !tensor::is_integer(w.dtype()) || !tensor::is_integer(z.dtype()) || w.dims().size() < 2)
+    return false;
+  const std::int64_t widest = (std::int64_t{1} << (8 * tensor::dtype_bytes(x.tensor().dtype))) - 1;
+  const std::int64_t channels = w.dims()[0];
+  if (channels <= 0 || (z.size() != 1 && z.size() != channels)) return false;
+  const std::int64_t per_channel = w.size() / channels;
+  for (std::int64_t m = 0; m < channels; ++m) {
+    const std::int64_t zero = tensor::read_integer(z, z.size() == 1 ? 0 : m);
+    std::int64_t sum = 0;
+    for (std::int64_t k = 0; k < per_channel; ++k)
+      sum += std::abs(tensor::read_integer(w, m * per_channel + k) - zero);
+    if (sum * widest > kExactInFloat32) return false;
+  }
+  return true;
+}
+
 constexpr ValueCondition kValueConditions[] = {{"halves-equal", make_halves_equal},
                                                {"causal-mask", make_causal_mask},
                                                {"lowest-values", make_all_lowest},
@@ -333,6 +363,17 @@ ConditionRegistry tensor_conditions() {
       "positive-values", 1, of_weight_values<all_positive>,
       "(positive-values ?s): ?s is a float weight or constant whose values the model gives, each above 0 "
       "(a scale under which quantizing keeps the order of values)");
+  r.add(
+      "sums-exact-in-float32", 3,
+      [](const EGraph& g, std::span<const Id> a) {
+        const tensor::Tensor* w = shapes_of(g).weight_values(g, a[1]);
+        const tensor::Tensor* z = shapes_of(g).weight_values(g, a[2]);
+        return w != nullptr && z != nullptr && sums_exact_in_float32(type_of(g, a[0]), *w, *z);
+      },
+      "(sums-exact-in-float32 ?x ?w ?z): ?w is a convolution kernel of integer weights whose "
+      "values the model gives, ?z its zero point, and the input ?x of an 8- or 16-bit integer "
+      "type: every partial sum of (x - x's zero point) * (w - z) is a whole number float32 "
+      "holds exactly (at most 2^24)");
   // scalar, rank-1 (a vector), rank-2 (a matrix), rank-3, rank-4.
   for (const std::size_t rank : {0, 1, 2, 3, 4}) {
     r.add(

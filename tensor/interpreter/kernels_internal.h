@@ -100,8 +100,6 @@ Tensor instance_norm(const Attributes& attrs, std::span<const Tensor> in);
 // QuantizeLinear and DequantizeLinear (is_quantization) into `out_type`.
 Tensor quantization(Op op, const Attributes& a, std::span<const Tensor> in,
                     const TensorType& out_type);
-// Element `i` of an int8, uint8, int16, uint16 or int32 tensor.
-std::int64_t read_integer(const Tensor& t, std::int64_t i);
 // Writes `values` (whole numbers) as `dtype` (int8, uint8, int16 or uint16)
 // into `out`, each saturated to the type's range, NaN as 0.
 void write_saturated(std::span<const float> values, DType dtype, std::span<std::byte> out);

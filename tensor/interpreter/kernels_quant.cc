@@ -16,15 +16,6 @@ namespace saturn::tensor::kernels {
 
 namespace {
 
-// The integer element types of a quantized tensor, read and written as
-// int64.
-template <typename T>
-std::int64_t read_as(std::span<const std::byte> bytes, std::int64_t i) {
-  T x;
-  std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
-  return x;
-}
-
 // Saturated to [lo, hi] (by default T's range), stored as T.
 template <typename T, auto kLow = std::numeric_limits<T>::min(),
           auto kHigh = std::numeric_limits<T>::max()>
@@ -65,20 +56,6 @@ ScaleIndex scale_index(const Attributes& a, const Tensor& x, const Tensor& scale
 }
 
 }  // namespace
-
-std::int64_t read_integer(const Tensor& t, std::int64_t i) {
-  const std::span<const std::byte> b = t.data();
-  switch (t.dtype()) {
-    case DType::kInt8:
-    case DType::kInt4: return read_as<std::int8_t>(b, i);  // one 4-bit element per byte
-    case DType::kUInt8:
-    case DType::kUInt4: return read_as<std::uint8_t>(b, i);
-    case DType::kInt16: return read_as<std::int16_t>(b, i);
-    case DType::kUInt16: return read_as<std::uint16_t>(b, i);
-    case DType::kInt32: return read_as<std::int32_t>(b, i);
-    default: return 0;  // inference admits no other
-  }
-}
 
 void write_saturated(std::span<const float> values, DType dtype, std::span<std::byte> out) {
   switch (dtype) {

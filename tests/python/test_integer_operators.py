@@ -11,6 +11,8 @@ tests/onnx_io_test.cc (libonnx-testdata's node models). Run by CTest
 """
 import json
 import os
+import platform
+import subprocess
 
 import numpy as np
 import onnx
@@ -32,6 +34,27 @@ ONNX_TYPE = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.int32: T
 def integers(rng, shape, dtype):
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+def pair_sums_saturate():
+    """Whether onnxruntime multiplies uint8 by int8 on this CPU in pairs of
+    products summed in 16 bits, which saturate: x86 without VNNI (its AVX2
+    and plain AVX-512 kernels; onnxruntime's quantization guide, reduce_range).
+    There its results leave ONNX's definition once a pair passes 32,767."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        flags = f.read()
+    return "avx512_vnni" not in flags and "avx_vnni" not in flags
+
+
+def int8_weights(rng, shape):
+    """int8 weights over their whole range, or over [-64, 63] where
+    onnxruntime's pair sums saturate (pair_sums_saturate): 2 * 255 * 64 fits
+    16 bits, so its results are ONNX's there too."""
+    if pair_sums_saturate():
+        return rng.integers(-64, 63, size=shape, endpoint=True).astype(np.int8)
+    return integers(rng, shape, np.int8)
 
 
 def one_node_model(path, op, inputs, initializers, outputs, **attributes):
@@ -75,7 +98,7 @@ def test_matmul_integer(tmp_path, per_column):
     b_zero = integers(rng, (6,) if per_column else (), np.int8)
     feeds = one_node_model(
         tmp_path / "m.onnx", "MatMulInteger", [("a", integers(rng, (2, 5, 16), np.uint8))],
-        {"b": integers(rng, (16, 6), np.int8), "a_zero": np.uint8(131), "b_zero": b_zero},
+        {"b": int8_weights(rng, (16, 6)), "a_zero": np.uint8(131), "b_zero": b_zero},
         [("y", np.int32, (2, 5, 6))])
     assert_same_as_onnxruntime(tmp_path / "m.onnx", feeds)
 
@@ -84,7 +107,7 @@ def test_matmul_integer(tmp_path, per_column):
 def test_qlinear_matmul(tmp_path, activations):
     rng = np.random.default_rng(2)
     inits = {"a_scale": np.float32(0.05), "a_zero": integers(rng, (), activations),
-             "b": integers(rng, (32, 7), np.int8), "b_scale": np.float32(0.01),
+             "b": int8_weights(rng, (32, 7)), "b_scale": np.float32(0.01),
              "b_zero": np.int8(0), "y_scale": np.float32(0.2), "y_zero": integers(rng, (), activations)}
     feeds = one_node_model(
         tmp_path / "m.onnx", "QLinearMatMul", [("a", integers(rng, (3, 4, 32), activations))], inits,
@@ -110,7 +133,7 @@ def test_qlinear_conv(tmp_path, per_channel, bias):
     rng = np.random.default_rng(4)
     channels = 8
     inits = {"x_scale": np.float32(0.03), "x_zero": np.uint8(110),
-             "w": integers(rng, (channels, 3, 3, 3), np.int8),
+             "w": int8_weights(rng, (channels, 3, 3, 3)),
              "w_scale": (rng.uniform(0.002, 0.02, channels).astype(np.float32) if per_channel
                          else np.float32(0.01)),
              "w_zero": np.zeros(channels if per_channel else (), np.int8),
@@ -228,3 +251,102 @@ def test_a_long_chain_of_runtime_contrib_operators_is_typed(tmp_path):
     onnx.save(model, str(tmp_path / "chain.onnx"))
     counts = saturn.load(str(tmp_path / "chain.onnx")).op_counts
     assert counts == {"QLinearAdd": 80, "Transpose": 80}, counts
+
+
+def conv_integer_model(path, channels, seed=3):
+    """ConvInteger of a uint8 input [1, channels, 24, 24] with a 1x1 int8
+    kernel [32, channels, 1, 1] at the zero point -128, its int32 sums cast to
+    float (quantize_dynamic's spelling). The first output channel's kernel
+    is 127 throughout, so each |w - z| is 255 and its sums reach 255 * 255 *
+    `channels`; the others' are random."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-128, 128, (32, channels, 1, 1)).astype(np.int8)
+    w[0] = 127
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(0), "xz"),
+             numpy_helper.from_array(np.int8(-128), "wz")]
+    nodes = [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["c"]),
+             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(
+        nodes, "conv_integer", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, channels, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 24, 24])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
+              str(path))
+    return w
+
+
+def conv_net(path):
+    """x [1, 16, 24, 24] -> Conv 3x3 (32) -> Relu -> depthwise Conv 3x3 ->
+    Relu -> Conv 1x1 (32) -> y, as MobileNets stack them."""
+    rng = np.random.default_rng(8)
+    shapes = {"w1": (32, 16, 3, 3), "w2": (32, 1, 3, 3), "w3": (32, 32, 1, 1)}
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.2, name)
+             for name, shape in shapes.items()]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=32),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w3"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 24, 24])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              str(path))
+
+
+def optimize_for_onnxruntime(path, out, report):
+    """saturn optimize with its default cost (onnxruntime's kernels as
+    measured), greedy, not timed."""
+    done = subprocess.run([os.environ["SATURN_CLI"], "optimize", str(path), "-o", str(out), "--search",
+                           "greedy", "--ilp-seconds", "0", "--no-measure", "--quiet", "--report",
+                           str(report)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {n.op_type for n in onnx.load(str(out)).graph.node}
+
+
+@needs_cli
+@pytest.mark.parametrize("way", ["net", "bound"])
+def test_conv_integer_runs_as_an_exact_float_conv(tmp_path, way):
+    """quantize_dynamic's ConvInteger, cast to float, is written as a float
+    Conv of the operands less their zero points (conv-integer-in-float,
+    rules/tensor/quantization.rules): onnxruntime's ConvInteger runs several
+    times slower than its float Conv. The sums are whole numbers float32
+    holds, so a lone ConvInteger (`bound`) gives the input's outputs to the
+    bit in onnxruntime (its optimized kernels and its literal ones): 258
+    channels of |w - z| = 255 reach 16,776,450 with the input at 255, the
+    most float32 holds exactly below 2^24. In a network (`net`) the float
+    rewrites around the convolutions (the scales moved into the kernels)
+    round as float rewrites do. The written file keeps the kernels int8."""
+    quantized, out = tmp_path / "q.onnx", tmp_path / "q.opt.onnx"
+    if way == "net":
+        floats = tmp_path / "f.onnx"
+        conv_net(floats)
+        quantize_dynamic(str(floats), str(quantized), weight_type=QuantType.QInt8)
+        feeds = [np.random.default_rng(s).standard_normal((1, 16, 24, 24)).astype(np.float32)
+                 for s in range(4)]
+    else:
+        conv_integer_model(quantized, 258)
+        feeds = [np.full((1, 258, 24, 24), 255, np.uint8),
+                 integers(np.random.default_rng(5), (1, 258, 24, 24), np.uint8)]
+    assert "ConvInteger" in {n.op_type for n in onnx.load(str(quantized)).graph.node}
+    ops = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
+    assert "ConvInteger" not in ops and "Conv" in ops, ops
+    written = onnx.load(str(out))
+    assert any(i.data_type == TensorProto.INT8 and len(i.dims) == 4 for i in written.graph.initializer)
+    for x in feeds:
+        for optimized in (True, False):
+            if way == "net":
+                np.testing.assert_allclose(run(out, x, optimized), run(quantized, x, optimized),
+                                           rtol=1e-5, atol=1e-5)
+            else:
+                np.testing.assert_array_equal(run(out, x, optimized), run(quantized, x, optimized))
+
+
+@needs_cli
+def test_conv_integer_past_float32s_whole_numbers_stays(tmp_path):
+    """One channel more than the bound above (259 * 255 * 255 > 2^24): a
+    float sum could round, so the rule's condition refuses and ConvInteger
+    stays."""
+    quantized, out = tmp_path / "q.onnx", tmp_path / "q.opt.onnx"
+    conv_integer_model(quantized, 259)
+    ops = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
+    assert "ConvInteger" in ops and "Conv" not in ops, ops

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
 import saturn
-from test_integer_operators import integers, literal_run
+from test_integer_operators import int8_weights, integers, literal_run
 from test_quantization import SeededInputs, run
 
 CLI = os.environ.get("SATURN_CLI")
@@ -79,7 +79,7 @@ def test_qgemm(tmp_path, dtype, trans_a, trans_b, alpha, bias):
     a = integers(rng, (k, m) if trans_a else (m, k), dtype)
     inits = {**quantization(rng, dtype, "a", 0.02)}
     # b int8 with a zero point per column of the product.
-    inits["b"] = integers(rng, (n, k) if trans_b else (k, n), np.int8)
+    inits["b"] = int8_weights(rng, (n, k) if trans_b else (k, n))
     inits["b_scale"] = rng.uniform(0.002, 0.01, n).astype(np.float32)
     inits["b_zero"] = np.zeros(n, np.int8)
     inits.update(quantization(rng, dtype, "y", 0.05))
