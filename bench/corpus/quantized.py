@@ -33,6 +33,7 @@ import argparse
 import collections
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -184,6 +185,26 @@ def timing(paths, entry, rounds=21):
     return {k: float(np.median(v)) / 1e3 for k, v in times.items()}  # ms
 
 
+def machine():
+    """The CPU a row was measured on and whether onnxruntime's x86 integer
+    kernels have VNNI there (without it they sum uint8 x int8 products in
+    pairs in 16 bits, which saturate)."""
+    name, flags = platform.processor() or platform.machine(), set()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    name = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    vector = ("AVX-512 VNNI" if "avx512_vnni" in flags else "AVX-VNNI" if "avx_vnni" in flags
+              else "AVX-512, no VNNI" if "avx512f" in flags else "AVX2, no VNNI" if "avx2" in flags
+              else None)
+    return f"{name} ({vector})" if vector else name
+
+
 def model_paths(work):
     """The files of a row in its work folder, by column."""
     return {"float": os.path.join(work, "float.onnx"), "default": os.path.join(work, "input.onnx"),
@@ -219,7 +240,7 @@ def measure(entry, way, args):
         cmd += ["--dim", f"{name}={size}"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
-    row = {"model": entry["name"], "part": entry["part"], "way": way,
+    row = {"model": entry["name"], "part": entry["part"], "way": way, "machine": machine(),
            "saturn_seconds": round(time.perf_counter() - start, 1)}
     if done.returncode != 0:
         row["error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

@@ -228,9 +228,11 @@ def quantized_section(path):
                    for part in ("tuning", "held-out")}
         means = "; ".join(f"{part} {geomean(v):.3f}x over {len(v)}" for part, v in by_part.items() if v)
         speedups = [r["speedup_over_default"] for r in of_way]
+        machines = ", ".join(dict.fromkeys(r["machine"] for r in of_way if r.get("machine")))
         if speedups:
             lines.append(f"Geometric mean of saturn over the inputs quantized `{way}`: "
-                         f"{geomean(speedups):.3f}x over {len(speedups)} models ({means}).")
+                         f"{geomean(speedups):.3f}x over {len(speedups)} models ({means})"
+                         + (f"; measured on {machines}." if machines else "."))
             lines.append("")
     return lines + [quantized_table(rows), ""]
 

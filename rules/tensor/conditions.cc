@@ -207,6 +207,13 @@ bool of_weight_values(const EGraph& g, std::span<const Id> a) {
   return constant && holds(*constant);
 }
 
+// The high base-16 digit of a kernel element less its zero point, d =
+// 16 * high + low with low in [-8, 7]: what the rule
+// conv-integer-in-float-digits spells as Floor((d + 8) / 16).
+std::int64_t high_digit(std::int64_t d) {
+  return (d + 8 >= 0 ? d + 8 : d + 8 - 15) / 16;
+}
+
 // Whether a convolution of integers less their zero points sums exactly in
 // float32, given the kernel `w` and its zero point `z` (one value, or one
 // per output channel) and an input `x` of an integer type: each product
@@ -216,9 +223,11 @@ bool of_weight_values(const EGraph& g, std::span<const Id> a) {
 // holds every such number, so a float convolution that multiplies and adds
 // (directly, through im2col or with fused multiply-adds; no transform such
 // as Winograd's) computes the int32 sum exactly, and converting it is the
-// rounding Cast makes of the int32 one.
+// rounding Cast makes of the int32 one. With `digits`, each of the two
+// convolutions by the kernel's base-16 digits (high_digit and the low
+// one) sums exactly instead; their one float sum then rounds as Cast does.
 bool sums_exact_in_float32(const tensor::ValueType& x, const tensor::Tensor& w,
-                           const tensor::Tensor& z) {
+                           const tensor::Tensor& z, bool digits) {
   constexpr std::int64_t kExactInFloat32 = std::int64_t{1} << 24;
   if (x.is_tuple || !tensor::is_integer(x.tensor().dtype) || tensor::dtype_bytes(x.tensor().dtype) > 2 ||
       !tensor::is_integer(w.dtype()) || !tensor::is_integer(z.dtype()) || w.dims().size() < 2)
@@ -229,10 +238,15 @@ bool sums_exact_in_float32(const tensor::ValueType& x, const tensor::Tensor& w,
   const std::int64_t per_channel = w.size() / channels;
   for (std::int64_t m = 0; m < channels; ++m) {
     const std::int64_t zero = tensor::read_integer(z, z.size() == 1 ? 0 : m);
-    std::int64_t sum = 0;
-    for (std::int64_t k = 0; k < per_channel; ++k)
-      sum += std::abs(tensor::read_integer(w, m * per_channel + k) - zero);
-    if (sum * widest > kExactInFloat32) return false;
+    std::int64_t whole = 0, high = 0, low = 0;
+    for (std::int64_t k = 0; k < per_channel; ++k) {
+      const std::int64_t d = tensor::read_integer(w, m * per_channel + k) - zero;
+      whole += std::abs(d);
+      high += std::abs(high_digit(d));
+      low += std::abs(d - 16 * high_digit(d));
+    }
+    if (digits ? std::max(high, low) * widest > kExactInFloat32 : whole * widest > kExactInFloat32)
+      return false;
   }
   return true;
 }
@@ -363,17 +377,21 @@ ConditionRegistry tensor_conditions() {
       "positive-values", 1, of_weight_values<all_positive>,
       "(positive-values ?s): ?s is a float weight or constant whose values the model gives, each above 0 "
       "(a scale under which quantizing keeps the order of values)");
-  r.add(
-      "sums-exact-in-float32", 3,
-      [](const EGraph& g, std::span<const Id> a) {
-        const tensor::Tensor* w = shapes_of(g).weight_values(g, a[1]);
-        const tensor::Tensor* z = shapes_of(g).weight_values(g, a[2]);
-        return w != nullptr && z != nullptr && sums_exact_in_float32(type_of(g, a[0]), *w, *z);
-      },
-      "(sums-exact-in-float32 ?x ?w ?z): ?w is a convolution kernel of integer weights whose "
-      "values the model gives, ?z its zero point, and the input ?x of an 8- or 16-bit integer "
-      "type: every partial sum of (x - x's zero point) * (w - z) is a whole number float32 "
-      "holds exactly (at most 2^24)");
+  auto exact_sums = [](bool digits) {
+    return [digits](const EGraph& g, std::span<const Id> a) {
+      const tensor::Tensor* w = shapes_of(g).weight_values(g, a[1]);
+      const tensor::Tensor* z = shapes_of(g).weight_values(g, a[2]);
+      return w != nullptr && z != nullptr && sums_exact_in_float32(type_of(g, a[0]), *w, *z, digits);
+    };
+  };
+  r.add("sums-exact-in-float32", 3, exact_sums(false),
+        "(sums-exact-in-float32 ?x ?w ?z): ?w is a convolution kernel of integer weights whose "
+        "values the model gives, ?z its zero point, and the input ?x of an 8- or 16-bit integer "
+        "type: every partial sum of (x - x's zero point) * (w - z) is a whole number float32 "
+        "holds exactly (at most 2^24)");
+  r.add("digit-sums-exact-in-float32", 3, exact_sums(true),
+        "(digit-sums-exact-in-float32 ?x ?w ?z): as sums-exact-in-float32 for each base-16 digit "
+        "of w - z (w - z = 16 * high + low, low in [-8, 7]) in place of w - z");
   // scalar, rank-1 (a vector), rank-2 (a matrix), rank-3, rank-4.
   for (const std::size_t rank : {0, 1, 2, 3, 4}) {
     r.add(

@@ -253,12 +253,12 @@ def test_a_long_chain_of_runtime_contrib_operators_is_typed(tmp_path):
     assert counts == {"QLinearAdd": 80, "Transpose": 80}, counts
 
 
-def conv_integer_model(path, channels, seed=3):
-    """ConvInteger of a uint8 input [1, channels, 24, 24] with a 1x1 int8
-    kernel [32, channels, 1, 1] at the zero point -128, its int32 sums cast to
-    float (quantize_dynamic's spelling). The first output channel's kernel
-    is 127 throughout, so each |w - z| is 255 and its sums reach 255 * 255 *
-    `channels`; the others' are random."""
+def conv_integer_model(path, channels, size=24, seed=3):
+    """ConvInteger of a uint8 input [1, channels, size, size] with a 1x1
+    int8 kernel [32, channels, 1, 1] at the zero point -128, its int32 sums
+    cast to float (quantize_dynamic's spelling). The first output channel's
+    kernel is 127 throughout, so each |w - z| is 255 and its sums reach 255
+    * 255 * `channels`; the others' are random."""
     rng = np.random.default_rng(seed)
     w = rng.integers(-128, 128, (32, channels, 1, 1)).astype(np.int8)
     w[0] = 127
@@ -267,8 +267,9 @@ def conv_integer_model(path, channels, seed=3):
     nodes = [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["c"]),
              helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)]
     graph = helper.make_graph(
-        nodes, "conv_integer", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, channels, 24, 24])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 24, 24])], inits)
+        nodes, "conv_integer",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, channels, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, size, size])], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
               str(path))
     return w
@@ -295,12 +296,15 @@ def conv_net(path):
 
 def optimize_for_onnxruntime(path, out, report):
     """saturn optimize with its default cost (onnxruntime's kernels as
-    measured), greedy, not timed."""
+    measured), greedy, not timed: the operators written and the rules
+    applied."""
     done = subprocess.run([os.environ["SATURN_CLI"], "optimize", str(path), "-o", str(out), "--search",
                            "greedy", "--ilp-seconds", "0", "--no-measure", "--quiet", "--report",
                            str(report)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    return {n.op_type for n in onnx.load(str(out)).graph.node}
+    with open(report, encoding="utf-8") as f:
+        applied = {r["rule"] for r in json.load(f)["rules_applied"]}
+    return {n.op_type for n in onnx.load(str(out)).graph.node}, applied
 
 
 @needs_cli
@@ -328,7 +332,7 @@ def test_conv_integer_runs_as_an_exact_float_conv(tmp_path, way):
         feeds = [np.full((1, 258, 24, 24), 255, np.uint8),
                  integers(np.random.default_rng(5), (1, 258, 24, 24), np.uint8)]
     assert "ConvInteger" in {n.op_type for n in onnx.load(str(quantized)).graph.node}
-    ops = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
+    ops, _ = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
     assert "ConvInteger" not in ops and "Conv" in ops, ops
     written = onnx.load(str(out))
     assert any(i.data_type == TensorProto.INT8 and len(i.dims) == 4 for i in written.graph.initializer)
@@ -342,11 +346,28 @@ def test_conv_integer_runs_as_an_exact_float_conv(tmp_path, way):
 
 
 @needs_cli
-def test_conv_integer_past_float32s_whole_numbers_stays(tmp_path):
-    """One channel more than the bound above (259 * 255 * 255 > 2^24): a
-    float sum could round, so the rule's condition refuses and ConvInteger
-    stays."""
+def test_conv_integer_past_the_bound_runs_as_two_digit_convs(tmp_path):
+    """One channel more than the bound above (259 * 255 * 255 > 2^24): the
+    one float convolution could round, so the kernel is split into its
+    base-16 digits (conv-integer-in-float-digits), each digit's sums exact;
+    the float rules may then add the two kernels back (conv-add-kernels),
+    which rounds as any float convolution does."""
     quantized, out = tmp_path / "q.onnx", tmp_path / "q.opt.onnx"
     conv_integer_model(quantized, 259)
-    ops = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
-    assert "ConvInteger" in ops and "Conv" not in ops, ops
+    ops, applied = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
+    assert "ConvInteger" not in ops and "Conv" in ops, ops
+    assert "conv-integer-in-float-digits" in applied and "conv-integer-in-float" not in applied, applied
+    for x in (np.full((1, 259, 24, 24), 255, np.uint8),
+              integers(np.random.default_rng(5), (1, 259, 24, 24), np.uint8)):
+        np.testing.assert_allclose(run(out, x), run(quantized, x), rtol=1e-6)
+
+
+@needs_cli
+def test_conv_integer_past_the_digits_bound_stays(tmp_path):
+    """A high digit of 16 throughout 4,113 channels passes 2^24 (255 * 16 *
+    4113): neither rule applies, and ConvInteger stays."""
+    quantized, out = tmp_path / "q.onnx", tmp_path / "q.opt.onnx"
+    conv_integer_model(quantized, 4113, size=2)
+    ops, applied = optimize_for_onnxruntime(quantized, out, tmp_path / "r.json")
+    assert "ConvInteger" in ops, ops
+    assert not {"conv-integer-in-float", "conv-integer-in-float-digits"} & applied, applied
