@@ -288,3 +288,71 @@ def test_a_bias_added_to_a_product_is_quantized_as_an_activation(tmp_path, weigh
     np.testing.assert_allclose(run(out, x, optimized=False), run(quantized, x, optimized=False),
                                rtol=1e-5, atol=1e-5)
 
+
+
+def two_biased_convs(path, second_bias):
+    """x -> int8 QuantizeLinear/DequantizeLinear -> two 3x3 Convs of it,
+    each with an int8 weight and a bias, each output quantized to int8,
+    summed (quantize_static's spelling). The first bias is int32 at the
+    input's scale times the weight's; the second (`second_bias`) at 1.5
+    times that, read through an Identity (`scale`: a bias the quantizer
+    shared between convolutions of other scales) or in float behind an Identity (`float`: one the
+    quantizer did not find as an initializer, which onnxruntime quantizes
+    at load and fuses)."""
+    rng = np.random.default_rng(11)
+    xs, ws = 0.02, 0.004
+    inits = [numpy_helper.from_array(np.float32(xs), "xs"), numpy_helper.from_array(np.int8(0), "z8"),
+             numpy_helper.from_array(np.float32(0.05), "ys"), numpy_helper.from_array(np.int32(0), "z32"),
+             numpy_helper.from_array(np.float32(ws), "ws")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z8"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "z8"], ["xd"])]
+    for k, factor in enumerate((1.0, 1.5)):
+        inits += [numpy_helper.from_array(rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8), f"w{k}"),
+                  numpy_helper.from_array(rng.integers(-500, 500, 16).astype(np.int32), f"b{k}"),
+                  numpy_helper.from_array(np.float32(xs * ws * factor), f"bs{k}")]
+        nodes.append(helper.make_node("DequantizeLinear", [f"w{k}", "ws", "z8"], [f"wd{k}"]))
+        if k == 1 and second_bias == "float":
+            inits.append(numpy_helper.from_array(rng.standard_normal(16).astype(np.float32) * 0.1, "bf"))
+            nodes.append(helper.make_node("Identity", ["bf"], [f"bd{k}"]))
+        elif k == 1:  # read through an Identity, as the TorchScript exporter shares a bias
+            nodes += [helper.make_node("DequantizeLinear", [f"b{k}", f"bs{k}", "z32"], [f"bq{k}"]),
+                      helper.make_node("Identity", [f"bq{k}"], [f"bd{k}"])]
+        else:
+            nodes.append(helper.make_node("DequantizeLinear", [f"b{k}", f"bs{k}", "z32"], [f"bd{k}"]))
+        nodes += [helper.make_node("Conv", ["xd", f"wd{k}", f"bd{k}"], [f"c{k}"], pads=[1, 1, 1, 1]),
+                  helper.make_node("QuantizeLinear", [f"c{k}", "ys", "z8"], [f"cq{k}"]),
+                  helper.make_node("DequantizeLinear", [f"cq{k}", "ys", "z8"], [f"cd{k}"])]
+    nodes.append(helper.make_node("Add", ["cd0", "cd1"], ["y"]))
+    save_model(path, nodes, inits, [1, 8, 16, 16], [1, 16, 16, 16])
+
+
+@needs_cli
+@pytest.mark.parametrize("second_bias", ["scale", "float"])
+def test_a_convolution_kept_in_float_by_its_bias_reads_its_weight_folded_at_load(tmp_path, second_bias):
+    """onnxruntime fuses a quantized Conv with a bias into QLinearConv only
+    where a dequantized bias's scale is the input's times the weight's
+    (within 1%; 2% off it runs the Conv in float and dequantizes its weight
+    on every run), and fuses one with a float bias (it quantizes the bias at
+    load). saturn moves the groups to uint8: the first runs as QLinearConv,
+    and so does the second where its bias is float; where its bias's scale
+    differs, its weight is written for onnxruntime to fold at load
+    (onnx/import_at_load.cc), one DequantizeLinear of a weight fewer per
+    run. The outputs as ONNX defines them are the input's, to the bit."""
+    quantized, out = tmp_path / "q.onnx", tmp_path / "o.onnx"
+    two_biased_convs(quantized, second_bias)
+    done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search", "greedy",
+                           "--no-measure", "--quiet", "--report", str(tmp_path / "r.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = loaded_ops(out, tmp_path)
+    fused = 2 if second_bias == "float" else 1
+    assert after.count("QLinearConv") == fused and after.count("Conv") == 2 - fused, after
+    written = onnx.load(str(out))
+    inits = {t.name: t for t in written.graph.initializer}
+    weights = [n for n in written.graph.node if n.input and n.input[0] in inits and
+               list(inits[n.input[0]].dims) == [16, 8, 3, 3]]
+    expected = ["DequantizeLinear"] * 2 if second_bias == "float" else ["Cast", "DequantizeLinear"]
+    assert sorted(n.op_type for n in weights) == expected, weights
+    assert all(inits[n.input[0]].data_type in (TensorProto.INT8, TensorProto.UINT8) for n in weights)
+    x = np.random.default_rng(3).standard_normal((1, 8, 16, 16)).astype(np.float32)
+    np.testing.assert_array_equal(run(out, x, optimized=False), run(quantized, x, optimized=False))
