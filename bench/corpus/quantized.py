@@ -229,7 +229,7 @@ def measure(entry, way, args):
         if has_twin:
             how.twin(paths["float"], paths["u8s8"], entry)
     except Exception as e:  # the quantizer's own failure: no input to optimize
-        return {"model": entry["name"], "part": entry["part"], "way": way,
+        return {"model": entry["name"], "part": entry["part"], "way": way, "machine": machine(),
                 "error": f"the quantizer failed: {type(e).__name__}: {e}"}
     report = os.path.join(work, "saturn_report.json")
     # The float model the input quantizes judges the result's accuracy
@@ -291,7 +291,7 @@ def main():
     p.add_argument("--table", action="store_true", help="print the table of the results in --out")
     p.add_argument("--keep-other-rows", action="store_true",
                    help="keep the rows of --out that this run does not measure again (other ways, "
-                        "other models)")
+                        "other models, other CPUs)")
     p.add_argument("--recount", action="store_true",
                    help="count again the operators onnxruntime runs for every row of --out, from the "
                         "models its run left in --work (the counting changed, the models did not)")
@@ -314,8 +314,11 @@ def main():
             corpus.log(json.dumps(rows[-1]))
     if args.keep_other_rows and os.path.exists(args.out):
         with open(args.out, encoding="utf-8") as f:
-            done = {(r["model"], r["way"]) for r in rows}
-            rows = [r for r in json.load(f)["rows"] if (r["model"], r.get("way", "default")) not in done] + rows
+            # A row stands for a model, a way and the CPU it was measured on.
+            def key(r):
+                return r["model"], r.get("way", "default"), r.get("machine")
+            done = {key(r) for r in rows}
+            rows = [r for r in json.load(f)["rows"] if key(r) not in done] + rows
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
     print(quantized_table(rows))

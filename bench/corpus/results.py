@@ -174,26 +174,33 @@ def fmt(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def cpu_label(row):
+    """The short name of the CPU a quantized row was measured on: what its
+    machine names in parentheses (the vector instructions), or all of it."""
+    machine = row.get("machine", "")
+    return machine[machine.rfind("(") + 1:-1] if machine.endswith(")") else machine
+
+
 def quantized_table(rows):
     """The quantized part's table (bench/corpus/quantized.py's rows), one
-    line per model and way of quantizing it; `—` where the way has no twin
-    (U8S8 for the 8-bit ways and PT2E, MatMulNBits for int4)."""
-    lines = ["| model | part | float ms | input ms | twin ms | saturn ms | "
+    line per model, way of quantizing it and CPU; `—` where the way has no
+    twin (U8S8 for the 8-bit ways and PT2E, MatMulNBits for int4)."""
+    lines = ["| model | part | CPU | float ms | input ms | twin ms | saturn ms | "
              "saturn over input | integer kernels (input, twin, saturn) | "
              "relative L2 to float (input, twin, saturn) | saturn's decision |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         way = r.get("way", "default")
         model = r["model"] if way == "default" else f"{r['model']} ({way})"
         if "error" in r:
-            lines.append(f"| {model} | {r['part']} | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {model} | {r['part']} | {cpu_label(r)} | | | | | | | | error: {r['error']} |")
             continue
         ms, acc, ld = r["ms"], r["relative_l2_to_float"], r["loaded"]
         kernels = ", ".join(str(ld[k]["integer_kernels"]) if k in ld else "—"
                             for k in ("default", "u8s8", "saturn"))
         errors = ", ".join(f"{acc[k]:.3f}" if k in acc else "—" for k in ("default", "u8s8", "saturn"))
         twin = f"{ms['u8s8']:.1f}" if "u8s8" in ms else "—"
-        lines.append(f"| {model} | {r['part']} | {ms['float']:.1f} | {ms['default']:.1f} | "
+        lines.append(f"| {model} | {r['part']} | {cpu_label(r)} | {ms['float']:.1f} | {ms['default']:.1f} | "
                      f"{twin} | {ms['saturn']:.1f} | {r['speedup_over_default']:.3f}x | "
                      f"{kernels} | {errors} | {r['decision']} |")
     return "\n".join(lines)
@@ -222,17 +229,17 @@ def quantized_section(path):
              "the relative L2 distance of the first output to the float model's, the mean over 5 "
              "inputs. Integer kernels count the QLinear*, QGemm, MatMulInteger, MatMulIntegerToFloat, "
              "DynamicQuantizeMatMul and MatMulNBits nodes onnxruntime runs after loading the model.", ""]
-    for way in dict.fromkeys(r.get("way", "default") for r in rows):
-        of_way = [r for r in rows if r.get("way", "default") == way and "speedup_over_default" in r]
+    for way, machine in dict.fromkeys((r.get("way", "default"), r.get("machine")) for r in rows):
+        of_way = [r for r in rows if (r.get("way", "default"), r.get("machine")) == (way, machine)
+                  and "speedup_over_default" in r]
         by_part = {part: [r["speedup_over_default"] for r in of_way if r.get("part") == part]
                    for part in ("tuning", "held-out")}
         means = "; ".join(f"{part} {geomean(v):.3f}x over {len(v)}" for part, v in by_part.items() if v)
         speedups = [r["speedup_over_default"] for r in of_way]
-        machines = ", ".join(dict.fromkeys(r["machine"] for r in of_way if r.get("machine")))
         if speedups:
-            lines.append(f"Geometric mean of saturn over the inputs quantized `{way}`: "
-                         f"{geomean(speedups):.3f}x over {len(speedups)} models ({means})"
-                         + (f"; measured on {machines}." if machines else "."))
+            lines.append(f"Geometric mean of saturn over the inputs quantized `{way}`"
+                         + (f" on {machine}" if machine else "")
+                         + f": {geomean(speedups):.3f}x over {len(speedups)} models ({means}).")
             lines.append("")
     return lines + [quantized_table(rows), ""]
 
