@@ -31,6 +31,7 @@ and MatMul left between Quantize/Dequantize nodes).
 """
 import argparse
 import collections
+import functools
 import json
 import os
 import platform
@@ -185,6 +186,7 @@ def timing(paths, entry, rounds=21):
     return {k: float(np.median(v)) / 1e3 for k, v in times.items()}  # ms
 
 
+@functools.cache
 def machine():
     """The CPU a row was measured on and whether onnxruntime's x86 integer
     kernels have VNNI there (without it they sum uint8 x int8 products in

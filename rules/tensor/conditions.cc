@@ -241,9 +241,10 @@ bool sums_exact_in_float32(const tensor::ValueType& x, const tensor::Tensor& w,
     std::int64_t whole = 0, high = 0, low = 0;
     for (std::int64_t k = 0; k < per_channel; ++k) {
       const std::int64_t d = tensor::read_integer(w, m * per_channel + k) - zero;
+      const std::int64_t h = high_digit(d);
       whole += std::abs(d);
-      high += std::abs(high_digit(d));
-      low += std::abs(d - 16 * high_digit(d));
+      high += std::abs(h);
+      low += std::abs(d - 16 * h);
     }
     if (digits ? std::max(high, low) * widest > kExactInFloat32 : whole * widest > kExactInFloat32)
       return false;

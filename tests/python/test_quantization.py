@@ -340,10 +340,7 @@ def test_a_convolution_kept_in_float_by_its_bias_reads_its_weight_folded_at_load
     run. The outputs as ONNX defines them are the input's, to the bit."""
     quantized, out = tmp_path / "q.onnx", tmp_path / "o.onnx"
     two_biased_convs(quantized, second_bias)
-    done = subprocess.run([CLI, "optimize", str(quantized), "-o", str(out), "--search", "greedy",
-                           "--no-measure", "--quiet", "--report", str(tmp_path / "r.json")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    optimize(quantized, out, tmp_path / "r.json", cost=None)
     after = loaded_ops(out, tmp_path)
     fused = 2 if second_bias == "float" else 1
     assert after.count("QLinearConv") == fused and after.count("Conv") == 2 - fused, after
