@@ -3,8 +3,10 @@
 # both PyTorch exporters at opsets 14 to 21, paddle2onnx at opset 11, the ends
 # of the range (opset 9 and 23, tests/data/opsets/make_models.py), symbolic
 # sizes, float16, Gather and Slice on computed indices and int32 sizes, the
-# scatters, Resize, EyeLike, Einsum, integer reductions and 4-bit blocked
-# weights (three seeds, and the corpus's SegFormer, YOLO, XLNet, DINOv2 and
+# scatters, Resize, EyeLike, Einsum, integer reductions, 4-bit blocked
+# weights, quantize_dynamic's ConvInteger (rewritten in float, whole and at
+# its bound) and a bias at another scale than its convolution's (seeds of
+# the fuzz corpus), and the corpus's SegFormer, YOLO, XLNet, DINOv2 and
 # BEiT). Each exits 0 and writes its output. tools/test.sh runs this again with the
 # sanitized build (ASan + UBSan) as SATURN, where a bad read stops the run.
 source "$(dirname "$0")/lib.sh"
@@ -22,6 +24,9 @@ exports=(
   "$SEEDS/scatter_resize.onnx --dim seq=5"
   "$SEEDS/einsum_relative_shift.onnx --dim seq=5 --dim batch=2"
   "$SEEDS/topk_gridsample.onnx --dim seq=5"
+  "$SEEDS/conv_integer_dynamic.onnx"
+  "$SEEDS/conv_integer_bound.onnx"
+  "$SEEDS/bias_other_scale.onnx"
   "$FIXTURES/dyn_encoder.onnx --dim seq=16"
   "$FIXTURES/fp16_encoder.onnx --dim seq=16"
   "$CORPUS/tinyllama-1.1b-4l.onnx --dim batch=1 --dim seq=128"
