@@ -103,8 +103,8 @@ absl::Status lower_to_opset(onnx::ModelProto& model, std::int64_t from, std::int
 // 8-bit integer initializer (not one of the `four_bit` ones) for
 // convolutions only, each of which onnxruntime runs in float (no
 // DequantizeLinear before its input, or no lone QuantizeLinear after its
-// output):
-// onnxruntime computes each on every run (import_at_load.cc).
+// output), and an int32 bias at a scale that keeps a convolution from
+// fusing: onnxruntime computes each on every run (import_at_load.cc).
 std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
                                           const std::map<std::string, DType>& four_bit);
 

@@ -294,27 +294,30 @@ def two_biased_convs(path, second_bias):
     """x -> int8 QuantizeLinear/DequantizeLinear -> two 3x3 Convs of it,
     each with an int8 weight and a bias, each output quantized to int8,
     summed (quantize_static's spelling). The first bias is int32 at the
-    input's scale times the weight's; the second (`second_bias`) at 1.5
-    times that, read through an Identity (`scale`: a bias the quantizer
-    shared between convolutions of other scales) or in float behind an Identity (`float`: one the
-    quantizer did not find as an initializer, which onnxruntime quantizes
-    at load and fuses)."""
+    input's scale times the weight's; the second (`second_bias`) is read
+    through an Identity, as the TorchScript exporter shares a bias between
+    convolutions of other scales: `scale`, int32 at 1.5 times the product;
+    `near`, int32 at 0.88 times a product of 2e-6 (as MobileNetV3's shared
+    squeeze-excitation biases); `added`, as `scale` and also added to the
+    output, so that a Conv is not its only reader; `float`, a float bias
+    (one the quantizer did not find as an initializer)."""
     rng = np.random.default_rng(11)
-    xs, ws = 0.02, 0.004
+    xs = 0.02
+    ws, factor = (1e-4, 0.88) if second_bias == "near" else (0.004, 1.5)
     inits = [numpy_helper.from_array(np.float32(xs), "xs"), numpy_helper.from_array(np.int8(0), "z8"),
              numpy_helper.from_array(np.float32(0.05), "ys"), numpy_helper.from_array(np.int32(0), "z32"),
              numpy_helper.from_array(np.float32(ws), "ws")]
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z8"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "xs", "z8"], ["xd"])]
-    for k, factor in enumerate((1.0, 1.5)):
+    for k in (0, 1):
         inits += [numpy_helper.from_array(rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8), f"w{k}"),
                   numpy_helper.from_array(rng.integers(-500, 500, 16).astype(np.int32), f"b{k}"),
-                  numpy_helper.from_array(np.float32(xs * ws * factor), f"bs{k}")]
+                  numpy_helper.from_array(np.float32(xs * ws * (factor if k else 1.0)), f"bs{k}")]
         nodes.append(helper.make_node("DequantizeLinear", [f"w{k}", "ws", "z8"], [f"wd{k}"]))
         if k == 1 and second_bias == "float":
             inits.append(numpy_helper.from_array(rng.standard_normal(16).astype(np.float32) * 0.1, "bf"))
             nodes.append(helper.make_node("Identity", ["bf"], [f"bd{k}"]))
-        elif k == 1:  # read through an Identity, as the TorchScript exporter shares a bias
+        elif k == 1:
             nodes += [helper.make_node("DequantizeLinear", [f"b{k}", f"bs{k}", "z32"], [f"bq{k}"]),
                       helper.make_node("Identity", [f"bq{k}"], [f"bd{k}"])]
         else:
@@ -322,34 +325,47 @@ def two_biased_convs(path, second_bias):
         nodes += [helper.make_node("Conv", ["xd", f"wd{k}", f"bd{k}"], [f"c{k}"], pads=[1, 1, 1, 1]),
                   helper.make_node("QuantizeLinear", [f"c{k}", "ys", "z8"], [f"cq{k}"]),
                   helper.make_node("DequantizeLinear", [f"cq{k}", "ys", "z8"], [f"cd{k}"])]
-    nodes.append(helper.make_node("Add", ["cd0", "cd1"], ["y"]))
+    if second_bias == "added":
+        inits.append(numpy_helper.from_array(np.array([1, 16, 1, 1], np.int64), "column"))
+        nodes += [helper.make_node("Add", ["cd0", "cd1"], ["sum"]),
+                  helper.make_node("Reshape", ["bq1", "column"], ["bias_column"]),
+                  helper.make_node("Add", ["sum", "bias_column"], ["y"])]
+    else:
+        nodes.append(helper.make_node("Add", ["cd0", "cd1"], ["y"]))
     save_model(path, nodes, inits, [1, 8, 16, 16], [1, 16, 16, 16])
 
 
 @needs_cli
-@pytest.mark.parametrize("second_bias", ["scale", "float"])
-def test_a_convolution_kept_in_float_by_its_bias_reads_its_weight_folded_at_load(tmp_path, second_bias):
-    """onnxruntime fuses a quantized Conv with a bias into QLinearConv only
-    where a dequantized bias's scale is the input's times the weight's
-    (within 1%; 2% off it runs the Conv in float and dequantizes its weight
-    on every run), and fuses one with a float bias (it quantizes the bias at
-    load). saturn moves the groups to uint8: the first runs as QLinearConv,
-    and so does the second where its bias is float; where its bias's scale
-    differs, its weight is written for onnxruntime to fold at load
-    (onnx/import_at_load.cc), one DequantizeLinear of a weight fewer per
-    run. The outputs as ONNX defines them are the input's, to the bit."""
+@pytest.mark.parametrize("second_bias", ["scale", "near", "added", "float"])
+def test_a_bias_at_another_scale_is_read_in_float_so_that_its_convolution_fuses(tmp_path, second_bias):
+    """onnxruntime fuses a quantized Conv with a dequantized int32 bias into
+    QLinearConv only where the bias's scale is within 1e-6 plus 1% of the
+    input's times the weight's (`near` is), and one with a float bias (it
+    quantizes the bias at load). saturn moves the groups to uint8 and
+    reads a bias further off in float (`scale`: the written model holds it
+    as a float initializer, the values its DequantizeLinear gives), so that
+    both convolutions run as QLinearConv. Where a
+    Conv is not such a bias's only reader (`added`), the bias stays and its
+    convolution runs in float: its weight is written for onnxruntime to
+    fold at load (onnx/import_at_load.cc), one DequantizeLinear of a weight
+    fewer per run. The outputs as ONNX defines them are the input's, to the
+    bit."""
     quantized, out = tmp_path / "q.onnx", tmp_path / "o.onnx"
     two_biased_convs(quantized, second_bias)
     optimize(quantized, out, tmp_path / "r.json", cost=None)
     after = loaded_ops(out, tmp_path)
-    fused = 2 if second_bias == "float" else 1
+    fused = 1 if second_bias == "added" else 2
     assert after.count("QLinearConv") == fused and after.count("Conv") == 2 - fused, after
     written = onnx.load(str(out))
     inits = {t.name: t for t in written.graph.initializer}
-    weights = [n for n in written.graph.node if n.input and n.input[0] in inits and
-               list(inits[n.input[0]].dims) == [16, 8, 3, 3]]
-    expected = ["DequantizeLinear"] * 2 if second_bias == "float" else ["Cast", "DequantizeLinear"]
-    assert sorted(n.op_type for n in weights) == expected, weights
-    assert all(inits[n.input[0]].data_type in (TensorProto.INT8, TensorProto.UINT8) for n in weights)
+
+    def readers_of(dims, dtype):
+        return sorted(n.op_type for n in written.graph.node if n.input and n.input[0] in inits and
+                      inits[n.input[0]].data_type == dtype and list(inits[n.input[0]].dims) == dims)
+    weights = readers_of([16, 8, 3, 3], TensorProto.INT8) + readers_of([16, 8, 3, 3], TensorProto.UINT8)
+    assert sorted(weights) == (["Cast", "DequantizeLinear"] if second_bias == "added"
+                               else ["DequantizeLinear"] * 2), weights
+    biases = readers_of([16], TensorProto.INT32)
+    assert biases == ["DequantizeLinear"] * (2 if second_bias in ("near", "added") else 1), biases
     x = np.random.default_rng(3).standard_normal((1, 8, 16, 16)).astype(np.float32)
     np.testing.assert_array_equal(run(out, x, optimized=False), run(quantized, x, optimized=False))
