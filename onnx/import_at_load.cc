@@ -143,10 +143,10 @@ std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
   // of 0 (or none), and no reader but Conv biases, through Identity nodes.
   // onnxruntime quantizes a float bias at the input's scale times the
   // weight's when it loads the model, and then fuses the convolution
-  // (measured: a uint8 group with its int32 bias at 1.5 times the product
-  // loads as QLinearConv with the bias as Mul(Cast(b), s), as a Conv in
-  // float with it dequantized; the fused outputs within one quantization
-  // step of the literal ones).
+  // (measured on a uint8 group whose int32 bias is at 1.5 times the
+  // product: read through DequantizeLinear it runs as a float Conv, read
+  // as Mul(Cast(b), s) as a QLinearConv, its outputs within one
+  // quantization step of the group as ONNX defines it).
   auto int32_initializer = [&](const std::string& name) {
     auto it = initializers.find(name);
     return it != initializers.end() && it->second->data_type() == onnx::TensorProto::INT32 &&
