@@ -9,6 +9,7 @@
 //   table.get(a).get_ints("strides");  // {2, 2}
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -30,7 +31,17 @@ std::string format_attr_value(const AttrValue& value);
 struct Attribute {
   std::string key;
   AttrValue value;
-  friend bool operator==(const Attribute&, const Attribute&) = default;
+  // Values compare as the interning table needs: a NaN equals a NaN (a
+  // model may give one as a scale), so that equal sets hash alike and
+  // intern once.
+  friend bool operator==(const Attribute& a, const Attribute& b) {
+    if (a.key != b.key || a.value.index() != b.value.index()) return false;
+    if (const double* x = std::get_if<double>(&a.value)) {
+      const double y = std::get<double>(b.value);
+      return *x == y || (std::isnan(*x) && std::isnan(y));
+    }
+    return a.value == b.value;
+  }
   friend auto operator<=>(const Attribute&, const Attribute&) = default;
 };
 
@@ -61,7 +72,12 @@ class Attributes {
   friend H AbslHashValue(H h, const Attributes& a) {
     for (const Attribute& e : a.entries_) {
       h = H::combine(std::move(h), e.key, e.value.index());
-      h = std::visit([&h](const auto& v) { return H::combine(std::move(h), v); }, e.value);
+      const double* number = std::get_if<double>(&e.value);
+      if (number != nullptr && std::isnan(*number)) {
+        h = H::combine(std::move(h), std::string_view("nan"));
+      } else {
+        h = std::visit([&h](const auto& v) { return H::combine(std::move(h), v); }, e.value);
+      }
     }
     return H::combine(std::move(h), a.entries_.size());
   }

@@ -2,6 +2,7 @@
 // closure, rollback, budgets and serialization.
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -92,6 +93,19 @@ struct NaiveClosure {
     }
   }
 };
+
+TEST(EGraph, AttributesWithNanInternOnce) {
+  // A NaN a model gives (a scale, a constant) interns as one set, as any
+  // other value does.
+  AttrTable table;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  AttrId a = table.intern(Attributes{{"value", nan}});
+  AttrId b = table.intern(Attributes{{"value", nan}});
+  AttrId c = table.intern(Attributes{{"value", 0.5}});
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(table.find(Attributes{{"value", nan}}), a);
+}
 
 TEST(EGraph, RandomAgainstNaiveClosure) {
   TinyLanguage lang;
