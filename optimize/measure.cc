@@ -97,6 +97,7 @@ void measure_result(const tensor::Graph& input, const OptimizeOptions& options,
                                                      : ort::default_runtime_threads();
   // The timing takes at most the search's time limit.
   timing.seconds = std::min(timing.seconds, options.budget.time_limit_seconds);
+  timing.max_seconds = std::min(timing.max_seconds, options.budget.time_limit_seconds);
   timing.float_model = options.float_model;
   absl::StatusOr<ort::Decision> d = time_candidate(input, result.graph, timing, dir);
   result.times.measure = clock.seconds();

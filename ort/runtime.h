@@ -100,6 +100,11 @@ struct DecideOptions {
   // BART-base's first block left no room for a second (its interval ended
   // at 1.007 of the 1.010 sought, where quietly it cleared it).
   double seconds = 30;
+  // An undecided first block (two sessions of each model: an interval 2.92
+  // times the sessions' spread, Student's t at 2 degrees of freedom) is
+  // followed by a second where that ends within this, though past
+  // `seconds`: a model of 0.4 s a run fits one block in 30 s.
+  double max_seconds = 60;
   int min_rounds = 5, max_rounds = 41;
   double min_gain = 0.01;
   // More than 1: a candidate found faster is timed again with this many

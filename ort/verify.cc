@@ -48,7 +48,8 @@ absl::StatusOr<Decision> decide_faster(const std::string& input, const std::stri
   std::vector<std::string> args = {
       "decide",       input,
       candidate,      "--seconds",
-      fmt::format("{}", options.seconds), "--min-rounds",
+      fmt::format("{}", options.seconds), "--max-seconds",
+      fmt::format("{}", options.max_seconds), "--min-rounds",
       std::to_string(options.min_rounds), "--max-rounds",
       std::to_string(options.max_rounds), "--min-gain",
       fmt::format("{}", options.min_gain), "--check-threads",

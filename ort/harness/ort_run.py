@@ -12,8 +12,8 @@ runs it with that interpreter and reads the one JSON object it prints.
     inference), and times them: each model in its own session, the timed
     runs alternating A, B, A, B, ... so that drift in the machine's speed
     hits both alike.
-  ort_run.py decide INPUT.onnx CANDIDATE.onnx [--seconds S] [--min-rounds N]
-             [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
+  ort_run.py decide INPUT.onnx CANDIDATE.onnx [--seconds S] [--max-seconds S]
+             [--min-rounds N] [--max-rounds N] [--min-gain G] [--warmup N] [--rtol R] [--atol A]
              [--seed S] [--threads T] [--check-threads N] [--float-model F.onnx]
     Whether the candidate runs measurably faster than the input: outputs
     compared (for a quantized input, by their distance to the float model F
@@ -30,7 +30,10 @@ runs it with that interpreter and reads the one JSON object it prints.
     90% interval from their spread (Student's t; each end a one-sided 95%
     bound), and blocks are added until the interval clears 1 + min-gain
     (faster) or lies below it,
-    up to three blocks within two thirds of the time. With --check-threads N (more
+    up to three blocks within two thirds of the time; an undecided first
+    block is followed by a second one where it ends within two thirds of
+    --max-seconds (a slow model's one block leaves its interval too wide to
+    decide). With --check-threads N (more
     than one), a candidate found faster is timed again with N threads by the
     wall clock in the rest of the time, and is not faster after all where
     that interval lies wholly below 1 (measurably slower at the threads the
@@ -56,7 +59,6 @@ onnxruntime, onnx or numpy cannot be imported (the environment is missing).
 import ctypes
 import gc
 import json
-import math
 import os
 import shutil
 import sys
@@ -71,12 +73,14 @@ try:
     from onnx_checker import checker_report
     import quantized
     from outputs import compare, compare_outputs, json_number, judge  # noqa: F401 (used by callers)
+    from timing_stats import median, middle_mean, quantile, settled, speedup_verdict, summary  # noqa: F401
 except ImportError as err:  # the caller tells the user to run tools/install-deps.sh
     sys.stderr.write(f"ort_run: {err} (the interpreter is {sys.executable})\n")
     sys.exit(3)
 
 OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "threads": 2,
-           "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 10, "min-rounds": 5,
+           "profile": 1, "kernel-offset": 0, "kernel-floor": 0, "seconds": 10, "max-seconds": 0,
+           "min-rounds": 5,
            "max-rounds": 41, "min-gain": 0.01, "check-threads": 0}
 
 # Operators that only convert between layouts at the edge of a chain of
@@ -187,27 +191,6 @@ def timed_run(session, feeds):
     return out, (time.perf_counter_ns() - t0) / 1e3
 
 
-def quantile(sorted_samples, q):
-    pos = (len(sorted_samples) - 1) * q
-    lo, hi = int(pos // 1), int(-(-pos // 1))
-    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
-
-
-def middle_mean(samples):
-    """The mean of the middle half of the samples: as robust as the median
-    to a slow run, and finer for the profiler's whole microseconds."""
-    s = sorted(samples)
-    cut = len(s) // 4
-    middle = s[cut:len(s) - cut]
-    return sum(middle) / len(middle)
-
-
-def summary(samples):
-    s = sorted(samples)
-    return {"median_us": quantile(s, 0.5), "p10_us": quantile(s, 0.1),
-            "p90_us": quantile(s, 0.9), "runs": len(s)}
-
-
 def same_inputs(a, b, symbolic=False):
     """Inputs are fed by name: the same names, types and shapes, in any order
     (with symbolic dimensions, the same ranks: one model may name an axis
@@ -288,19 +271,6 @@ def clock_run(session, feeds, cpu):
     return (read() - t0) / 1e3
 
 
-def median(samples):
-    return quantile(sorted(samples), 0.5)
-
-
-def settled(samples, min_gain):
-    """Whether the median of `samples` is known to a quarter of the gain
-    sought: its standard error (1.253 sigma / sqrt(n), sigma from the
-    interquartile range) against the median."""
-    s = sorted(samples)
-    sigma = (quantile(s, 0.75) - quantile(s, 0.25)) / 1.349
-    return 1.253 * sigma / len(s) ** 0.5 <= quantile(s, 0.5) * min_gain / 4
-
-
 def time_session(session, feeds, opts, cpu, deadline):
     """A session's run times: after the warm-up, at least min-rounds runs,
     then until its median is settled, max-rounds are run or the deadline
@@ -316,54 +286,13 @@ def time_session(session, feeds, opts, cpu, deadline):
     return times
 
 
-# Student's t at one-sided 95% by degrees of freedom (any table of the t
-# distribution); past the last entry, 1.645.
-T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860,
-       9: 1.833, 10: 1.812, 12: 1.782, 14: 1.761, 16: 1.746, 20: 1.725, 30: 1.697}
-
-
-def t95(df):
-    return next((T95[k] for k in sorted(T95) if k >= df), 1.645)
-
-
-def speedup_verdict(a, b, min_gain):
-    """a, b: the run times of the input's and the candidate's sessions. A
-    session's median is one sample of the model's time: two sessions of one
-    model differ by more than their runs vary (where the runtime's buffers
-    fall in memory). The speedup is the ratio of the geometric means of the
-    session medians; its 90% interval (each end a one-sided 95% bound)
-    comes from their spread within each model (Student's t on the logs,
-    pooled). The candidate is
-    faster when the interval's low end clears 1 + min_gain; it is clearly
-    not when the high end does not."""
-    la = [math.log(median(s)) for s in a]
-    lb = [math.log(median(s)) for s in b]
-    d = sum(la) / len(la) - sum(lb) / len(lb)
-    df = len(la) + len(lb) - 2
-    result = {"speedup": math.exp(d), "sessions": [len(la), len(lb)],
-              "threshold": 1 + min_gain, "faster": False, "settled": False}
-    if df < 1:
-        result.update(speedup_low=math.exp(d), speedup_high=math.exp(d), noise=0.0,
-                      settled=d <= 0)
-        return result
-    ss = sum((x - sum(la) / len(la)) ** 2 for x in la) + \
-        sum((x - sum(lb) / len(lb)) ** 2 for x in lb)
-    spread = math.sqrt(ss / df)
-    half = t95(df) * spread * math.sqrt(1 / len(la) + 1 / len(lb))
-    goal = math.log(1 + min_gain)
-    result.update(speedup_low=math.exp(d - half), speedup_high=math.exp(d + half),
-                  noise=math.exp(spread) - 1, faster=d - half > goal,
-                  settled=d - half > goal or d + half <= goal)
-    return result
-
-
 # The order of the sessions, input (0) and candidate (1): blocks of four
 # whose order reverses each time, so that a drift in the machine's speed
 # that is linear in time weighs on both alike within each block.
 SESSION_ORDER = [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0]
 
 
-def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
+def time_sessions(files, threads, opts, seconds, gain, first_pair=None, second_block=0):
     """The two models' sessions timed one at a time (each released before
     the next loads, so onnxruntime holds one model's weights at once) with
     `threads` intra-op threads, in blocks of four (SESSION_ORDER) until the
@@ -375,8 +304,14 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
     single pair of sessions decides: two sessions of one model differ by up
     to ~9% on a quiet 2-core machine and by over a third beside load on the
     other core (a candidate measured at 0.73x on one pair, 1.06x on full
-    blocks), so the first verdict comes from a whole block. Returns the run
-    times per model, per session, or None."""
+    blocks), so the first verdict comes from a whole block. The second block
+    may end as late as `second_block` seconds (where that is more than
+    `seconds`): one block leaves each model two sessions, whose interval
+    (Student's t at 2 degrees of freedom, 2.92 times the spread) is half
+    again as wide as two blocks' (6 degrees, 1.94); on a noisy machine a
+    model of 0.4 s a run, which fits one block in 20 s, was kept at 1.17x
+    [1.00, 1.36] after one and written at 1.11x [1.01, 1.21] after two.
+    Returns the run times per model, per session, or None."""
     start = time.perf_counter()
     cpu = threads == 1
     times = ([], [])
@@ -389,8 +324,9 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None):
         # Another block only while undecided and its time (as long as the
         # blocks so far took each) fits in the budget.
         elapsed = time.perf_counter() - start - checking
+        limit = max(seconds, second_block) if k == 4 else seconds
         if k % 4 == 0 and k > 0 and (speedup_verdict(*times, gain)["settled"] or
-                                     checking + elapsed * (k + 4) / k > seconds):
+                                     checking + elapsed * (k + 4) / k > limit):
             break
         session = open_session(files[model], threads)
         if first_pair and k < 2:
@@ -472,16 +408,20 @@ def decide(opts, files):
         result.update(outputs=outputs, outputs_match=ok, checker=checker)
         return ok and checker["ok"]
 
-    # Two thirds of the time decide; the check at more threads has the rest.
-    budget = opts["seconds"] * 2 / 3 if check > 1 else opts["seconds"]
-    times = time_sessions(files, opts["threads"], opts, budget, opts["min-gain"], first_pair)
+    # Two thirds of the time decide; the check at more threads has the rest,
+    # and at least a third of --seconds where the decision took a second
+    # block past its share.
+    share = 2 / 3 if check > 1 else 1
+    times = time_sessions(files, opts["threads"], opts, opts["seconds"] * share, opts["min-gain"],
+                          first_pair, opts["max-seconds"] * share)
     if times is not None:
         result.update(speedup_verdict(*times, opts["min-gain"]))
         result["rounds"] = sum(len(t) for model in times for t in model)
         result["input_median_us"] = median([t for s in times[0] for t in s])
         result["candidate_median_us"] = median([t for s in times[1] for t in s])
     if result["faster"] and check > 1:
-        more = time_sessions(files, check, opts, opts["seconds"] - (time.perf_counter() - start), 0)
+        rest = max(opts["seconds"] - (time.perf_counter() - start), opts["seconds"] / 3)
+        more = time_sessions(files, check, opts, rest, 0)
         verdict = speedup_verdict(*more, 0)
         slower = verdict["speedup_high"] < 1
         result["at_threads"] = {"threads": check, "clock": "wall clock", "slower": slower,

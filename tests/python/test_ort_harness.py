@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import onnx
@@ -172,6 +173,29 @@ def test_decide_holds_one_session_at_once_and_finds_removed_work(tmp_path, monke
     assert len(live) in (4, 8, 12) and same["rounds"] >= 2 * opts["min-rounds"]
     assert sum(same["sessions"]) == len(live)
     assert peak[0] == 1
+
+
+def test_an_undecided_slow_first_block_gets_a_second_within_max_seconds(monkeypatch):
+    """Sessions that take 0.05 s each and whose medians straddle the gain
+    sought: one block (0.2 s) leaves no room for another in 0.3 s, so one
+    block decides unless the second may end within --max-seconds; the third
+    block never runs past --seconds."""
+    medians = iter([100, 104, 96, 110, 97, 103, 108, 99, 101, 106, 95, 102])
+
+    def session_times(session, feeds, opts, cpu, deadline):
+        time.sleep(0.05)
+        return [next(medians)] * 3
+
+    monkeypatch.setattr(ort_run, "open_session", lambda file, threads: object())
+    monkeypatch.setattr(ort_run, "release_memory", lambda: None)
+    monkeypatch.setattr(ort_run, "time_session", session_times)
+    opts = dict(ort_run.OPTIONS, feeds={})
+    one = ort_run.time_sessions(["a", "b"], 1, opts, 0.3, 0.01)
+    assert [len(t) for t in one] == [2, 2]
+    medians = iter([100, 104, 96, 110, 97, 103, 108, 99, 101, 106, 95, 102])
+    two = ort_run.time_sessions(["a", "b"], 1, opts, 0.3, 0.01, second_block=1.0)
+    assert [len(t) for t in two] == [4, 4]
+    assert not ort_run.speedup_verdict(*two, 0.01)["settled"]
 
 
 def test_checker_reads_large_weights_in_place_and_still_checks_shapes(tmp_path):
