@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import run as corpus  # noqa: E402  (materialize, feeds_for, session, time_rounds)
-from results import quantized_table  # noqa: E402
+from results import quantized_table, saturn_speedup  # noqa: E402
 
 # Tuning part first, then held-out families (bench/corpus/manifest.json):
 # CNNs, transformer encoders, decoders, vision transformers and an audio model.
@@ -249,6 +249,7 @@ def measure(entry, way, args):
         return row
     with open(report, encoding="utf-8") as f:
         r = json.load(f)
+    row["kept_input"] = not r["decision"]["taken"]
     row["decision"] = r["decision"]["evidence"] if not r["decision"]["taken"] else "taken"
     if (r.get("measured") or {}).get("candidate"):
         row["decision"] += f" ({r['measured']['candidate']})"
@@ -325,7 +326,7 @@ def main():
         json.dump({"onnxruntime": ort.__version__, "threads": 1, "rows": rows}, f, indent=1)
     print(quantized_table(rows))
     for way in args.ways:
-        speedups = [r["speedup_over_default"] for r in rows
+        speedups = [saturn_speedup(r) for r in rows
                     if r["way"] == way and "speedup_over_default" in r]
         if speedups:
             print(f"geometric mean of saturn over the models quantized {way}: "

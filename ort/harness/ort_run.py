@@ -419,6 +419,9 @@ def decide(opts, files):
         result["rounds"] = sum(len(t) for model in times for t in model)
         result["input_median_us"] = median([t for s in times[0] for t in s])
         result["candidate_median_us"] = median([t for s in times[1] for t in s])
+        # Each session's median in the order they ran: the samples the
+        # interval is made of.
+        result["session_medians_us"] = [[round(median(s), 1) for s in model] for model in times]
     if result["faster"] and check > 1:
         rest = max(opts["seconds"] - (time.perf_counter() - start), opts["seconds"] / 3)
         more = time_sessions(files, check, opts, rest, 0)

@@ -73,3 +73,26 @@ def test_slice_optimizes_with_matching_outputs(name, tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "outputs match" in done.stdout and "checker (onnx" in done.stdout
+
+
+def test_a_kept_quantized_input_counts_as_one_whatever_its_timing(tmp_path):
+    """The quantized part's means count a model saturn kept (its input
+    written byte for byte) as 1, as the float part's do; the table shows the
+    timing beside it. Rows from before `kept_input` was recorded are read by
+    their decision."""
+    import sys
+    sys.path.insert(0, CORPUS)
+    import results
+    row = {"model": "m", "part": "tuning", "way": "default", "machine": "x", "kept_input": True,
+           "decision": "predicted 1.047x, not measurably faster", "speedup_over_default": 1.086,
+           "ms": {"float": 1.0, "default": 1.086, "saturn": 1.0},
+           "relative_l2_to_float": {"default": 0.1, "saturn": 0.1}, "loaded": {}}
+    written = dict(row, model="w", kept_input=False, decision="taken", speedup_over_default=2.0)
+    old = {k: v for k, v in row.items() if k != "kept_input"}
+    assert [results.saturn_speedup(r) for r in (row, written, old)] == [1.0, 2.0, 1.0]
+    table = results.quantized_table([row, written])
+    assert "| 1 (kept; timed 1.086x) |" in table and "| 2.000x |" in table, table
+    (tmp_path / "quantized.json").write_text(
+        json.dumps({"onnxruntime": "1", "threads": 1, "rows": [row, written]}))
+    section = "\n".join(results.quantized_section(str(tmp_path / "quantized.json")))
+    assert "1.414x over 2 models" in section, section
