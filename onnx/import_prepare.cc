@@ -183,7 +183,6 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   absl::StatusOr<FourBitValues> four_bit = disguise_4bit(model, external_);
   if (!four_bit.ok()) return error("{}", message(four_bit.status()));
   four_bit_types_ = std::move(four_bit->types);
-  dequantized_at_load_ = dequantized_at_load(model.graph(), four_bit_types_);
   for (auto& [name, value] : four_bit->initializers) external_.insert_or_assign(name, value);
   absl::StatusOr<SeededWeights> seeded = seeded_weights(model);
   if (!seeded.ok()) return error("{}", message(seeded.status()));
@@ -200,6 +199,9 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   } catch (const std::exception& e) {
     return error("the ONNX checker rejects the model: {}", e.what());
   }
+  // After the checker: its walk reads each node's inputs and outputs as the
+  // operator's schema counts them.
+  dequantized_at_load_ = dequantized_at_load(model.graph(), four_bit_types_);
   if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
     return error("{}", message(st));
   collect_reads(model.graph(), read_names_);

@@ -327,6 +327,18 @@ TEST(OnnxErrors, CheckerFailure) {
   expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "the ONNX checker rejects the model");
 }
 
+// A node with fewer inputs or outputs than its operator has gets the
+// checker's error, not a read past them in the walks before it (a Conv
+// without inputs crashed the import's look for convolutions onnxruntime
+// fuses; tests/fuzz/corpus/onnx_model/crash-qdq-* hold the other cases).
+TEST(OnnxErrors, NodeWithoutItsInputsIsNamed) {
+  onnx::ModelProto m = relu_model();
+  onnx::NodeProto* conv = m.mutable_graph()->mutable_node(0);
+  conv->set_op_type("Conv");
+  conv->clear_input();
+  expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "input size 0");
+}
+
 TEST(OnnxErrors, UnknownOpset) {
   onnx::ModelProto m = relu_model();
   m.mutable_opset_import(0)->set_version(99);
