@@ -171,7 +171,7 @@ absl::Status expand_mish(const onnx::NodeProto& n, Spelling& s) {
 absl::Status expand_rms_norm(const onnx::NodeProto& n, Spelling& s) {
   const std::int64_t axis = int_of(n, "axis").value_or(-1);
   if (int_of(n, "stash_type").value_or(1) != 1)
-    return absl::InvalidArgumentError("stash_type other than float32 has no equivalent");
+    return absl::UnimplementedError("stash_type other than float32 has no equivalent");
   if (n.input_size() < 2)
     return absl::InvalidArgumentError("RMSNormalization needs an input and a scale");
   std::string x = n.input(0);
@@ -205,10 +205,10 @@ absl::Status expand_group_norm(const onnx::NodeProto& n, const Source& source, S
   if (!groups || *groups < 1) return absl::InvalidArgumentError("num_groups must be at least 1");
   if (n.input_size() < 3) return absl::InvalidArgumentError("it needs an input, a scale and a bias");
   if (int_of(n, "stash_type").value_or(1) != 1)
-    return absl::InvalidArgumentError("stash_type other than float32 has no equivalent");
+    return absl::UnimplementedError("stash_type other than float32 has no equivalent");
   const onnx::TypeProto* t = source.declared(n.input(0));
   if (t != nullptr && t->tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-    return absl::InvalidArgumentError("only float32 inputs are read");
+    return absl::UnimplementedError("only float32 inputs are read");
   const std::string& x = n.input(0);
   const float epsilon = float_of(n, "epsilon").value_or(1e-5f);
   const std::string grouped = s.op("Reshape", {x, s.ints("group_shape", {0, *groups, -1})}, "grouped");
@@ -286,7 +286,7 @@ absl::StatusOr<std::string> masked_scores(const onnx::NodeProto& n, const Declar
   if (const std::string mask = optional_input(n, 3); !mask.empty()) {
     const onnx::TypeProto* t = declared(mask);
     if (t == nullptr || !t->has_tensor_type())
-      return absl::InvalidArgumentError("its attn_mask's element type is not declared");
+      return absl::UnimplementedError("its attn_mask's element type is not declared");
     scores = t->tensor_type().elem_type() == onnx::TensorProto::BOOL
                  ? s.op("Where", {mask, scores, minus_infinity}, "masked")
                  : s.op("Add", {scores, mask}, "masked");
@@ -308,9 +308,9 @@ absl::Status expand_attention(const onnx::NodeProto& n, const Source& source,
   if (n.input_size() < 3)
     return absl::InvalidArgumentError("Attention needs queries, keys and values");
   if (n.output_size() > 3 && !n.output(3).empty())
-    return absl::InvalidArgumentError("its qk_matmul_output has no spelling here");
+    return absl::UnimplementedError("its qk_matmul_output has no spelling here");
   if (!optional_input(n, 6).empty())
-    return absl::InvalidArgumentError("its nonpad_kv_seqlen input has no spelling here");
+    return absl::UnimplementedError("its nonpad_kv_seqlen input has no spelling here");
   const std::optional<std::int64_t> q_heads_3d = int_of(n, "q_num_heads");
   const std::optional<std::int64_t> kv_heads_3d = int_of(n, "kv_num_heads");
   const bool three_d = q_heads_3d.has_value();
@@ -490,7 +490,7 @@ bool has_expansion(std::string_view op_type) { return find_expansion(op_type) !=
 absl::Status expand_node(const onnx::NodeProto& n, const Source& source,
                          std::vector<onnx::NodeProto>& out) {
   const Expansion* e = find_expansion(n.op_type());
-  if (e == nullptr) return absl::InvalidArgumentError("no spelling in older operators");
+  if (e == nullptr) return absl::UnimplementedError("no spelling in older operators");
   if (n.input_size() < 1 || n.output_size() < 1 || n.output(0).empty())
     return absl::InvalidArgumentError("it has no input or no first output");
   Spelling s(n, e->tag, out);

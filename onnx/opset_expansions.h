@@ -29,8 +29,10 @@ struct Source {
 bool has_expansion(std::string_view op_type);
 
 // Appends the spelling of `n` to `out`: its last node computes `n`'s first
-// output under its name. An error says why `n` has no spelling (an
-// attribute or input combination that has none); the caller names the node.
+// output under its name. An error says why `n` has no spelling, the caller
+// naming the node: InvalidArgument where its operator's own definition
+// refuses it (an input or a required attribute missing, a value out of its
+// range), Unimplemented where a valid node has none here.
 absl::Status expand_node(const onnx::NodeProto& n, const Source& source,
                          std::vector<onnx::NodeProto>& out);
 

@@ -175,6 +175,9 @@ class Lowering {
         return it == declared_.end() ? nullptr : &it->second;
       };
       if (absl::Status s = expand_node(n, Source{declared, from_}, out); !s.ok()) {
+        // A node its operator's definition refuses is an error, as libonnx's
+        // checker makes it for the operators it knows.
+        if (absl::IsInvalidArgument(s)) return fail(n, message(s));
         keep(n, fail(n, message(s)));
         out.clear();
         return false;

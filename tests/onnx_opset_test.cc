@@ -202,5 +202,18 @@ TEST(OnnxNewerOpsets, ALaterOperatorWithoutItsSpellingsAttributesIsAnErrorNaming
       << text;
 }
 
+// A later operator its own definition refuses (a Gelu without its input)
+// is an error naming it, as the checker makes one of an operator it knows,
+// not a node kept as written and the file handed back unchanged.
+TEST(OnnxNewerOpsets, ALaterOperatorWithoutItsInputIsAnErrorNamingIt) {
+  onnx::ModelProto m = newer_opset_model(21);
+  add_node(m.mutable_graph(), "Gelu", {}, {"no_input"});
+  absl::StatusOr<Graph> r = parse_onnx_model(bytes_of(m), "newer.onnx");
+  ASSERT_FALSE(r.ok());
+  const std::string text(message(r.status()));
+  EXPECT_NE(text.find("newer.onnx"), std::string::npos) << text;
+  EXPECT_NE(text.find("node 'no_input_node' (Gelu): it has no input"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace saturn::tensor
