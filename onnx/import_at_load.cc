@@ -164,18 +164,17 @@ std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
       for (std::int64_t i = 0; i < zero->size(); ++i)
         if (read_integer(*zero, i) != 0) return false;
     }
-    // The values the bias reaches through Identity nodes, each once (a
-    // malformed model's Identity nodes may form a cycle).
+    // The values the bias reaches through Identity nodes (a tree: the
+    // checker has passed the graph, whose values each have one producer).
     std::vector<std::string> values{dq.output(0)};
-    std::set<std::string> seen{dq.output(0)};
     for (std::size_t k = 0; k < values.size(); ++k) {
       if (outputs.contains(values[k])) return false;
       auto it = readers.find(values[k]);
       if (it == readers.end()) continue;
       for (const auto& [reader, slot] : it->second) {
         if (!is_default_domain(reader->domain())) return false;
-        if (reader->op_type() == "Identity" && reader->output_size() == 1) {
-          if (seen.insert(reader->output(0)).second) values.push_back(reader->output(0));
+        if (reader->op_type() == "Identity") {
+          values.push_back(reader->output(0));
         } else if (reader->op_type() != "Conv" || slot != 2) {
           return false;
         }
@@ -193,10 +192,11 @@ std::set<std::string> dequantized_at_load(const onnx::GraphProto& graph,
   // after its output, or after a Relu or Clip there (which the fusion drops
   // where the quantization clips alike).
   auto fusable_group = [&](const onnx::NodeProto& conv) {
-    if (conv.input_size() < 2 || conv.output_size() != 1 || dequantized_by(conv.input(0)) == nullptr)
-      return false;
+    if (dequantized_by(conv.input(0)) == nullptr) return false;
+    // Past the checker, a default-domain node has the inputs and outputs
+    // its schema counts; another domain's is not read.
     const onnx::NodeProto* next = only_reader(conv.output(0));
-    if (next != nullptr && is_default_domain(next->domain()) && next->output_size() == 1 &&
+    if (next != nullptr && is_default_domain(next->domain()) &&
         (next->op_type() == "Relu" || next->op_type() == "Clip"))
       next = only_reader(next->output(0));
     return next != nullptr && is_default_domain(next->domain()) && next->op_type() == "QuantizeLinear";
