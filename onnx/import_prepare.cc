@@ -4,6 +4,8 @@
 // folded to constants; and, during the walk, the IR operators that read
 // weights only folded into weights.
 #include <exception>
+#include <functional>
+#include <map>
 #include <optional>
 #include <filesystem>
 #include <string>
@@ -18,6 +20,7 @@
 #include "onnx/checker.h"
 #include "saturn/tensor/interpreter/kernels.h"
 #include "saturn/onnx/importer.h"
+#include "saturn/onnx/operator_schemas.h"
 #include "saturn/onnx/proto.h"
 #include "saturn/onnx/shape_values.h"
 
@@ -89,38 +92,63 @@ void collect_reads(const onnx::GraphProto& g, std::set<std::string>& reads) {
   for (const onnx::ValueInfoProto& o : g.output()) reads.insert(o.name());
 }
 
-// The window attributes of convolutions and pools, checked before ONNX's
-// own shape inference runs: it divides by strides and groups without
-// checking them (a stride of 0 stops the process with SIGFPE).
-absl::Status check_window_attributes(const onnx::GraphProto& graph) {
-  static const absl::flat_hash_set<std::string_view> kWindowed = {
-      "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
-      "LpPool", "MaxUnpool", "MaxRoiPool", "DeformConv"};
+// Calls `check` on each node of `graph` and of its subgraphs; its first
+// error.
+absl::Status check_each_node(const onnx::GraphProto& graph,
+                             const std::function<absl::Status(const onnx::NodeProto&)>& check) {
   for (const onnx::NodeProto& n : graph.node()) {
     for (const onnx::AttributeProto& a : n.attribute()) {
       if (a.has_g()) {
-        if (absl::Status s = check_window_attributes(a.g()); !s.ok()) return s;
+        if (absl::Status s = check_each_node(a.g(), check); !s.ok()) return s;
       }
       for (const onnx::GraphProto& g : a.graphs()) {
-        if (absl::Status s = check_window_attributes(g); !s.ok()) return s;
+        if (absl::Status s = check_each_node(g, check); !s.ok()) return s;
       }
-      if (!is_default_domain(n.domain()) || !kWindowed.contains(n.op_type())) continue;
-      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                            a.name() == "kernel_shape" || a.name() == "group";
-      const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
-      if (!positive && !non_negative) continue;
-      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
-      if (a.has_i()) values.push_back(a.i());
-      for (std::int64_t v : values) {
-        if (v < 0 || (positive && v == 0)) {
-          return absl::InvalidArgumentError(fmt::format(
-              "node '{}' ({}): attribute {} must be {}, got {}", n.name(), n.op_type(), a.name(),
-              positive ? "positive" : "non-negative", v));
-        }
+    }
+    if (absl::Status s = check(n); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The window attributes of a convolution or pool, checked before ONNX's own
+// shape inference runs: it divides by strides and groups without checking
+// them (a stride of 0 stops the process with SIGFPE).
+absl::Status check_window_attributes(const onnx::NodeProto& n) {
+  static const absl::flat_hash_set<std::string_view> kWindowed = {
+      "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
+      "LpPool", "MaxUnpool", "MaxRoiPool", "DeformConv"};
+  if (!is_default_domain(n.domain()) || !kWindowed.contains(n.op_type())) return absl::OkStatus();
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                          a.name() == "kernel_shape" || a.name() == "group";
+    const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
+    if (!positive && !non_negative) continue;
+    std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
+    if (a.has_i()) values.push_back(a.i());
+    for (std::int64_t v : values) {
+      if (v < 0 || (positive && v == 0)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "node '{}' ({}): attribute {} must be {}, got {}", n.name(), n.op_type(), a.name(),
+            positive ? "positive" : "non-negative", v));
       }
     }
   }
   return absl::OkStatus();
+}
+
+// A node of onnxruntime's own domains (com.microsoft and the like), checked
+// against its operator's schema as onnxruntime does at load: libonnx's
+// checker passes the domains it does not know. `versions` are the model's
+// opset imports.
+absl::Status check_runtime_operator(const onnx::NodeProto& n,
+                                    const std::map<std::string, std::int64_t>& versions) {
+  if (is_default_domain(n.domain())) return absl::OkStatus();
+  auto version = versions.find(n.domain());
+  if (version == versions.end()) return absl::OkStatus();  // the checker's to refuse
+  absl::Status s = check_operator_schema(n, n.domain(), version->second);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(
+      fmt::format("node '{}' ({} {}): {}", n.name(), n.domain(), n.op_type(), message(s)));
 }
 
 // A copy of `model` whose external data locations are absolute paths: the
@@ -202,7 +230,14 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   // After the checker: its walk reads each node's inputs and outputs as the
   // operator's schema counts them.
   dequantized_at_load_ = dequantized_at_load(model.graph(), four_bit_types_);
-  if (absl::Status st = check_window_attributes(model.graph()); !st.ok())
+  std::map<std::string, std::int64_t> versions;
+  for (const onnx::OperatorSetIdProto& op : model.opset_import()) versions[op.domain()] = op.version();
+  if (absl::Status st = check_each_node(model.graph(),
+                                        [&](const onnx::NodeProto& n) {
+                                          absl::Status s = check_window_attributes(n);
+                                          return s.ok() ? check_runtime_operator(n, versions) : s;
+                                        });
+      !st.ok())
     return error("{}", message(st));
   collect_reads(model.graph(), read_names_);
   // ONNX's shape inference, helped by the values of the shape arithmetic.

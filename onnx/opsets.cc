@@ -19,6 +19,7 @@
 #include "saturn/onnx/exporter.h"
 #include "saturn/onnx/importer.h"
 #include "saturn/onnx/opset_expansions.h"
+#include "saturn/onnx/operator_schemas.h"
 #include "saturn/onnx/proto.h"
 
 namespace saturn::tensor::onnx_io {
@@ -156,6 +157,8 @@ class Lowering {
       }
     }
     if (!is_default_domain(n.domain())) return false;
+    // libonnx checks the spelling at opset `to_`, not the node as written.
+    if (absl::Status s = check_operator_schema(n, "", from_); !s.ok()) return fail(n, message(s));
     const std::string& op = n.op_type();
     auto is_zero = [](const onnx::AttributeProto& a) { return a.i() == 0; };
     auto all_ones = [](const onnx::AttributeProto& a) {

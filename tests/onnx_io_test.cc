@@ -339,6 +339,38 @@ TEST(OnnxErrors, NodeWithoutItsInputsIsNamed) {
   expect_error(parse_onnx_model(bytes_of(m), "bad.onnx"), "input size 0");
 }
 
+// libonnx's checker passes onnxruntime's own domains; the import checks
+// their nodes against onnxruntime's schemas (onnx/operator_schemas.inc) as
+// onnxruntime does at load, where it kept them opaque and wrote the file
+// back with exit 0.
+TEST(OnnxErrors, RuntimeOperatorOutsideItsSchemaIsNamed) {
+  const auto contrib = [](std::string_view op, std::vector<std::string> inputs) {
+    onnx::ModelProto m = relu_model();
+    auto* ms = m.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+    onnx::NodeProto* n = m.mutable_graph()->mutable_node(0);
+    n->set_name("contrib");
+    n->set_domain("com.microsoft");
+    n->set_op_type(std::string(op));
+    n->clear_input();
+    for (const std::string& in : inputs) n->add_input(in);
+    return m;
+  };
+  EXPECT_TRUE(parse_onnx_model(bytes_of(contrib("Gelu", {"x"})), "bad.onnx").ok());
+  expect_error(parse_onnx_model(bytes_of(contrib("QLinearAdd", {"x"})), "bad.onnx"),
+               "node 'contrib' (com.microsoft QLinearAdd): com.microsoft QLinearAdd-1 takes 7 "
+               "to 8 inputs, the node has 1");
+  expect_error(parse_onnx_model(bytes_of(contrib("FusedConv", {"x", ""})), "bad.onnx"),
+               "input 1 of com.microsoft FusedConv-1 is required but empty");
+  expect_error(parse_onnx_model(bytes_of(contrib("BiasSoftmax", {"x", "x"})), "bad.onnx"),
+               "com.microsoft BiasSoftmax-1 requires attribute is_inner_broadcast");
+  onnx::ModelProto no_output = contrib("Gelu", {"x"});
+  no_output.mutable_graph()->mutable_node(0)->set_output(0, "");
+  expect_error(parse_onnx_model(bytes_of(no_output), "bad.onnx"),
+               "output 0 of com.microsoft Gelu-1 is required but empty");
+}
+
 TEST(OnnxErrors, UnknownOpset) {
   onnx::ModelProto m = relu_model();
   m.mutable_opset_import(0)->set_version(99);

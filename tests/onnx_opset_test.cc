@@ -197,7 +197,8 @@ TEST(OnnxNewerOpsets, ALaterOperatorWithoutItsSpellingsAttributesIsAnErrorNaming
   absl::StatusOr<Graph> r = parse_onnx_model(bytes_of(m), "newer.onnx");
   ASSERT_FALSE(r.ok());
   const std::string text(message(r.status()));
-  EXPECT_NE(text.find("node 'grouped_node' (GroupNormalization): num_groups must be at least 1"),
+  EXPECT_NE(text.find("node 'grouped_node' (GroupNormalization): GroupNormalization-21 requires "
+                      "attribute num_groups, which the node lacks"),
             std::string::npos)
       << text;
 }
@@ -212,7 +213,21 @@ TEST(OnnxNewerOpsets, ALaterOperatorWithoutItsInputIsAnErrorNamingIt) {
   ASSERT_FALSE(r.ok());
   const std::string text(message(r.status()));
   EXPECT_NE(text.find("newer.onnx"), std::string::npos) << text;
-  EXPECT_NE(text.find("node 'no_input_node' (Gelu): it has no input"), std::string::npos) << text;
+  EXPECT_NE(text.find("node 'no_input_node' (Gelu): Gelu-20 takes 1 input, the node has 0"), std::string::npos) << text;
+}
+
+// A node kept as written (no opset-17 spelling) is checked against its
+// operator's schema at the model's opset, which libonnx does not have.
+TEST(OnnxNewerOpsets, AKeptOperatorOutsideItsSchemaIsAnErrorNamingIt) {
+  onnx::ModelProto m = newer_opset_model(21);
+  add_node(m.mutable_graph(), "Col2Im", {"x", "x"}, {"image"});
+  absl::StatusOr<Graph> r = parse_onnx_model(bytes_of(m), "newer.onnx");
+  ASSERT_FALSE(r.ok());
+  const std::string text(message(r.status()));
+  EXPECT_NE(text.find("newer.onnx"), std::string::npos) << text;
+  EXPECT_NE(text.find("node 'image_node' (Col2Im): Col2Im-18 takes 3 inputs, the node has 2"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
