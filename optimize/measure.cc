@@ -27,9 +27,10 @@ std::string mismatch(const nlohmann::json& j) {
       if (out.value("ok", true) || !out.contains("candidate_distance")) continue;
       return fmt::format(
           "its output '{}' is less accurate than the input's in onnxruntime (relative L2 "
-          "distance to the float model it quantizes {:.4f}, the input's {:.4f})",
+          "distance to the float model it quantizes {:.4f}, the input's {:.4f}, means over {} "
+          "seeded inputs)",
           out.value("name", "?"), out.value("candidate_distance", 0.0),
-          out.value("input_distance", 0.0));
+          out.value("input_distance", 0.0), out.value("inputs", 0));
     }
   }
   return "its outputs differ from the input's in onnxruntime";

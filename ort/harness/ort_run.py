@@ -341,28 +341,31 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None, second_b
     return times
 
 
-def accuracy_feeds(session, opts, count):
-    """`count` seeded feeds: the timing's seed first, then the next ones."""
-    return [inputs_for(session, opts["seed"] + i, opts["dims"]) for i in range(count)]
+def accuracy_feeds(session, opts, seeds):
+    """The seeded feeds of the accuracy check's inputs `seeds` (a range of
+    indices): input 0 is the timing's feeds, input i the seed i after it."""
+    return [inputs_for(session, opts["seed"] + i, opts["dims"]) for i in seeds]
 
 
-def float_reference_outputs(path, opts):
+def outputs_on(path, opts, seeds):
+    """The outputs of the model at `path` on the accuracy check's inputs
+    `seeds`, from a session of its own that is gone when this returns."""
+    session = open_session(path, opts["threads"])
+    out = [outputs_by_name(session, feeds) for feeds in accuracy_feeds(session, opts, seeds)]
+    del session
+    release_memory()
+    return out
+
+
+def float_reference_outputs(path, opts, seeds=range(quantized.ACCURACY_INPUTS)):
     """The outputs of the float model a quantized model at `path`
-    approximates, on the feeds the timing uses and the next seeds'
-    (quantized.ACCURACY_INPUTS in all): --float-model's where given, else
-    quantized.float_reference's stand-in; None for a model with no
-    activation Quantize/Dequantize pair and no --float-model."""
+    approximates, on the accuracy check's inputs `seeds`: --float-model's
+    where given, else quantized.float_reference's stand-in; None for a
+    model with no activation Quantize/Dequantize pair and no --float-model."""
     folder = tempfile.mkdtemp(prefix="ort-reference-")
     try:
         reference = opts.get("float-model") or quantized.float_reference(path, folder)
-        if reference is None:
-            return None
-        session = open_session(reference, opts["threads"])
-        out = [outputs_by_name(session, feeds)
-               for feeds in accuracy_feeds(session, opts, quantized.ACCURACY_INPUTS)]
-        del session
-        release_memory()
-        return out
+        return None if reference is None else outputs_on(reference, opts, seeds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -396,13 +399,21 @@ def decide(opts, files):
     def first_pair(k, session):
         if k == 0:
             inputs.append(input_metas(session))
-            feeds = accuracy_feeds(session, opts, count)
+            feeds = accuracy_feeds(session, opts, range(count))
             opts["feeds"] = feeds[0]
             expected.extend(outputs_by_name(session, f) for f in feeds)
             return True
         same_inputs(inputs[0], input_metas(session), symbolic=True)
-        produced = [outputs_by_name(session, f) for f in accuracy_feeds(session, opts, count)]
+        produced = [outputs_by_name(session, f) for f in accuracy_feeds(session, opts, range(count))]
         outputs, ok, how = judge(expected, produced, reference, opts)
+        if reference is not None and quantized.to_confirm(outputs):
+            # Less accurate on the first inputs: the verdict is taken over
+            # more (the input's and the reference's sessions load again).
+            more = range(count, quantized.CONFIRMING_INPUTS)
+            produced.extend(outputs_by_name(session, f) for f in accuracy_feeds(session, opts, more))
+            reference.extend(float_reference_outputs(files[0], opts, more))
+            expected.extend(outputs_on(files[0], opts, more))
+            outputs, ok, how = judge(expected, produced, reference, opts)
         if reference is not None:
             result["compared_by"] = how
         result.update(outputs=outputs, outputs_match=ok, checker=checker)

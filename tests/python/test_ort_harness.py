@@ -198,6 +198,50 @@ def test_an_undecided_slow_first_block_gets_a_second_within_max_seconds(monkeypa
     assert not ort_run.speedup_verdict(*two, 0.01)["settled"]
 
 
+def test_a_quantized_candidate_less_accurate_on_the_first_inputs_is_judged_on_more(monkeypatch):
+    """The accuracy check's verdict on quantized.ACCURACY_INPUTS inputs is
+    taken again over CONFIRMING_INPUTS where the candidate is further from
+    the float model on the first: one input's distance varies by more than
+    the margin. Sessions are stubbed: each model's output on input i sits
+    its distance d[i] off the float model's."""
+    distances = {"input.onnx": [0.3] * 12}
+
+    class Session:
+        def __init__(self, path):
+            self.path = path
+
+        def get_inputs(self):
+            return []
+
+    def outputs(session, i):
+        d = distances.get(session.path, [0.0] * 12)[i]  # the float model: 0
+        return {"y": np.full(4, 1 + d, np.float32)}
+
+    monkeypatch.setattr(ort_run, "open_session", lambda path, threads: Session(path))
+    monkeypatch.setattr(ort_run, "release_memory", lambda: None)
+    monkeypatch.setattr(ort_run, "checker_report", lambda path: {"ok": True})
+    monkeypatch.setattr(ort_run, "accuracy_feeds", lambda session, opts, seeds: list(seeds))
+    monkeypatch.setattr(ort_run, "outputs_by_name", outputs)
+    monkeypatch.setattr(ort_run, "time_session", lambda *args: [100.0] * 3)
+
+    def judged(candidate):
+        distances["candidate.onnx"] = candidate
+        opts = dict(ort_run.OPTIONS, **{"float-model": "float.onnx", "dims": {}, "seconds": 1,
+                                        "max-seconds": 1, "check-threads": 1, "min-gain": 0.01})
+        out = ort_run.decide(opts, ["input.onnx", "candidate.onnx"])
+        return out["outputs"][0]["inputs"], out["outputs_match"]
+
+    assert quantized.ACCURACY_INPUTS == 3 and quantized.CONFIRMING_INPUTS == 12
+    # Past the margin on the first three (0.4 against 0.3), closer on twelve.
+    assert judged([0.4] * 3 + [0.2] * 9) == (12, True)
+    # Past it on twelve as well.
+    assert judged([0.4] * 12) == (12, False)
+    # Within the margin on the first three but past it on twelve.
+    assert judged([0.32] * 3 + [0.4] * 9) == (12, False)
+    # At least as accurate on the first three: taken on them.
+    assert judged([0.3, 0.2, 0.25] + [0.9] * 9) == (3, True)
+
+
 def test_checker_reads_large_weights_in_place_and_still_checks_shapes(tmp_path):
     good = matmul_chain(tmp_path / "good.onnx", 2)
     assert onnx_checker.checker_verdict(good) is None
