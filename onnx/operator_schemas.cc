@@ -6,6 +6,7 @@
 #include <limits>
 #include <ranges>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,12 +32,12 @@ constexpr OperatorSchema kSchemas[] = {
 };
 
 // Each operator's schemas by (domain, operator), oldest first.
-const absl::flat_hash_map<std::pair<std::string_view, std::string_view>,
-                          std::vector<const OperatorSchema*>>&
-schemas() {
+using SchemasByOperator = absl::flat_hash_map<std::pair<std::string_view, std::string_view>,
+                                              std::vector<const OperatorSchema*>>;
+
+const SchemasByOperator& schemas() {
   static const auto* by_op = [] {
-    auto* m = new absl::flat_hash_map<std::pair<std::string_view, std::string_view>,
-                                      std::vector<const OperatorSchema*>>;
+    auto* m = new SchemasByOperator;
     for (const OperatorSchema& s : kSchemas) (*m)[{s.domain, s.op}].push_back(&s);
     for (auto& [key, versions] : *m)
       std::ranges::sort(versions, {}, &OperatorSchema::since_version);
