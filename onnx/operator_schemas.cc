@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <ranges>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -96,8 +95,11 @@ absl::Status check_operator_schema(const onnx::NodeProto& n, std::string_view do
           check_values(n.output(), s.outputs, s.min_outputs, s.max_outputs, "output", schema);
       !st.ok())
     return st;
-  for (const auto part : std::views::split(s.required_attributes, ' ')) {
-    const std::string_view name(part.begin(), part.end());
+  std::string_view required = s.required_attributes;
+  while (!required.empty()) {
+    const std::size_t end = std::min(required.find(' '), required.size());
+    const std::string_view name = required.substr(0, end);
+    required.remove_prefix(std::min(end + 1, required.size()));
     const auto named = [&](const onnx::AttributeProto& a) { return a.name() == name; };
     if (!name.empty() && std::ranges::none_of(n.attribute(), named))
       return absl::InvalidArgumentError(
