@@ -357,20 +357,14 @@ def outputs_on(path, opts, seeds):
     return out
 
 
-def float_reference_outputs(path, opts, seeds=range(quantized.ACCURACY_INPUTS)):
-    """The outputs of the float model a quantized model at `path`
-    approximates, on the accuracy check's inputs `seeds`: --float-model's
-    where given, else quantized.float_reference's stand-in; None for a
-    model with no activation Quantize/Dequantize pair and no --float-model."""
-    folder = tempfile.mkdtemp(prefix="ort-reference-")
-    try:
-        reference = opts.get("float-model") or quantized.float_reference(path, folder)
-        return None if reference is None else outputs_on(reference, opts, seeds)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def decide(opts, files):
+    """decide_with_reference, the stand-in for the float model a quantized
+    input approximates (where one is made) in a folder gone when it returns."""
+    with tempfile.TemporaryDirectory(prefix="ort-reference-", ignore_cleanup_errors=True) as folder:
+        return decide_with_reference(opts, files, folder)
+
+
+def decide_with_reference(opts, files, folder):
     """Whether the candidate is measurably faster (see the module's help):
     its outputs compared, then the sessions timed on one thread by the
     thread's CPU time, which decides (time_sessions); where it is faster and
@@ -388,9 +382,13 @@ def decide(opts, files):
     # session loads.
     checker = checker_report(files[1])
     inputs, expected = [], []
-    # A quantized input: the outputs of its float reference, one session
-    # that is gone before the timed ones load.
-    reference = float_reference_outputs(files[0], opts)
+    # A quantized input: the outputs of the float model it approximates
+    # (--float-model, else quantized.float_reference's stand-in; none for a
+    # model with no activation Quantize/Dequantize pair), one session that
+    # is gone before the timed ones load.
+    reference_model = opts.get("float-model") or quantized.float_reference(files[0], folder)
+    reference = (None if reference_model is None else
+                 outputs_on(reference_model, opts, range(quantized.ACCURACY_INPUTS)))
 
     # The outputs compared: on the timing's feeds, and for a quantized input
     # on as many as its reference has.
@@ -411,7 +409,7 @@ def decide(opts, files):
             # more (the input's and the reference's sessions load again).
             more = range(count, quantized.CONFIRMING_INPUTS)
             produced.extend(outputs_by_name(session, f) for f in accuracy_feeds(session, opts, more))
-            reference.extend(float_reference_outputs(files[0], opts, more))
+            reference.extend(outputs_on(reference_model, opts, more))
             expected.extend(outputs_on(files[0], opts, more))
             outputs, ok, how = judge(expected, produced, reference, opts)
         if reference is not None:
