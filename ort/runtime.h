@@ -80,28 +80,28 @@ absl::StatusOr<VerifyReport> verify_models(const std::string& original,
 std::string describe(const VerifyReport& report);
 
 // Whether a candidate runs measurably faster than its input (ort_run.py's
-// decide): sessions one at a time, each released before the next loads
-// (onnxruntime holds one model's weights at a time), in blocks of four whose
-// order reverses (input, candidate, candidate, input; then the reverse), so
-// that a linear drift in the machine's speed weighs on both models alike.
-// A session's median is one sample: two sessions of one model differ by a
-// few percent for their whole life (on this machine up to 7% on a 30 ms
-// decoder step). The speedup is the ratio of the models' geometric means of
-// session medians with a 90% interval; the candidate is faster when the
-// interval's low end clears 1 + min_gain, and blocks are added, up to three,
-// while it straddles that and the next fits in `seconds`. With one intra-op
-// thread a run is timed by the session thread's CPU time, so that other load
-// on the machine does not count (on 2 cores, two threads' timings spread
-// several times wider: SqueezeNet's paired ratios p10-p90 0.83-1.86 with
-// two, 0.96-1.07 with one).
+// decide). With one intra-op thread, pairs of sessions: the input's and the
+// candidate's held together (each pair released before the next loads) and
+// run in alternating rounds, a short burst of each, so that the machine's
+// changing speed weighs on both alike; a run is timed by the session
+// thread's CPU time, so that other load on the machine does not count. A
+// pair's speedup is one sample: two sessions of one model differ by a few
+// percent for their whole life (on this machine up to 7% on a 30 ms decoder
+// step). The speedup is the pairs' geometric mean with a 90% interval; the
+// candidate is faster when the interval's low end clears 1 + min_gain, and
+// blocks of three pairs are added, up to three, while it straddles that and
+// the next fits in `seconds`. With more threads, by the wall clock, one
+// session at a time (two live thread pools spin against each other: on 2
+// cores SqueezeNet's paired ratios spread p10-p90 0.83-1.86 with two
+// threads, 0.96-1.07 with one), in blocks of four whose order reverses.
 struct DecideOptions {
   RuntimeOptions runtime{.warmup = 2, .threads = 1};
   // 30 s: beside load on the other core a session loads slower, and at 20 s
   // BART-base's first block left no room for a second (its interval ended
   // at 1.007 of the 1.010 sought, where quietly it cleared it).
   double seconds = 30;
-  // An undecided first block (two sessions of each model: an interval 2.92
-  // times the sessions' spread, Student's t at 2 degrees of freedom) is
+  // An undecided first block (three pairs: an interval 2.92 times their
+  // spread over the root of three, Student's t at 2 degrees of freedom) is
   // followed by a second where that ends within this, though past
   // `seconds`: a model of 0.4 s a run fits one block in 30 s.
   double max_seconds = 60;

@@ -18,21 +18,27 @@ runs it with that interpreter and reads the one JSON object it prints.
     Whether the candidate runs measurably faster than the input: outputs
     compared (for a quantized input, by their distance to the float model F
     it quantizes, or without one to quantized.float_reference's stand-in)
-    and the candidate checked as for verify, then sessions timed
-    one at a time (only one is held at once), in blocks of four whose order
-    reverses each block (input, candidate, candidate, input; then candidate,
-    input, input, candidate; ...), each until its median is settled or its
-    share of the time is spent (with one thread, by the session thread's
-    CPU time, which other load on the machine does not inflate). A session
-    can run a few percent faster or slower than another session of the same
-    model for as long as it lives, so each session's median is one sample:
-    the speedup is the ratio of the models' geometric means of them, with a
-    90% interval from their spread (Student's t; each end a one-sided 95%
-    bound), and blocks are added until the interval clears 1 + min-gain
-    (faster) or lies below it,
-    up to three blocks within two thirds of the time; an undecided first
-    block is followed by a second one where it ends within two thirds of
-    --max-seconds (a slow model's one block leaves its interval too wide to
+    and the candidate checked as for verify, then timed. With one thread
+    (--threads 1), by the session thread's CPU time, which other load on
+    the machine does not inflate, in pairs of sessions: the input's and the
+    candidate's held together and run in alternating rounds (a short burst
+    of each, the order reversing each round), so that the machine's
+    changing speed weighs on both alike; each pair is released before the
+    next loads. A session can run a few percent faster or slower than
+    another session of the same model for as long as it lives, so each
+    pair's speedup (the median of its rounds' ratios) is one sample: the
+    speedup is their geometric mean, with a 90% interval from their spread
+    (Student's t; each end a one-sided 95% bound), and blocks of three
+    pairs are added until the interval clears 1 + min-gain (faster) or lies
+    below it, up to three blocks within two thirds of the time. With more
+    threads, by the wall clock, one session at a time (two live thread
+    pools would spin against each other), in blocks of four whose order
+    reverses each block (input, candidate, candidate, input; then
+    candidate, input, input, candidate; ...), the speedup the ratio of the
+    models' geometric means of the session medians with its interval. An
+    undecided first block is followed by a second one where it ends within
+    two thirds of --max-seconds (a slow model's one block leaves its
+    interval too wide to
     decide). With --check-threads N (more
     than one), a candidate found faster is timed again with N threads by the
     wall clock in the rest of the time, and is not faster after all where
@@ -73,7 +79,8 @@ try:
     from onnx_checker import checker_report
     import quantized
     from outputs import compare, compare_outputs, json_number, judge  # noqa: F401 (used by callers)
-    from timing_stats import median, middle_mean, quantile, settled, speedup_verdict, summary  # noqa: F401
+    from timing_stats import (median, middle_mean, paired_verdict, quantile, settled,  # noqa: F401
+                              speedup_verdict, summary)
 except ImportError as err:  # the caller tells the user to run tools/install-deps.sh
     sys.stderr.write(f"ort_run: {err} (the interpreter is {sys.executable})\n")
     sys.exit(3)
@@ -341,6 +348,88 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None, second_b
     return times
 
 
+# A round runs each model of a pair for about this long (at least once):
+# the median of a burst leaves out its first run, which finds the caches
+# holding the other model's weights.
+BURST_SECONDS = 0.1
+# Pairs of sessions per block: the first block's interval has two degrees of
+# freedom (Student's t 2.92), where two pairs would leave one (6.31).
+PAIRS_PER_BLOCK = 3
+
+
+def time_pair(sessions, feeds, opts, deadline, first):
+    """Rounds of two live one-thread sessions (input, candidate): each round
+    runs a burst of each model back to back, `first` (0 or 1) first in even
+    rounds and the other in odd ones, at least min-rounds rounds, then until
+    the median of the rounds' ratios is settled, max-rounds are run or the
+    deadline passes. Returns each round's burst medians (input_us,
+    candidate_us), by the thread's CPU time, and how many runs were timed."""
+    bursts = []
+    for session in sessions:
+        began = time.perf_counter()
+        for _ in range(max(opts["warmup"], 1)):
+            session.run(None, feeds)
+        each = (time.perf_counter() - began) / max(opts["warmup"], 1)
+        bursts.append(max(1, round(BURST_SECONDS / max(each, 1e-6))))
+    rounds, runs = [], 0
+    while len(rounds) < opts["max-rounds"]:
+        order = (first, 1 - first) if len(rounds) % 2 == 0 else (1 - first, first)
+        medians = [0.0, 0.0]
+        for m in order:
+            medians[m] = median([clock_run(sessions[m], feeds, True) for _ in range(bursts[m])])
+        rounds.append(tuple(medians))
+        runs += sum(bursts)
+        if len(rounds) >= opts["min-rounds"] and (
+                settled([a / b for a, b in rounds], opts["min-gain"]) or
+                time.perf_counter() > deadline):
+            break
+    return rounds, runs
+
+
+def time_pairs(files, opts, seconds, gain, first_pair=None, second_block=0):
+    """The one-thread decision's timing: pairs of sessions, the input's and
+    the candidate's held together (each pair released before the next
+    loads) and run in alternating rounds (time_pair), so that the machine's
+    changing speed, which moves two sessions timed one after the other by
+    more than a tenth on a busy host, weighs on both alike. Pairs come in
+    blocks of PAIRS_PER_BLOCK, which load input or candidate first by turns,
+    until the speedup's interval settles against 1 + gain (paired_verdict)
+    or the next block would not end within `seconds` (the second block
+    within `second_block`, where that is more: one block's interval is wide
+    for a slow model). first_pair(k, session) sees the first pair's input
+    (k 0) and candidate (k 1) before they are timed and may stop everything
+    (False). Returns each pair's speedup, each model's per-pair medians and
+    the number of runs timed, or None."""
+    start = time.perf_counter()
+    ratios, medians, runs = [], ([], []), 0
+    checking = 0.0  # first_pair's time: once, not a block's
+    per_pair = seconds / (4 * PAIRS_PER_BLOCK)
+    for k in range(3 * PAIRS_PER_BLOCK):
+        elapsed = time.perf_counter() - start - checking
+        limit = max(seconds, second_block) if k == PAIRS_PER_BLOCK else seconds
+        if k % PAIRS_PER_BLOCK == 0 and k > 0 and (
+                paired_verdict(ratios, gain)["settled"] or
+                checking + elapsed * (k + PAIRS_PER_BLOCK) / k > limit):
+            break
+        sessions = [None, None]
+        for model in ((0, 1) if k % 2 == 0 else (1, 0)):
+            sessions[model] = open_session(files[model], 1)
+        if first_pair and k == 0:
+            began = time.perf_counter()
+            if not (first_pair(0, sessions[0]) and first_pair(1, sessions[1])):
+                return None
+            checking += time.perf_counter() - began
+        rounds, timed = time_pair(sessions, opts["feeds"], opts, time.perf_counter() + per_pair,
+                                  k % 2)
+        runs += timed
+        del sessions
+        release_memory()
+        ratios.append(median([a / b for a, b in rounds]))
+        for model in (0, 1):
+            medians[model].append(median([r[model] for r in rounds]))
+    return ratios, medians, runs
+
+
 def accuracy_feeds(session, opts, seeds):
     """The seeded feeds of the accuracy check's inputs `seeds` (a range of
     indices): input 0 is the timing's feeds, input i the seed i after it."""
@@ -421,16 +510,26 @@ def decide_with_reference(opts, files, folder):
     # and at least a third of --seconds where the decision took a second
     # block past its share.
     share = 2 / 3 if check > 1 else 1
-    times = time_sessions(files, opts["threads"], opts, opts["seconds"] * share, opts["min-gain"],
-                          first_pair, opts["max-seconds"] * share)
-    if times is not None:
-        result.update(speedup_verdict(*times, opts["min-gain"]))
-        result["rounds"] = sum(len(t) for model in times for t in model)
-        result["input_median_us"] = median([t for s in times[0] for t in s])
-        result["candidate_median_us"] = median([t for s in times[1] for t in s])
+    seconds, second_block = opts["seconds"] * share, opts["max-seconds"] * share
+    if opts["threads"] == 1:
+        timed = time_pairs(files, opts, seconds, opts["min-gain"], first_pair, second_block)
+        if timed is not None:
+            ratios, session_medians, result["rounds"] = timed
+            result.update(paired_verdict(ratios, opts["min-gain"]))
+            result["pair_speedups"] = [round(r, 4) for r in ratios]
+    else:
+        timed = time_sessions(files, opts["threads"], opts, seconds, opts["min-gain"],
+                              first_pair, second_block)
+        if timed is not None:
+            result.update(speedup_verdict(*timed, opts["min-gain"]))
+            result["rounds"] = sum(len(t) for model in timed for t in model)
+            session_medians = [[median(s) for s in model] for model in timed]
+    if timed is not None:
+        result["input_median_us"] = median(session_medians[0])
+        result["candidate_median_us"] = median(session_medians[1])
         # Each session's median in the order they ran: the samples the
-        # interval is made of.
-        result["session_medians_us"] = [[round(median(s), 1) for s in model] for model in times]
+        # interval is made of (with one thread, of their pairs' ratios).
+        result["session_medians_us"] = [[round(m, 1) for m in model] for model in session_medians]
     if result["faster"] and check > 1:
         rest = max(opts["seconds"] - (time.perf_counter() - start), opts["seconds"] / 3)
         more = time_sessions(files, check, opts, rest, 0)

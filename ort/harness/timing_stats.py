@@ -48,6 +48,18 @@ def t95(df):
     return next((T95[k] for k in sorted(T95) if k >= df), 1.645)
 
 
+def verdict_on_logs(d, spread, half, sessions, min_gain):
+    """The verdict on a speedup exp(d) whose 90% interval is exp(d -+ half)
+    (each end a one-sided 95% bound), `spread` the logs' standard deviation:
+    faster where the low end clears 1 + min_gain, settled where either end
+    decides."""
+    goal = math.log(1 + min_gain)
+    return {"speedup": math.exp(d), "sessions": sessions, "threshold": 1 + min_gain,
+            "speedup_low": math.exp(d - half), "speedup_high": math.exp(d + half),
+            "noise": math.exp(spread) - 1, "faster": d - half > goal,
+            "settled": d - half > goal or d + half <= goal}
+
+
 def speedup_verdict(a, b, min_gain):
     """a, b: the run times of the input's and the candidate's sessions. A
     session's median is one sample of the model's time: two sessions of one
@@ -62,18 +74,28 @@ def speedup_verdict(a, b, min_gain):
     lb = [math.log(median(s)) for s in b]
     d = sum(la) / len(la) - sum(lb) / len(lb)
     df = len(la) + len(lb) - 2
-    result = {"speedup": math.exp(d), "sessions": [len(la), len(lb)],
-              "threshold": 1 + min_gain, "faster": False, "settled": False}
     if df < 1:
-        result.update(speedup_low=math.exp(d), speedup_high=math.exp(d), noise=0.0,
-                      settled=d <= 0)
-        return result
+        return {**verdict_on_logs(d, 0.0, 0.0, [len(la), len(lb)], min_gain),
+                "faster": False, "settled": d <= 0}
     ss = sum((x - sum(la) / len(la)) ** 2 for x in la) + \
         sum((x - sum(lb) / len(lb)) ** 2 for x in lb)
     spread = math.sqrt(ss / df)
     half = t95(df) * spread * math.sqrt(1 / len(la) + 1 / len(lb))
-    goal = math.log(1 + min_gain)
-    result.update(speedup_low=math.exp(d - half), speedup_high=math.exp(d + half),
-                  noise=math.exp(spread) - 1, faster=d - half > goal,
-                  settled=d - half > goal or d + half <= goal)
-    return result
+    return verdict_on_logs(d, spread, half, [len(la), len(lb)], min_gain)
+
+
+def paired_verdict(ratios, min_gain):
+    """ratios: the speedups of pairs of sessions held together, each the
+    median of its rounds' input over candidate times. Each pair is one
+    sample (its two sessions may run a few percent off their models' times
+    for as long as they live); the speedup is their geometric mean, with a
+    90% interval from their spread (Student's t on the logs, one fewer
+    degree than pairs). One pair decides nothing."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    d = sum(logs) / n
+    if n < 2:
+        return {**verdict_on_logs(d, 0.0, 0.0, [n, n], min_gain),
+                "faster": False, "settled": False}
+    spread = math.sqrt(sum((x - d) ** 2 for x in logs) / (n - 1))
+    return verdict_on_logs(d, spread, t95(n - 1) * spread / math.sqrt(n), [n, n], min_gain)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import weakref
 
 import numpy as np
 import onnx
@@ -141,60 +142,85 @@ def matmul_chain(path, count, width=192):
     return str(path)
 
 
-def test_decide_holds_one_session_at_once_and_finds_removed_work(tmp_path, monkeypatch):
-    slow, fast = matmul_chain(tmp_path / "slow.onnx", 24), matmul_chain(tmp_path / "fast.onnx", 4)
+def counting_sessions(monkeypatch):
+    """open_session wrapped to count the sessions opened and the most alive
+    at once."""
     live, peak = [], [0]
     opened = ort_run.open_session
 
     def counting(file, threads, profile_prefix=None):
         session = opened(file, threads, profile_prefix)
-        live.append(__import__("weakref").ref(session))
+        live.append(weakref.ref(session))
         peak[0] = max(peak[0], sum(ref() is not None for ref in live))
         return session
 
     monkeypatch.setattr(ort_run, "open_session", counting)
+    return live, peak
+
+
+def test_decide_holds_one_pair_at_once_and_finds_removed_work(tmp_path, monkeypatch):
+    slow, fast = matmul_chain(tmp_path / "slow.onnx", 24), matmul_chain(tmp_path / "fast.onnx", 4)
+    live, peak = counting_sessions(monkeypatch)
     opts, files = ort_run.parse_args([slow, fast, "--threads", "1", "--dim", "batch=64",
                                       "--seconds", "5"])
     faster = ort_run.decide(opts, files)
     assert faster["outputs_match"] and faster["faster"], faster
     assert faster["clock"] == "thread CPU time"
-    # ctest runs beside other tests: the interval's low end, not its exact size.
-    assert faster["speedup_low"] > 1.2 and len(live) == 4, faster
-    assert peak[0] == 1
-    # The same model is not faster than itself: blocks of four sessions are
-    # added while the interval straddles the gain sought, up to three. The
-    # sessions still load, one at a time, but their timings are stubbed:
-    # beside the other tests on 2 cores two real sessions of one model
-    # differ by up to 15%, and a 90% interval then finds a model faster than
-    # itself now and then (a CI run did at a 1% gain sought, a ctest run at
-    # 5%).
-    live.clear()
+    # ctest runs beside other tests: the interval's low end, not its exact
+    # size. One block of pairs settles a sixfold gain.
+    assert faster["speedup_low"] > 1.2 and len(live) == 2 * ort_run.PAIRS_PER_BLOCK, faster
+    assert faster["sessions"] == [ort_run.PAIRS_PER_BLOCK] * 2
+    assert len(faster["pair_speedups"]) == ort_run.PAIRS_PER_BLOCK
+    assert peak[0] == 2
+
+
+def test_the_same_model_is_not_faster_than_itself(tmp_path, monkeypatch):
+    """Blocks are added while the interval straddles the gain sought, up to
+    three. The sessions still load (with one thread a pair at a time, with
+    more one at a time), but their timings are stubbed: beside the other
+    tests on 2 cores two real sessions of one model differ by up to 15%, and
+    a 90% interval then finds a model faster than itself now and then (a CI
+    run did at a 1% gain sought, a ctest run at 5%)."""
+    slow = matmul_chain(tmp_path / "slow.onnx", 24)
+    live, peak = counting_sessions(monkeypatch)
     medians = itertools.cycle([100, 104, 97, 103, 99, 101, 102])
     monkeypatch.setattr(ort_run, "time_session",
                         lambda session, feeds, opts, cpu, deadline: [next(medians)] * opts["min-rounds"])
-    opts, files = ort_run.parse_args([slow, slow, "--threads", "1", "--dim", "batch=64",
-                                      "--min-gain", "0.05"])
-    same = ort_run.decide(opts, files)
-    assert same["outputs_match"] and not same["faster"], same
-    assert len(live) in (4, 8, 12) and same["rounds"] >= 2 * opts["min-rounds"]
-    assert sum(same["sessions"]) == len(live)
-    assert peak[0] == 1
+    monkeypatch.setattr(ort_run, "time_pair", lambda sessions, feeds, opts, deadline, first: (
+        [(next(medians), 100.0)] * opts["min-rounds"], 2 * opts["min-rounds"]))
+    for threads, per_block, most in ((1, 2 * ort_run.PAIRS_PER_BLOCK, 2), (2, 4, 1)):
+        live.clear()
+        peak[0] = 0
+        opts, files = ort_run.parse_args([slow, slow, "--threads", str(threads), "--dim",
+                                          "batch=64", "--min-gain", "0.05"])
+        same = ort_run.decide(opts, files)
+        assert same["outputs_match"] and not same["faster"], same
+        assert len(live) in (per_block, 2 * per_block, 3 * per_block), same
+        assert same["rounds"] >= 2 * opts["min-rounds"]
+        assert sum(same["sessions"]) == len(live)
+        assert peak[0] == most
 
 
 def test_an_undecided_slow_first_block_gets_a_second_within_max_seconds(monkeypatch):
     """Sessions that take 0.05 s each and whose medians straddle the gain
     sought: one block (0.2 s) leaves no room for another in 0.3 s, so one
     block decides unless the second may end within --max-seconds; the third
-    block never runs past --seconds."""
+    block never runs past --seconds. Likewise for the one-thread pairs
+    (0.05 s each, three to a block)."""
     medians = iter([100, 104, 96, 110, 97, 103, 108, 99, 101, 106, 95, 102])
 
     def session_times(session, feeds, opts, cpu, deadline):
         time.sleep(0.05)
         return [next(medians)] * 3
 
+    def pair_times(sessions, feeds, opts, deadline, first):
+        time.sleep(0.05)
+        return [(next(medians), 100.0)] * 3, 6
+
     monkeypatch.setattr(ort_run, "open_session", lambda file, threads: object())
     monkeypatch.setattr(ort_run, "release_memory", lambda: None)
     monkeypatch.setattr(ort_run, "time_session", session_times)
+    monkeypatch.setattr(ort_run, "time_pair", pair_times)
     opts = dict(ort_run.OPTIONS, feeds={})
     one = ort_run.time_sessions(["a", "b"], 1, opts, 0.3, 0.01)
     assert [len(t) for t in one] == [2, 2]
@@ -202,6 +228,14 @@ def test_an_undecided_slow_first_block_gets_a_second_within_max_seconds(monkeypa
     two = ort_run.time_sessions(["a", "b"], 1, opts, 0.3, 0.01, second_block=1.0)
     assert [len(t) for t in two] == [4, 4]
     assert not ort_run.speedup_verdict(*two, 0.01)["settled"]
+
+    medians = iter([100, 104, 96, 110, 97, 103, 108, 99, 101])
+    ratios, _, runs = ort_run.time_pairs(["a", "b"], opts, 0.2, 0.01)
+    assert len(ratios) == ort_run.PAIRS_PER_BLOCK and runs == 6 * len(ratios)
+    medians = iter([100, 104, 96, 110, 97, 103, 108, 99, 101])
+    ratios, _, _ = ort_run.time_pairs(["a", "b"], opts, 0.2, 0.01, second_block=1.0)
+    assert len(ratios) == 2 * ort_run.PAIRS_PER_BLOCK
+    assert not ort_run.paired_verdict(ratios, 0.01)["settled"]
 
 
 def test_a_quantized_candidate_less_accurate_on_the_first_inputs_is_judged_on_more(monkeypatch):
@@ -334,3 +368,19 @@ def test_a_quantized_candidate_is_judged_against_the_float_model(tmp_path):
     # A model with no activation pair has no float reference.
     assert quantized.float_reference(matmul_chain(tmp_path / "plain.onnx", 2),
                                      str(reference_folder)) is None
+
+
+def test_pairs_decide_by_the_spread_of_their_speedups():
+    """Each pair of sessions is one sample: three pairs that agree settle a
+    tenth's gain, three the machine moved by a sixth between them do not,
+    and one pair decides nothing however large its speedup."""
+    agreeing = ort_run.paired_verdict([1.10, 1.12, 1.11], 0.01)
+    assert agreeing["faster"] and agreeing["settled"] and agreeing["sessions"] == [3, 3]
+    assert 1.05 < agreeing["speedup_low"] < 1.11 < agreeing["speedup_high"] < 1.17
+    spread = ort_run.paired_verdict([0.97, 1.04, 1.18], 0.01)
+    assert not spread["faster"] and not spread["settled"]
+    assert spread["speedup_low"] < 1.01 < spread["speedup_high"]
+    slower = ort_run.paired_verdict([0.80, 0.82, 0.81], 0.01)
+    assert slower["settled"] and not slower["faster"]
+    alone = ort_run.paired_verdict([2.0], 0.01)
+    assert not alone["faster"] and not alone["settled"]
