@@ -355,22 +355,33 @@ BURST_SECONDS = 0.1
 # Pairs of sessions per block: the first block's interval has two degrees of
 # freedom (Student's t 2.92), where two pairs would leave one (6.31).
 PAIRS_PER_BLOCK = 3
+# The fewest rounds a pair runs (fewer where --min-rounds asks): a pair is
+# one sample however long it runs, so the time of a slow model goes further
+# in more pairs. The quantized GPT-2 (0.4 s a run, two sessions loading in 3
+# s) fitted one block of five-round pairs in 20 s and was kept at 1.08x
+# [0.99, 1.18].
+PAIR_MIN_ROUNDS = 3
 
 
 def time_pair(sessions, feeds, opts, deadline, first):
     """Rounds of two live one-thread sessions (input, candidate): each round
     runs a burst of each model back to back, `first` (0 or 1) first in even
-    rounds and the other in odd ones, at least min-rounds rounds, then until
-    the median of the rounds' ratios is settled, max-rounds are run or the
-    deadline passes. Returns each round's burst medians (input_us,
+    rounds and the other in odd ones, at least PAIR_MIN_ROUNDS rounds (or
+    min-rounds, where fewer), then until the median of the rounds' ratios
+    is settled, max-rounds are run or the deadline passes. Each session is
+    first warmed by up to --warmup runs (at least one; no more once a burst's
+    time is spent). Returns each round's burst medians (input_us,
     candidate_us), by the thread's CPU time, and how many runs were timed."""
     bursts = []
     for session in sessions:
-        began = time.perf_counter()
-        for _ in range(max(opts["warmup"], 1)):
+        began, warm = time.perf_counter(), 0
+        while warm < max(opts["warmup"], 1) and (
+                warm == 0 or time.perf_counter() - began < BURST_SECONDS):
             session.run(None, feeds)
-        each = (time.perf_counter() - began) / max(opts["warmup"], 1)
+            warm += 1
+        each = (time.perf_counter() - began) / warm
         bursts.append(max(1, round(BURST_SECONDS / max(each, 1e-6))))
+    least = min(opts["min-rounds"], PAIR_MIN_ROUNDS)
     rounds, runs = [], 0
     while len(rounds) < opts["max-rounds"]:
         order = (first, 1 - first) if len(rounds) % 2 == 0 else (1 - first, first)
@@ -379,7 +390,7 @@ def time_pair(sessions, feeds, opts, deadline, first):
             medians[m] = median([clock_run(sessions[m], feeds, True) for _ in range(bursts[m])])
         rounds.append(tuple(medians))
         runs += sum(bursts)
-        if len(rounds) >= opts["min-rounds"] and (
+        if len(rounds) >= least and (
                 settled([a / b for a, b in rounds], opts["min-gain"]) or
                 time.perf_counter() > deadline):
             break
