@@ -24,7 +24,9 @@ runs it with that interpreter and reads the one JSON object it prints.
     candidate's held together and run in alternating rounds (a short burst
     of each, the order reversing each round), so that the machine's
     changing speed weighs on both alike; each pair is released before the
-    next loads. A session can run a few percent faster or slower than
+    next loads (where the two would press on the machine's memory, four
+    times their files' size, they run one at a time as with more threads).
+    A session can run a few percent faster or slower than
     another session of the same model for as long as it lives, so each
     pair's speedup (the median of its rounds' ratios) is one sample: the
     speedup is their geometric mean, with a 90% interval from their spread
@@ -363,6 +365,34 @@ PAIRS_PER_BLOCK = 3
 PAIR_MIN_ROUNDS = 3
 
 
+def available_memory():
+    """The memory the system can give without swapping (MemAvailable), in
+    bytes, or None where /proc/meminfo does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+# What a live session holds against its model file's size: two sessions of
+# the 559 MB BART-base held 1.9 GB; four leaves room for the accuracy
+# check's reference session beside a pair.
+SESSION_MEMORY_PER_BYTE = 4
+
+
+def pair_fits(files):
+    """Whether the input's and the candidate's sessions can be held together
+    (time_pairs) without pressing on the machine's memory; otherwise the
+    one-thread decision times them one at a time (time_sessions)."""
+    free = available_memory()
+    need = SESSION_MEMORY_PER_BYTE * sum(os.path.getsize(f) for f in files)
+    return free is None or need < free
+
+
 def time_pair(sessions, feeds, opts, deadline, first):
     """Rounds of two live one-thread sessions (input, candidate): each round
     runs a burst of each model back to back, `first` (0 or 1) first in even
@@ -522,7 +552,7 @@ def decide_with_reference(opts, files, folder):
     # block past its share.
     share = 2 / 3 if check > 1 else 1
     seconds, second_block = opts["seconds"] * share, opts["max-seconds"] * share
-    if opts["threads"] == 1:
+    if opts["threads"] == 1 and pair_fits(files):
         timed = time_pairs(files, opts, seconds, opts["min-gain"], first_pair, second_block)
         if timed is not None:
             ratios, session_medians, result["rounds"] = timed

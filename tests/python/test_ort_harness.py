@@ -201,6 +201,25 @@ def test_the_same_model_is_not_faster_than_itself(tmp_path, monkeypatch):
         assert peak[0] == most
 
 
+def test_a_pair_that_would_press_on_memory_is_timed_one_session_at_a_time(tmp_path, monkeypatch):
+    """Two models whose sessions need more than the machine has free are
+    not held together: the one-thread decision then runs one session at a
+    time, by the thread's CPU time."""
+    slow, fast = matmul_chain(tmp_path / "slow.onnx", 24), matmul_chain(tmp_path / "fast.onnx", 4)
+    live, peak = counting_sessions(monkeypatch)
+    room = 2 * ort_run.SESSION_MEMORY_PER_BYTE * (os.path.getsize(slow) + os.path.getsize(fast))
+    monkeypatch.setattr(ort_run, "available_memory", lambda: room)
+    assert ort_run.pair_fits([slow, fast])
+    monkeypatch.setattr(ort_run, "available_memory", lambda: room // 4)
+    assert not ort_run.pair_fits([slow, fast])
+    opts, files = ort_run.parse_args([slow, fast, "--threads", "1", "--dim", "batch=64",
+                                      "--seconds", "5"])
+    decided = ort_run.decide(opts, files)
+    assert decided["outputs_match"] and decided["clock"] == "thread CPU time", decided
+    assert "pair_speedups" not in decided and peak[0] == 1
+    assert sum(decided["sessions"]) == len(live)
+
+
 def test_an_undecided_slow_first_block_gets_a_second_within_max_seconds(monkeypatch):
     """Sessions that take 0.05 s each and whose medians straddle the gain
     sought: one block (0.2 s) leaves no room for another in 0.3 s, so one
