@@ -64,21 +64,18 @@ runs it with that interpreter and reads the one JSON object it prints.
 Exit codes: 0 with the JSON on stdout; 1 with a message on stderr; 3 when
 onnxruntime, onnx or numpy cannot be imported (the environment is missing).
 """
-import ctypes
-import gc
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-import types
-import zlib
 
 try:
-    import numpy as np
     import onnxruntime as ort
     from onnx_checker import checker_report
+    from sessions import (HarnessError, input_metas, inputs_for, open_session,  # noqa: F401
+                          outputs_by_name, random_tensor, release_memory, same_inputs, timed_run)
     import quantized
     from outputs import compare, compare_outputs, json_number, judge  # noqa: F401 (used by callers)
     from timing_stats import (median, middle_mean, paired_verdict, quantile, settled,  # noqa: F401
@@ -95,18 +92,6 @@ OPTIONS = {"runs": 20, "warmup": 3, "rtol": 1e-3, "atol": 1e-4, "seed": 1, "thre
 # Operators that only convert between layouts at the edge of a chain of
 # convolutions in the blocked layout onnxruntime's CPU provider uses.
 LAYOUT_REORDERS = {"ReorderInput", "ReorderOutput"}
-
-# The element types the harness feeds, by onnxruntime's type names.
-NUMPY_TYPES = {
-    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-    "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
-    "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_,
-}
-
-
-class HarnessError(Exception):
-    pass
-
 
 def parse_args(argv):
     opts = dict(OPTIONS, dims={})
@@ -146,93 +131,6 @@ def parse_args(argv):
     if opts["runs"] < 1:
         raise HarnessError("--runs must be at least 1")
     return opts, files
-
-
-def random_tensor(meta, seed, sizes=None):
-    """Seeded inputs: uniform in [-1, 1) for floats, 0..9 for integers, a
-    coin for booleans; the same for the same seed and input name. A symbolic
-    dimension takes its size from `sizes` (by its name, or an unnamed one as
-    unk__INPUT_AXIS)."""
-    dims = []
-    sizes = sizes or {}
-    for axis, d in enumerate(meta.shape):
-        if not isinstance(d, int) or d < 0:
-            named = d if isinstance(d, str) and d in sizes else f"unk__{meta.name}_{axis}"
-            if named not in sizes:
-                raise HarnessError(f"input '{meta.name}' has a dynamic shape {meta.shape}")
-            d = sizes[named]
-        dims.append(d)
-    dtype = NUMPY_TYPES.get(meta.type)
-    if dtype is None:
-        raise HarnessError(f"input '{meta.name}' has element type {meta.type}, "
-                           "which the harness does not generate")
-    rng = np.random.default_rng([seed, zlib.crc32(meta.name.encode())])
-    # np.asarray: a scalar input (no dimensions) is fed as a 0-d array.
-    if np.issubdtype(dtype, np.floating):
-        return np.asarray(2 * rng.random(dims) - 1, dtype=dtype)
-    if dtype is np.bool_:
-        return np.asarray(rng.random(dims) < 0.5)
-    return np.asarray(rng.integers(0, 10, size=dims), dtype=dtype)
-
-
-def open_session(file, threads, profile_prefix=None):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    if profile_prefix:
-        so.enable_profiling = True
-        so.profile_file_prefix = profile_prefix
-    try:
-        return ort.InferenceSession(file, so, providers=["CPUExecutionProvider"])
-    except Exception as err:  # onnxruntime raises several types for a model it refuses
-        raise HarnessError(f"{file}: onnxruntime cannot load it: {err}") from None
-
-
-def inputs_for(session, seed, sizes=None):
-    return {m.name: random_tensor(m, seed, sizes) for m in session.get_inputs()}
-
-
-def timed_run(session, feeds):
-    t0 = time.perf_counter_ns()
-    out = session.run(None, feeds)
-    return out, (time.perf_counter_ns() - t0) / 1e3
-
-
-def same_inputs(a, b, symbolic=False):
-    """Inputs are fed by name: the same names, types and shapes, in any order
-    (with symbolic dimensions, the same ranks: one model may name an axis
-    the other leaves unnamed). a, b: two sessions' get_inputs()."""
-    def shape(m):
-        return f"[rank {len(m.shape)}]" if symbolic else f"{m.shape}"
-    def names(inputs):
-        return " ".join(sorted(f"{m.name}:{m.type}{shape(m)}" for m in inputs))
-    if names(a) != names(b):
-        raise HarnessError(f"the models' inputs differ: {names(a)} vs {names(b)}")
-
-
-def input_metas(session):
-    """A session's inputs as plain values (onnxruntime's own keep the session
-    alive)."""
-    return [types.SimpleNamespace(name=m.name, type=m.type, shape=list(m.shape))
-            for m in session.get_inputs()]
-
-
-def outputs_by_name(session, feeds):
-    """The outputs of a run, copied: onnxruntime's arrays keep their session
-    (and its memory arena) alive."""
-    return {o.name: np.array(v) for o, v in zip(session.get_outputs(), session.run(None, feeds))}
-
-
-def release_memory():
-    """Returns the memory of released sessions to the system (glibc keeps
-    freed heap pages otherwise)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def verify(opts, files):
@@ -301,6 +199,19 @@ def time_session(session, feeds, opts, cpu, deadline):
 SESSION_ORDER = [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0]
 
 
+def stop_before_block(k, per_block, settled, start, checking, seconds, second_block):
+    """Whether step k (a session, or a pair) of a timing, at the start of a
+    block of `per_block` steps, is not run: the verdict so far is settled,
+    or the block (as long as the blocks so far took each) would not end
+    within `seconds` (the second block within `second_block`, where that is
+    more). checking: the first steps' check time, spent once, not a block's."""
+    if k == 0 or k % per_block:
+        return False
+    elapsed = time.perf_counter() - start - checking
+    limit = max(seconds, second_block) if k == per_block else seconds
+    return settled() or checking + elapsed * (k + per_block) / k > limit
+
+
 def time_sessions(files, threads, opts, seconds, gain, first_pair=None, second_block=0):
     """The two models' sessions timed one at a time (each released before
     the next loads, so onnxruntime holds one model's weights at once) with
@@ -330,12 +241,8 @@ def time_sessions(files, threads, opts, seconds, gain, first_pair=None, second_b
     # eighth of a block's share of the time each).
     per_session = seconds / 16
     for k, model in enumerate(SESSION_ORDER):
-        # Another block only while undecided and its time (as long as the
-        # blocks so far took each) fits in the budget.
-        elapsed = time.perf_counter() - start - checking
-        limit = max(seconds, second_block) if k == 4 else seconds
-        if k % 4 == 0 and k > 0 and (speedup_verdict(*times, gain)["settled"] or
-                                     checking + elapsed * (k + 4) / k > limit):
+        if stop_before_block(k, 4, lambda: speedup_verdict(*times, gain)["settled"], start,
+                             checking, seconds, second_block):
             break
         session = open_session(files[model], threads)
         if first_pair and k < 2:
@@ -446,11 +353,8 @@ def time_pairs(files, opts, seconds, gain, first_pair=None, second_block=0):
     checking = 0.0  # first_pair's time: once, not a block's
     per_pair = seconds / (4 * PAIRS_PER_BLOCK)
     for k in range(3 * PAIRS_PER_BLOCK):
-        elapsed = time.perf_counter() - start - checking
-        limit = max(seconds, second_block) if k == PAIRS_PER_BLOCK else seconds
-        if k % PAIRS_PER_BLOCK == 0 and k > 0 and (
-                paired_verdict(ratios, gain)["settled"] or
-                checking + elapsed * (k + PAIRS_PER_BLOCK) / k > limit):
+        if stop_before_block(k, PAIRS_PER_BLOCK, lambda: paired_verdict(ratios, gain)["settled"],
+                             start, checking, seconds, second_block):
             break
         sessions = [None, None]
         for model in ((0, 1) if k % 2 == 0 else (1, 0)):
