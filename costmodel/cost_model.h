@@ -77,6 +77,19 @@ struct OpContext {
   // (of an embedding table) runs on integers only where the
   // DequantizeLinear before it and the QuantizeLinear after it agree.
   bool read_as_activation = false;
+  // Every reader takes it as the weight of a product (MatMul, Gemm, Conv)
+  // whose activations are mostly non-negative: quantized with a zero point
+  // below a quarter of uint8's range (below 64; below -64 in int8, which
+  // the rules move to uint8 by 128), as after a Relu, GELU or Softmax. x86's
+  // U8S8 kernels without VNNI sum pairs of products in 16 bits, which
+  // saturate only where both activations of a pair lie in the top half of
+  // the range; with such activations that is rare, and an int8 weight is as
+  // good as exact there while its kernel runs faster than the U8U8 one
+  // (small_activation_macs). The accuracy check on the candidate judges.
+  bool small_activations = false;
+  // Those products' multiply-adds (ungrouped ones only: the depthwise
+  // kernels do not pair their sums), where small_activations holds.
+  double small_activation_macs = 0;
   // Priced as its own kernel, apart from any fusion: work the importer
   // folded that the input's runtime does on every run (folded_work_cost).
   bool on_its_own = false;
@@ -109,12 +122,21 @@ class CostModel {
   // weights of `type` exactly (exact_weight_type), for a result meant for
   // another CPU or tried both ways; null where the model does not tell the
   // weights' types apart.
-  virtual std::shared_ptr<const CostModel> with_integer_weights(tensor::DType /*type*/) const {
+  // With `mixed` (`type` being uint8), int8 weights are priced as exact too
+  // where a product's activations are mostly non-negative
+  // (mixes_weight_types): a CPU without VNNI.
+  virtual std::shared_ptr<const CostModel> with_integer_weights(tensor::DType /*type*/,
+                                                                bool /*mixed*/ = false) const {
     return nullptr;
   }
   // The quantized weights' type the model prices inside the integer
   // kernels; none where it does not tell the weights' types apart.
   virtual std::optional<tensor::DType> integer_weights() const { return std::nullopt; }
+  // Whether the model also prices int8 weights inside the integer kernels
+  // where a product's activations are mostly non-negative (OpContext::
+  // small_activations), integer_weights() being uint8: x86 without VNNI,
+  // where onnxruntime's U8S8 kernels run faster than its U8U8 ones.
+  virtual bool mixes_weight_types() const { return false; }
 };
 
 // The weight element type onnxruntime's CPU integer kernels multiply
@@ -212,7 +234,8 @@ class MeasuredCostModel final : public CostModel {
         masked_(std::move(masked)),
         fallback_(std::move(fallback)),
         measured_on_(std::move(measured_on)),
-        integer_weights_(exact_weight_type()) {}
+        integer_weights_(exact_weight_type()),
+        mixes_weight_types_(integer_weights_ == tensor::DType::kUInt8) {}
   std::string_view name() const override { return "measured"; }
   double node_cost(tensor::Op op, const Attributes& attributes,
                    std::span<const tensor::ValueType> inputs, const tensor::ValueType& output,
@@ -221,9 +244,13 @@ class MeasuredCostModel final : public CostModel {
   double mixed_surcharge(tensor::Op op, const Attributes& attributes,
                          std::span<const tensor::ValueType> inputs) const override;
   const DeviceProfile* device() const override { return fallback_.device(); }
-  std::shared_ptr<const CostModel> with_integer_weights(tensor::DType type) const override;
+  std::shared_ptr<const CostModel> with_integer_weights(tensor::DType type,
+                                                        bool mixed = false) const override;
   // This CPU's exact_weight_type() unless with_integer_weights said otherwise.
   std::optional<tensor::DType> integer_weights() const override { return integer_weights_; }
+  // On this CPU where its weights' type is uint8 (no VNNI) unless
+  // with_integer_weights said otherwise.
+  bool mixes_weight_types() const override { return mixes_weight_types_; }
   std::size_t table_size() const { return alone_.size(); }
   // Lookups that missed the table and were priced by the roofline.
   std::size_t fallbacks() const { return fallbacks_.load(); }
@@ -244,6 +271,7 @@ class MeasuredCostModel final : public CostModel {
   std::string measured_on_, source_;
   int timed_threads_ = 0;
   tensor::DType integer_weights_;
+  bool mixes_weight_types_;
   mutable std::atomic<std::size_t> fallbacks_{0};
 };
 
@@ -365,9 +393,12 @@ class ConvolutionOutputs {
   absl::flat_hash_map<Id, ValueKinds> kinds_;  // by canonical class
 };
 
-// The context of node `x` of `graph` (`kinds` from value_kinds).
+// The context of node `x` of `graph` (`kinds` from value_kinds; `types`
+// the nodes' types, from tensor::infer_types, or empty, which leaves
+// OpContext::small_activation_macs 0).
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
-                       const std::vector<ValueKinds>& kinds, int x);
+                       const std::vector<ValueKinds>& kinds, int x,
+                       std::span<const tensor::ValueType> types = {});
 // The context of e-node `node` of class `eclass`: kYes where it surely
 // holds, kMaybe where extraction's choices decide.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,

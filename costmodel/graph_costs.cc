@@ -160,7 +160,7 @@ absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
     inputs.clear();
     for (int in : n.inputs) inputs.push_back((*types)[in]);
     const OpContext context =
-        model.uses_context() ? node_context(graph, weight_only, kinds, i) : OpContext{};
+        model.uses_context() ? node_context(graph, weight_only, kinds, i, *types) : OpContext{};
     costs[i] = model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
   }
   return costs;

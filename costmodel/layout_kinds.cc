@@ -2,6 +2,10 @@
 // of values (ValueKinds) in graphs and e-graphs, and the context of an
 // operator (OpContext).
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -173,10 +177,70 @@ bool reads_as_activation(Op op) {
   return op == Op::kAdd || op == Op::kMul || op == Op::kConcat || op == Op::kGather;
 }
 
+// Whether product `op` with inputs `inputs` reads `weight` as its weight
+// (its second input) and only there.
+bool is_product_weight(Op op, std::span<const int> inputs, int weight) {
+  const bool product = op == Op::kMatMul || op == Op::kGemm || op == Op::kConv;
+  return product && inputs.size() >= 2 && inputs[1] == weight &&
+         std::ranges::count(inputs, weight) == 1;
+}
+
+// Whether an activation quantized with zero point `zero_point` (a weight's
+// values) is mostly non-negative (OpContext::small_activations).
+bool small_zero_point(const tensor::Tensor& zero_point) {
+  const tensor::DType type = zero_point.dtype();
+  if ((type != tensor::DType::kUInt8 && type != tensor::DType::kInt8) || zero_point.size() == 0)
+    return false;
+  return std::ranges::all_of(zero_point.bytes(), [type](std::byte b) {
+    const auto bits = std::to_integer<std::uint8_t>(b);
+    const int in_uint8 =
+        type == tensor::DType::kUInt8 ? bits : static_cast<int>(static_cast<std::int8_t>(bits)) + 128;
+    return in_uint8 < 64;
+  });
+}
+
+// The multiply-adds of product `op` reading a weight of type `weight` into
+// `output`, for OpContext::small_activation_macs (0 where its kernel does
+// not pair its sums: a grouped convolution); nullopt where `op` is no
+// product of an activation by a weight.
+std::optional<double> product_macs(Op op, const Attributes& attributes,
+                                   const tensor::ValueType& weight,
+                                   const tensor::ValueType& output) {
+  if (op != Op::kMatMul && op != Op::kGemm && op != Op::kConv) return std::nullopt;
+  if (weight.is_tuple || output.is_tuple) return 0.0;
+  const tensor::Dims& w = weight.tensor().dims;
+  const tensor::Dims& out = output.tensor().dims;
+  if (op == Op::kConv && attributes.get_int("group").value_or(1) != 1) return 0.0;
+  if (out.size() < 2 || (op != Op::kConv && w.size() != 2)) return 0.0;
+  // Each output element sums over the weight's elements of one output channel.
+  const std::int64_t channels = op == Op::kConv ? out[1] : out.back();
+  if (channels <= 0) return 0.0;
+  return static_cast<double>(output.tensor().num_elements()) *
+         static_cast<double>(weight.tensor().num_elements()) / static_cast<double>(channels);
+}
+
+// A weight DequantizeLinear's readers, gathered for OpContext::
+// small_activations: each computed reader says whether it is a product of
+// small activations by the weight, and its multiply-adds.
+struct ProductReaders {
+  bool any = false, all_small = true;
+  double macs = 0;
+  void add(bool small, double product_macs) {
+    any = true;
+    all_small &= small;
+    if (small) macs += product_macs;
+  }
+  void into(OpContext& context) const {
+    context.small_activations = any && all_small;
+    context.small_activation_macs = context.small_activations ? macs : 0;
+  }
+};
+
 }  // namespace
 
 OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weight_only,
-                       const std::vector<ValueKinds>& kinds, int x) {
+                       const std::vector<ValueKinds>& kinds, int x,
+                       std::span<const tensor::ValueType> types) {
   const tensor::Node& node = graph.nodes[x];
   absl::InlinedVector<ValueKinds, 4> inputs;
   for (int in : node.inputs) {
@@ -188,6 +252,27 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     context.read_as_activation = std::ranges::any_of(graph.nodes, [x](const tensor::Node& n) {
       return reads_as_activation(n.op) && std::ranges::find(n.inputs, x) != n.inputs.end();
     });
+    // An activation DequantizeLinear whose zero point is a given weight.
+    auto small_activation = [&](int a) {
+      const tensor::Node& dq = graph.nodes[a];
+      if (dq.op != Op::kDequantizeLinear || dq.inputs.size() < 3) return false;
+      const tensor::Node& zero_point = graph.nodes[dq.inputs[2]];
+      if (zero_point.op != Op::kWeight) return false;
+      auto it = graph.weights.find(*zero_point.attributes.get_string("name"));
+      return it != graph.weights.end() && it->second.data && small_zero_point(*it->second.data);
+    };
+    ProductReaders readers;
+    for (int r = 0; r < graph.size(); ++r) {
+      const tensor::Node& reader = graph.nodes[r];
+      if (weight_only[r] || std::ranges::find(reader.inputs, x) == reader.inputs.end()) continue;
+      const std::optional<double> macs =
+          types.empty() ? std::optional<double>(0.0)
+                        : product_macs(reader.op, reader.attributes, types[x], types[r]);
+      readers.add(macs && is_product_weight(reader.op, reader.inputs, x) &&
+                      small_activation(reader.inputs[0]),
+                  macs.value_or(0));
+    }
+    readers.into(context);
   }
   if (node.op == Op::kSoftmax && graph.nodes[node.inputs[0]].op == Op::kAdd) {
     for (int in : graph.nodes[node.inputs[0]].inputs) {
@@ -212,13 +297,39 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
   context.weights_only = inputs.empty() && !node.children.empty();
   if (op == Op::kDequantizeLinear && context.weights_only) {
     const Id self = egraph.find(eclass);
-    for (Id p : egraph.eclass(self).parents) {
-      for (const ENode& reader : egraph.nodes(egraph.find(p))) {
-        context.read_as_activation |=
-            reads_as_activation(tensor::TensorLanguage::op(reader.op)) &&
-            std::ranges::any_of(reader.children, [&](Id c) { return egraph.find(c) == self; });
+    auto small_activation = [&](Id a) {
+      return std::ranges::any_of(egraph.nodes(egraph.find(a)), [&](const ENode& dq) {
+        if (tensor::TensorLanguage::op(dq.op) != Op::kDequantizeLinear || dq.children.size() < 3)
+          return false;
+        const tensor::Tensor* zero_point = analysis.weight_values(egraph, dq.children[2]);
+        return zero_point != nullptr && small_zero_point(*zero_point);
+      });
+    };
+    // A reader class counts once, as a product of small activations where
+    // each of its nodes that reads the weight is one (extraction picks any).
+    ProductReaders readers;
+    absl::InlinedVector<Id, 8> seen;
+    for (Id parent : egraph.eclass(self).parents) {
+      const Id p = egraph.find(parent);
+      if (std::ranges::find(seen, p) != seen.end()) continue;
+      seen.push_back(p);
+      bool reads = false, small = true;
+      double macs = 0;
+      for (const ENode& reader : egraph.nodes(p)) {
+        absl::InlinedVector<int, 4> inputs;  // 0 where the weight is read
+        for (Id c : reader.children) inputs.push_back(egraph.find(c) == self ? 0 : 1);
+        if (std::ranges::find(inputs, 0) == inputs.end()) continue;
+        const Op op = tensor::TensorLanguage::op(reader.op);
+        context.read_as_activation |= reads_as_activation(op);
+        const std::optional<double> product = product_macs(
+            op, egraph.attrs().get(reader.attrs), analysis.info(self).type, analysis.info(p).type);
+        reads = true;
+        small &= product && is_product_weight(op, inputs, 0) && small_activation(reader.children[0]);
+        macs = std::max(macs, product.value_or(0));
       }
+      if (reads && !analysis.info(p).weight_only) readers.add(small, macs);
     }
+    readers.into(context);
   }
   if (op == Op::kSoftmax) {
     for (const ENode& sum : egraph.nodes(egraph.find(node.children[0]))) {

@@ -74,17 +74,37 @@ std::optional<std::string> cpuinfo_value(std::string_view key) {
 // DequantizeLinear nodes (122 of its 185), and its embedding table left in
 // int8 behind a Gather whose output was moved to uint8 was dequantized
 // whole on every run (31 ms of a 107 ms run).
-bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
-                       OpContext context, tensor::DType weights) {
-  auto of_type = [](const ValueType& t, tensor::DType dtype) {
-    return !t.is_tuple && t.tensor().dtype == dtype;
-  };
-  if (context.on_its_own) return false;
-  if (op == Op::kQuantizeLinear) return of_type(output, tensor::DType::kUInt8);
-  if (op != Op::kDequantizeLinear || inputs.empty()) return false;
-  if (context.weights_only && !context.read_as_activation) return of_type(inputs[0], weights);
-  return of_type(inputs[0], tensor::DType::kUInt8);
+//
+// Where `signed_on_small` holds (x86 without VNNI: MeasuredCostModel::
+// mixes_weight_types), an int8 weight of products whose activations are
+// mostly non-negative (OpContext::small_activations) is inside the kernel
+// too.
+bool is_of_type(const ValueType& t, tensor::DType dtype) {
+  return !t.is_tuple && t.tensor().dtype == dtype;
 }
+
+bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
+                       OpContext context, tensor::DType weights, bool signed_on_small) {
+  if (context.on_its_own) return false;
+  if (op == Op::kQuantizeLinear) return is_of_type(output, tensor::DType::kUInt8);
+  if (op != Op::kDequantizeLinear || inputs.empty()) return false;
+  if (context.weights_only && !context.read_as_activation) {
+    return is_of_type(inputs[0], weights) ||
+           (signed_on_small && context.small_activations &&
+            is_of_type(inputs[0], tensor::DType::kInt8));
+  }
+  return is_of_type(inputs[0], tensor::DType::kUInt8);
+}
+
+// What onnxruntime's U8U8 product kernels take beyond its U8S8 ones on x86
+// without VNNI, per multiply-add, in microseconds: QLinearMatMul with uint8
+// activations, one thread, AMD EPYC with AVX2 (onnxruntime 1.30), uint8
+// against int8 weights: [128, 3072] x [3072, 768] 4.81 against 3.69 ms,
+// [128, 768] x [768, 768] 1.17 against 0.87 ms, [128, 768] x [768, 3072]
+// 4.77 against 3.55 ms, [197, 3072] x [3072, 768] 8.29 against 7.15 ms;
+// 2.5-4.1 ps a multiply-add, the smallest taken. What a uint8 weight costs
+// where an int8 one would be as exact (OpContext::small_activations).
+constexpr double kUnsignedWeightUsPerMac = 2.4e-6;
 
 // Whether onnxruntime's CPU provider multiplies this integer product's
 // activations in its slow path: int8 activations off Arm (no U8S8-style
@@ -146,20 +166,27 @@ tensor::DType exact_weight_type() {
   return type;
 }
 
-std::shared_ptr<const CostModel> MeasuredCostModel::with_integer_weights(
-    tensor::DType type) const {
+std::shared_ptr<const CostModel> MeasuredCostModel::with_integer_weights(tensor::DType type,
+                                                                        bool mixed) const {
   auto model = std::make_shared<MeasuredCostModel>(alone_, between_, mixed_, fallback_,
                                                    measured_on_, masked_);
   model->source_ = source_;
   model->timed_threads_ = timed_threads_;
   model->integer_weights_ = type;
+  model->mixes_weight_types_ = mixed && type == tensor::DType::kUInt8;
   return model;
 }
 
 double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const ValueType> inputs,
                                     const ValueType& output, OpContext context) const {
-  if (is_free_operator(op) || in_integer_kernel(op, inputs, output, context, integer_weights_))
-    return 0;
+  if (is_free_operator(op)) return 0;
+  if (in_integer_kernel(op, inputs, output, context, integer_weights_, mixes_weight_types_)) {
+    const bool unsigned_where_signed_fits = mixes_weight_types_ && context.small_activations &&
+                                            op == Op::kDequantizeLinear &&
+                                            is_of_type(inputs[0], tensor::DType::kUInt8);
+    return unsigned_where_signed_fits ? context.small_activation_macs * kUnsignedWeightUsPerMac
+                                      : 0;
+  }
   if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
     double total = 0;
     for (const OpPart& part : parts) {

@@ -126,7 +126,8 @@ absl::StatusOr<std::unique_ptr<const Prepared>> prepare(const OptimizeOptions& o
   }
   if (options.integer_weights) {
     if (std::shared_ptr<const CostModel> m =
-            prepared->cost_model->with_integer_weights(*options.integer_weights))
+            prepared->cost_model->with_integer_weights(*options.integer_weights,
+                                                       options.mixed_integer_weights))
       prepared->cost_model = std::move(m);
   }
   if (!options.rule_files.empty() && !options.unverified_rules) {
@@ -188,8 +189,17 @@ std::string weights_in(tensor::DType type) {
   return fmt::format("quantized weights in {}", tensor::dtype_name(type));
 }
 
-// The candidates found with the quantized weights in the other type than
-// this CPU's (OptimizeOptions::integer_weights): where the model has such
+// How `model` prices the quantized weights, for a candidate's name.
+std::string weights_priced_by(const CostModel& model) {
+  const std::string in = weights_in(*model.integer_weights());
+  return model.mixes_weight_types() ? in + ", int8 where a product's activations are non-negative"
+                                    : in;
+}
+
+// The candidates found with every quantized weight in one type, where the
+// cost model priced them otherwise (OptimizeOptions::integer_weights): the
+// other type than this CPU's, and this CPU's alone where the model mixes
+// the two (CostModel::mixes_weight_types); only where the model has such
 // weights, is timed, the type was not given and one process searches.
 absl::StatusOr<std::vector<Candidate>> weight_type_candidates(
     const tensor::Graph& graph, const std::vector<tensor::Region>& regions,
@@ -201,16 +211,21 @@ absl::StatusOr<std::vector<Candidate>> weight_type_candidates(
       (options.search.processes != nullptr && options.search.processes->size() > 1) ||
       !has_quantized_weights(graph))
     return others;
-  OptimizeOptions alternative = options;
-  alternative.cost_model = prepared.cost_model;
-  alternative.integer_weights =
-      *priced == tensor::DType::kInt8 ? tensor::DType::kUInt8 : tensor::DType::kInt8;
-  absl::StatusOr<std::unique_ptr<const Prepared>> again =
-      prepare(alternative, tensor::default_domain_opset(graph.opsets));
-  if (!again.ok()) return again.status();
-  absl::StatusOr<OptimizeResult> found = find_candidate(graph, regions, alternative, **again);
-  if (!found.ok()) return found.status();
-  others.push_back({weights_in(*alternative.integer_weights), *std::move(found)});
+  std::vector<tensor::DType> types = {
+      *priced == tensor::DType::kInt8 ? tensor::DType::kUInt8 : tensor::DType::kInt8};
+  if (prepared.cost_model->mixes_weight_types()) types.push_back(*priced);
+  for (tensor::DType type : types) {
+    OptimizeOptions alternative = options;
+    alternative.cost_model = prepared.cost_model;
+    alternative.integer_weights = type;
+    alternative.mixed_integer_weights = false;
+    absl::StatusOr<std::unique_ptr<const Prepared>> again =
+        prepare(alternative, tensor::default_domain_opset(graph.opsets));
+    if (!again.ok()) return again.status();
+    absl::StatusOr<OptimizeResult> found = find_candidate(graph, regions, alternative, **again);
+    if (!found.ok()) return found.status();
+    others.push_back({weights_in(type), *std::move(found)});
+  }
   return others;
 }
 
@@ -242,7 +257,7 @@ absl::StatusOr<OptimizeResult> optimize(const tensor::Graph& graph,
       weight_type_candidates(graph, *regions, options, **prepared);
   if (!others.ok()) return others.status();
   // Another candidate exists only where the cost model prices a weight type.
-  std::string how = others->empty() ? "" : weights_in(*(*prepared)->cost_model->integer_weights());
+  std::string how = others->empty() ? "" : weights_priced_by(*(*prepared)->cost_model);
   measure_candidates(graph, options, std::move(how), *result, *std::move(others));
   result->blocks = count_block_kinds(graph, result->graph);
   result->cost_source = cost_model_source(*(*prepared)->cost_model);

@@ -125,13 +125,19 @@ struct OptimizeOptions {
   // The quantized weights' element type that the integer kernels of the
   // CPU the model will run on multiply exactly (exact_weight_type): int8
   // with VNNI or on Arm, uint8 on x86 without VNNI, whose uint8 x int8
-  // kernels saturate. Unset: this CPU's type prices the search, and where
-  // the model has quantized weights and is timed, the result with its
-  // weights in the other type is a second candidate: the uint8 x int8
+  // kernels saturate. Unset: this CPU's type prices the search (without
+  // VNNI mixed: mixed_integer_weights), and where the model has quantized
+  // weights and is timed, the results with every weight in either type are
+  // candidates too: the uint8 x int8
   // kernels are the faster ones, and their saturation costs accuracy on some
   // models only (the corpus's quantized ResNet-18 ran 1.35x faster in int8
   // weights here, as accurate; BERT-base lost its accuracy).
   std::optional<tensor::DType> integer_weights;
+  // With integer_weights uint8: int8 where a product's activations are
+  // mostly non-negative (OpContext::small_activations), as this CPU prices
+  // them unset where it has no VNNI (CostModel::mixes_weight_types);
+  // `--integer-weights mixed`.
+  bool mixed_integer_weights = false;
   // The float ONNX model a quantized input quantizes, where the user has
   // it: the timing's output check judges a candidate by the distance of
   // its outputs to this model's (ort/harness/quantized.py) instead of to

@@ -54,8 +54,9 @@ constexpr std::array<OptionInfo, 20> kOptions = {{
      "onnxruntime's default, one per core"},
     {"integer-weights", Kind::kValue, "TYPE",
      "the quantized weights' type the integer kernels of the CPU the model runs on multiply "
-     "exactly: int8 (VNNI, Arm) or uint8 (x86 without VNNI); unset: this CPU's, and a model with "
-     "quantized weights is timed in both spellings"},
+     "exactly: int8 (VNNI, Arm) or uint8, or mixed (x86 without VNNI: uint8, int8 where a "
+     "product's activations are non-negative); unset: this CPU's, and a model with quantized "
+     "weights is timed with every weight in either type too"},
     {"min-speedup", Kind::kValue, "X",
      "keep the input unless onnxruntime runs the result at least X times as fast (and "
      "measurably faster); a result that cannot be timed keeps the input"},
@@ -181,11 +182,13 @@ absl::Status set_pipeline_option(OptimizeOptions& o, std::string_view name,
     return absl::OkStatus();
   }
   if (name == "integer-weights") {
+    o.mixed_integer_weights = value == "mixed";
     if (value.empty()) {
       o.integer_weights.reset();
       return absl::OkStatus();
     }
-    if (value != "int8" && value != "uint8") return bad_value(name, value, "int8 or uint8");
+    if (value != "int8" && value != "uint8" && value != "mixed")
+      return bad_value(name, value, "int8, uint8 or mixed");
     o.integer_weights = value == "int8" ? tensor::DType::kInt8 : tensor::DType::kUInt8;
     return absl::OkStatus();
   }
@@ -252,7 +255,9 @@ std::string option_value(const OptimizeOptions& o, std::string_view name) {
   if (name == "float-model") return o.float_model;
   if (name == "runtime-threads") return std::to_string(o.runtime_threads);
   if (name == "integer-weights")
-    return o.integer_weights ? std::string(tensor::dtype_name(*o.integer_weights)) : "";
+    return !o.integer_weights        ? ""
+           : o.mixed_integer_weights ? "mixed"
+                                     : std::string(tensor::dtype_name(*o.integer_weights));
   return "";
 }
 

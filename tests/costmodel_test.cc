@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "saturn/costmodel/cost_model.h"
+#include "cost_models.h"
 #include "saturn/base/file.h"
 #include "saturn/base/status.h"
 #include "saturn/extract/extractor.h"
@@ -20,15 +21,8 @@ namespace {
 
 using namespace tensor;
 
-ValueType F(Dims d) { return ValueType::of(TensorType{DType::kFloat32, std::move(d)}); }
-
-DeviceProfile toy_profile() {
-  return DeviceProfile{.name = "toy",
-                       .peak_gflops = 1.0,
-                       .bandwidth_gbs = 1.0,
-                       .launch_overhead_us = 2.0,
-                       .source = "test"};
-}  // 1 GFLOP/s, 1 GB/s, 2 us
+using cost_tests::F;
+using cost_tests::toy_profile;
 
 // Two convolutions c1, c2 of an image x, and a plain input z of their shape.
 struct TwoConvolutions {
@@ -527,113 +521,5 @@ TEST(CostModel, ComparableCostsLeaveOutTheUnmeasuredKernelsBothHold) {
   EXPECT_EQ(comparable_costs(15, 12), (std::pair{15.0, 12.0}));
 }
 
-// A measured table without entries: the roofline prices every operator,
-// and the integer kernels' Quantize/Dequantize nodes cost nothing.
-absl::StatusOr<std::unique_ptr<MeasuredCostModel>> empty_measured_table() {
-  return parse_measured_cost_model(R"({"device": "test", "entries": []})", "empty.json",
-                                   RooflineCostModel(toy_profile()));
-}
-
-// onnxruntime runs a uint8 group's Quantize/Dequantize nodes inside its
-// integer kernels, and the DequantizeLinear of a weight of the type the
-// CPU's kernels multiply exactly (exact_weight_type); an int8 activation's,
-// and a weight's of the other type, are kernels of their own.
-TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
-  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
-  ASSERT_TRUE(m.ok()) << message(m.status());
-  auto of = [](DType dtype, Dims dims) { return ValueType::of(TensorType{dtype, std::move(dims)}); };
-  const ValueType x = F({1, 64, 56, 56}), scale = F({});
-  auto quantize = [&](DType to) {
-    const std::vector<ValueType> in{x, scale, of(to, {})};
-    return (*m)->node_cost(Op::kQuantizeLinear, {}, in, of(to, x.tensor().dims), {});
-  };
-  auto dequantize = [&](DType from, bool weight) {
-    const std::vector<ValueType> in{of(from, x.tensor().dims), scale, of(from, {})};
-    return (*m)->node_cost(Op::kDequantizeLinear, {}, in, x, OpContext{.weights_only = weight});
-  };
-  EXPECT_EQ(quantize(DType::kUInt8), 0);
-  EXPECT_GT(quantize(DType::kInt8), 0);
-  EXPECT_EQ(dequantize(DType::kUInt8, false), 0);
-  EXPECT_GT(dequantize(DType::kInt8, false), 0);
-  const DType exact = exact_weight_type();
-  ASSERT_TRUE(exact == DType::kInt8 || exact == DType::kUInt8);
-  const DType other = exact == DType::kInt8 ? DType::kUInt8 : DType::kInt8;
-  EXPECT_EQ(dequantize(exact, true), 0);
-  EXPECT_GT(dequantize(other, true), 0);
-  EXPECT_EQ((*m)->integer_weights(), exact);
-
-  // The same table for a CPU that multiplies the other type exactly
-  // (OptimizeOptions::integer_weights): only the weights' pricing moves.
-  std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(other);
-  ASSERT_NE(there, nullptr);
-  EXPECT_EQ(there->integer_weights(), other);
-  const std::vector<ValueType> weight{of(other, x.tensor().dims), scale, of(other, {})};
-  const std::vector<ValueType> exact_weight{of(exact, x.tensor().dims), scale, of(exact, {})};
-  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, weight, x, OpContext{.weights_only = true}), 0);
-  EXPECT_GT(
-      there->node_cost(Op::kDequantizeLinear, {}, exact_weight, x, OpContext{.weights_only = true}), 0);
-  const std::vector<ValueType> activation{of(DType::kUInt8, x.tensor().dims), scale,
-                                          of(DType::kUInt8, {})};
-  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, activation, x, {}), 0);
-  EXPECT_EQ(RooflineCostModel(toy_profile()).with_integer_weights(other), nullptr);
-}
-
 }  // namespace
-// A weight an Add reads (a product's bias) runs inside QLinearAdd only in
-// the activations' type, uint8, whatever type the products multiply
-// exactly, and so does an embedding table a Gather reads: its
-// DequantizeLinear knows it is read as an activation, in the graph and in
-// the e-graph, and is priced so.
-TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
-  auto int8_weight = [](Dims dims) {
-    TensorType type{DType::kInt8, dims};
-    return Tensor(type, std::vector<std::byte>(static_cast<std::size_t>(type.num_elements())));
-  };
-  GraphBuilder b("biased");
-  Value x = b.input("x", {4, 16});
-  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
-  Value zero = b.weight("z", int8_weight({}));
-  Value w = b.node(Op::kDequantizeLinear, {b.weight("w", int8_weight({16, 8})), scale, zero});
-  Value bias = b.node(Op::kDequantizeLinear, {b.weight("b", int8_weight({8})), scale, zero});
-  b.output(b.add(b.matmul(x, w), bias), "y");
-  Value table = b.node(Op::kDequantizeLinear, {b.weight("t", int8_weight({10, 16})), scale, zero});
-  b.output(b.node(Op::kGather, {table, b.input("ids", {4}, DType::kInt64)}), "e");
-  const Graph g = *b.build();
-  const std::vector<bool> weight_only = weight_only_nodes(g);
-  const std::vector<ValueKinds> kinds = value_kinds(g, weight_only);
-  const OpContext of_w = node_context(g, weight_only, kinds, w.node);
-  const OpContext of_bias = node_context(g, weight_only, kinds, bias.node);
-  EXPECT_TRUE(of_w.weights_only && of_bias.weights_only);
-  EXPECT_FALSE(of_w.read_as_activation);
-  EXPECT_TRUE(of_bias.read_as_activation);
-  EXPECT_TRUE(node_context(g, weight_only, kinds, table.node).read_as_activation);
-
-  TensorLanguage lang;
-  TensorAnalysis shapes;
-  EGraph egraph(lang, &shapes);
-  std::vector<Id> ids = *add_graph(egraph, g);
-  const ConvolutionOutputs flow(egraph, shapes);
-  auto context = [&](Value v) {
-    return node_context(egraph, shapes, flow, ids[v.node], egraph.nodes(ids[v.node])[0]);
-  };
-  EXPECT_FALSE(context(w).read_as_activation);
-  EXPECT_TRUE(context(bias).read_as_activation);
-  EXPECT_TRUE(context(table).read_as_activation);
-
-  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
-  ASSERT_TRUE(m.ok()) << message(m.status());
-  for (DType exact : {DType::kInt8, DType::kUInt8}) {
-    std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(exact);
-    auto dequantize = [&](DType from, OpContext c) {
-      const std::vector<ValueType> in{ValueType::of(TensorType{from, {8}}), F({}),
-                                      ValueType::of(TensorType{from, {}})};
-      return there->node_cost(Op::kDequantizeLinear, {}, in, F({8}), c);
-    };
-    EXPECT_EQ(dequantize(DType::kUInt8, of_bias), 0) << dtype_name(exact);
-    EXPECT_GT(dequantize(DType::kInt8, of_bias), 0) << dtype_name(exact);
-    EXPECT_EQ(dequantize(exact, of_w), 0) << dtype_name(exact);
-  }
-}
-
 }  // namespace saturn
-

@@ -1,0 +1,219 @@
+// The integer kernels in the measured cost: which Quantize/Dequantize
+// nodes onnxruntime runs inside them (OpContext and in_integer_kernel),
+// and which quantized weights' type each product multiplies exactly.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "saturn/base/status.h"
+#include "saturn/costmodel/cost_model.h"
+#include "cost_models.h"
+#include "saturn/tensor/builder.h"
+
+namespace saturn {
+namespace {
+
+using namespace tensor;
+
+using cost_tests::F;
+using cost_tests::toy_profile;
+
+// The contexts of a graph's nodes, in the graph and in an e-graph built
+// from it.
+class Contexts {
+ public:
+  explicit Contexts(const Graph& g)
+      : graph_(g),
+        weight_only_(weight_only_nodes(g)),
+        kinds_(value_kinds(g, weight_only_)),
+        types_(*infer_types(g)),
+        egraph_(lang_, &shapes_),
+        ids_(*add_graph(egraph_, g)),
+        flow_(egraph_, shapes_) {}
+  OpContext in_graph(Value v) const {
+    return node_context(graph_, weight_only_, kinds_, v.node, types_);
+  }
+  OpContext in_egraph(Value v) const {
+    return node_context(egraph_, shapes_, flow_, ids_[v.node], egraph_.nodes(ids_[v.node])[0]);
+  }
+
+ private:
+  const Graph& graph_;
+  std::vector<bool> weight_only_;
+  std::vector<ValueKinds> kinds_;
+  std::vector<ValueType> types_;
+  TensorLanguage lang_;
+  TensorAnalysis shapes_;
+  EGraph egraph_;
+  std::vector<Id> ids_;
+  ConvolutionOutputs flow_;
+};
+
+// A measured table without entries: the roofline prices every operator,
+// and the integer kernels' Quantize/Dequantize nodes cost nothing.
+absl::StatusOr<std::unique_ptr<MeasuredCostModel>> empty_measured_table() {
+  return parse_measured_cost_model(R"({"device": "test", "entries": []})", "empty.json",
+                                   RooflineCostModel(toy_profile()));
+}
+
+// onnxruntime runs a uint8 group's Quantize/Dequantize nodes inside its
+// integer kernels, and the DequantizeLinear of a weight of the type the
+// CPU's kernels multiply exactly (exact_weight_type); an int8 activation's,
+// and a weight's of the other type, are kernels of their own.
+TEST(CostModel, QuantizationInTheIntegerKernelsIsFree) {
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  auto of = [](DType dtype, Dims dims) { return ValueType::of(TensorType{dtype, std::move(dims)}); };
+  const ValueType x = F({1, 64, 56, 56}), scale = F({});
+  auto quantize = [&](DType to) {
+    const std::vector<ValueType> in{x, scale, of(to, {})};
+    return (*m)->node_cost(Op::kQuantizeLinear, {}, in, of(to, x.tensor().dims), {});
+  };
+  auto dequantize = [&](DType from, bool weight) {
+    const std::vector<ValueType> in{of(from, x.tensor().dims), scale, of(from, {})};
+    return (*m)->node_cost(Op::kDequantizeLinear, {}, in, x, OpContext{.weights_only = weight});
+  };
+  EXPECT_EQ(quantize(DType::kUInt8), 0);
+  EXPECT_GT(quantize(DType::kInt8), 0);
+  EXPECT_EQ(dequantize(DType::kUInt8, false), 0);
+  EXPECT_GT(dequantize(DType::kInt8, false), 0);
+  const DType exact = exact_weight_type();
+  ASSERT_TRUE(exact == DType::kInt8 || exact == DType::kUInt8);
+  const DType other = exact == DType::kInt8 ? DType::kUInt8 : DType::kInt8;
+  EXPECT_EQ(dequantize(exact, true), 0);
+  EXPECT_GT(dequantize(other, true), 0);
+  EXPECT_EQ((*m)->integer_weights(), exact);
+
+  // The same table for a CPU that multiplies the other type exactly
+  // (OptimizeOptions::integer_weights): only the weights' pricing moves.
+  std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(other);
+  ASSERT_NE(there, nullptr);
+  EXPECT_EQ(there->integer_weights(), other);
+  const std::vector<ValueType> weight{of(other, x.tensor().dims), scale, of(other, {})};
+  const std::vector<ValueType> exact_weight{of(exact, x.tensor().dims), scale, of(exact, {})};
+  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, weight, x, OpContext{.weights_only = true}), 0);
+  EXPECT_GT(
+      there->node_cost(Op::kDequantizeLinear, {}, exact_weight, x, OpContext{.weights_only = true}), 0);
+  const std::vector<ValueType> activation{of(DType::kUInt8, x.tensor().dims), scale,
+                                          of(DType::kUInt8, {})};
+  EXPECT_EQ(there->node_cost(Op::kDequantizeLinear, {}, activation, x, {}), 0);
+  EXPECT_EQ(RooflineCostModel(toy_profile()).with_integer_weights(other), nullptr);
+}
+
+// A weight an Add reads (a product's bias) runs inside QLinearAdd only in
+// the activations' type, uint8, whatever type the products multiply
+// exactly, and so does an embedding table a Gather reads: its
+// DequantizeLinear knows it is read as an activation, in the graph and in
+// the e-graph, and is priced so.
+TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
+  auto int8_weight = [](Dims dims) {
+    TensorType type{DType::kInt8, dims};
+    return Tensor(type, std::vector<std::byte>(static_cast<std::size_t>(type.num_elements())));
+  };
+  GraphBuilder b("biased");
+  Value x = b.input("x", {4, 16});
+  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
+  Value zero = b.weight("z", int8_weight({}));
+  Value w = b.node(Op::kDequantizeLinear, {b.weight("w", int8_weight({16, 8})), scale, zero});
+  Value bias = b.node(Op::kDequantizeLinear, {b.weight("b", int8_weight({8})), scale, zero});
+  b.output(b.add(b.matmul(x, w), bias), "y");
+  Value table = b.node(Op::kDequantizeLinear, {b.weight("t", int8_weight({10, 16})), scale, zero});
+  b.output(b.node(Op::kGather, {table, b.input("ids", {4}, DType::kInt64)}), "e");
+  const Graph g = *b.build();
+  const Contexts contexts(g);
+  const OpContext of_w = contexts.in_graph(w), of_bias = contexts.in_graph(bias);
+  EXPECT_TRUE(of_w.weights_only && of_bias.weights_only);
+  EXPECT_FALSE(of_w.read_as_activation);
+  EXPECT_TRUE(of_bias.read_as_activation);
+  EXPECT_TRUE(contexts.in_graph(table).read_as_activation);
+  EXPECT_FALSE(contexts.in_egraph(w).read_as_activation);
+  EXPECT_TRUE(contexts.in_egraph(bias).read_as_activation);
+  EXPECT_TRUE(contexts.in_egraph(table).read_as_activation);
+
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  for (DType exact : {DType::kInt8, DType::kUInt8}) {
+    std::shared_ptr<const CostModel> there = (*m)->with_integer_weights(exact);
+    auto dequantize = [&](DType from, OpContext c) {
+      const std::vector<ValueType> in{ValueType::of(TensorType{from, {8}}), F({}),
+                                      ValueType::of(TensorType{from, {}})};
+      return there->node_cost(Op::kDequantizeLinear, {}, in, F({8}), c);
+    };
+    EXPECT_EQ(dequantize(DType::kUInt8, of_bias), 0) << dtype_name(exact);
+    EXPECT_GT(dequantize(DType::kInt8, of_bias), 0) << dtype_name(exact);
+    EXPECT_EQ(dequantize(exact, of_w), 0) << dtype_name(exact);
+  }
+}
+
+// A weight read by products of mostly non-negative activations (a uint8
+// zero point below 64, or an int8 one below -64, as after a Relu) knows so,
+// with the products' multiply-adds, in the graph and in the e-graph; one
+// read by a product of signed activations does not. Where the model mixes
+// the weights' types (x86 without VNNI), an int8 weight is priced inside the
+// integer kernel there and a uint8 one at what the U8U8 kernel takes beyond
+// the U8S8 one; elsewhere int8 stays a kernel of its own.
+TEST(CostModel, AProductOfNonNegativeActivationsTakesInt8Weights) {
+  auto zero_point = [](DType dtype, int value) {
+    return Tensor(TensorType{dtype, {}},
+                  std::vector<std::byte>{static_cast<std::byte>(static_cast<std::uint8_t>(value))});
+  };
+  GraphBuilder b("products");
+  Value x = b.input("x", {128, 64});
+  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
+  Value z8 = b.weight("z8", zero_point(DType::kInt8, 0));
+  auto activation = [&](Value v, const char* name, DType dtype, int zero) {
+    Value z = b.weight(name, zero_point(dtype, zero));
+    return b.node(Op::kDequantizeLinear, {b.node(Op::kQuantizeLinear, {v, scale, z}), scale, z});
+  };
+  auto weight = [&](const char* name, Dims dims) {
+    TensorType type{DType::kInt8, dims};
+    Value w = b.weight(name, Tensor(type, std::vector<std::byte>(type.num_elements())));
+    return b.node(Op::kDequantizeLinear, {w, scale, z8});
+  };
+  Value w1 = weight("w1", {64, 32}), w2 = weight("w2", {32, 16}), w3 = weight("w3", {16, 8});
+  Value signed_product = b.matmul(activation(x, "zx", DType::kInt8, 3), w1);
+  Value relu = b.node(Op::kRelu, {signed_product});
+  Value after_relu = b.matmul(activation(relu, "zr", DType::kInt8, -128), w2);
+  Value after_uint8 = b.matmul(activation(after_relu, "zu", DType::kUInt8, 63), w3);
+  b.output(after_uint8, "y");
+  const Graph g = *b.build();
+  const Contexts contexts(g);
+  auto in_graph = [&](Value w) { return contexts.in_graph(w); };
+  EXPECT_FALSE(in_graph(w1).small_activations);
+  EXPECT_TRUE(in_graph(w2).small_activations);
+  EXPECT_EQ(in_graph(w2).small_activation_macs, 128.0 * 32 * 16);
+  EXPECT_TRUE(in_graph(w3).small_activations);
+  EXPECT_EQ(in_graph(w3).small_activation_macs, 128.0 * 16 * 8);
+  EXPECT_EQ(in_graph(w1).small_activation_macs, 0);
+  EXPECT_FALSE(contexts.in_egraph(w1).small_activations);
+  EXPECT_TRUE(contexts.in_egraph(w2).small_activations);
+  EXPECT_EQ(contexts.in_egraph(w2).small_activation_macs, 128.0 * 32 * 16);
+
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> table = empty_measured_table();
+  ASSERT_TRUE(table.ok()) << message(table.status());
+  std::shared_ptr<const CostModel> mixed = (*table)->with_integer_weights(DType::kUInt8, true);
+  std::shared_ptr<const CostModel> one_type = (*table)->with_integer_weights(DType::kUInt8);
+  EXPECT_TRUE(mixed->mixes_weight_types());
+  EXPECT_FALSE(one_type->mixes_weight_types());
+  EXPECT_FALSE((*table)->with_integer_weights(DType::kInt8, true)->mixes_weight_types());
+  auto dequantize = [&](const CostModel& model, DType from, const OpContext& context) {
+    const std::vector<ValueType> in{ValueType::of(TensorType{from, {32, 16}}), F({}),
+                                    ValueType::of(TensorType{from, {}})};
+    return model.node_cost(Op::kDequantizeLinear, {}, in, F({32, 16}), context);
+  };
+  const OpContext small = in_graph(w2), signed_activations = in_graph(w1);
+  EXPECT_EQ(dequantize(*mixed, DType::kInt8, small), 0);
+  const double unsigned_extra = dequantize(*mixed, DType::kUInt8, small);
+  EXPECT_GT(unsigned_extra, 0);
+  EXPECT_LT(unsigned_extra, 1);  // far below the roofline's price of the weight alone
+  EXPECT_GT(dequantize(*mixed, DType::kInt8, signed_activations), 1);
+  EXPECT_EQ(dequantize(*mixed, DType::kUInt8, signed_activations), 0);
+  EXPECT_GT(dequantize(*one_type, DType::kInt8, small), 1);
+  EXPECT_EQ(dequantize(*one_type, DType::kUInt8, small), 0);
+}
+
+}  // namespace
+}  // namespace saturn
