@@ -195,6 +195,10 @@ std::string timing_line(const std::string& how, const OptimizeResult& r) {
 
 }  // namespace
 
+bool outruns(const Measurement& other, const Measurement& taken) {
+  return other.speedup_low > taken.speedup;
+}
+
 void measure_candidates(const tensor::Graph& input, const OptimizeOptions& options,
                         std::string how, OptimizeResult& result, std::vector<Candidate> others) {
   measure_result(input, options, result);
@@ -207,8 +211,8 @@ void measure_candidates(const tensor::Graph& input, const OptimizeOptions& optio
     }
     // Both are timed from here on (measure_result sets `measured`).
     measure_result(input, options, found);
-    const bool better = !found.kept_input() && (result.kept_input() ||
-                                                found.measured->speedup > result.measured->speedup);
+    const bool better = !found.kept_input() &&
+                        (result.kept_input() || outruns(*found.measured, *result.measured));
     std::vector<std::string> lines = std::move(result.measured->other_candidates);
     if (better) {
       lines.push_back(timing_line(how, result));

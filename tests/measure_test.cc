@@ -13,6 +13,7 @@
 #include "saturn/base/file.h"
 #include "saturn/costmodel/cost_model.h"
 #include "saturn/search/search.h"
+#include "saturn/optimize/measure.h"
 #include "saturn/optimize/optimize.h"
 #include "saturn/ort/runtime.h"
 #include "saturn/tensor/builder.h"
@@ -168,6 +169,21 @@ TEST(Measure, OnlyAGraphReadFromAnOnnxFileIsTimed) {
   r = optimize(*g, off);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->measured.has_value());
+}
+
+// Of two candidates both measurably faster than their input, timed against
+// it one after the other, the second replaces the first only where the
+// lower end of its interval lies above the first's speedup: a difference
+// within the timings' spread keeps the candidate the pricing prefers.
+TEST(Measure, AnotherCandidateReplacesTheResultOnlyWhereItOutrunsItsTiming) {
+  auto timed = [](double speedup, double low) {
+    return Measurement{.timed = true, .outputs_match = true, .faster = true,
+                       .speedup = speedup, .speedup_low = low};
+  };
+  EXPECT_FALSE(outruns(timed(1.438, 1.393), timed(1.430, 1.372)));
+  EXPECT_FALSE(outruns(timed(1.50, 1.45), timed(1.45, 1.40)));
+  EXPECT_TRUE(outruns(timed(1.60, 1.52), timed(1.45, 1.40)));
+  EXPECT_FALSE(outruns(timed(1.45, 1.40), timed(1.60, 1.52)));
 }
 
 }  // namespace
