@@ -220,8 +220,8 @@ std::optional<double> product_macs(Op op, const Attributes& attributes,
 }
 
 // A weight DequantizeLinear's readers, gathered for OpContext::
-// small_activations: each computed reader says whether it is a product of
-// small activations by the weight, and its multiply-adds.
+// small_activations: each reader that reads an activation too says whether
+// it is a product of small activations by the weight, and its multiply-adds.
 struct ProductReaders {
   bool any = false, all_small = true;
   double macs = 0;
@@ -252,6 +252,13 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     context.read_as_activation = std::ranges::any_of(graph.nodes, [x](const tensor::Node& n) {
       return reads_as_activation(n.op) && std::ranges::find(n.inputs, x) != n.inputs.end();
     });
+    // A weight, or a quantized one (a DequantizeLinear of weights).
+    auto is_weight = [&](int in) {
+      const tensor::Node& n = graph.nodes[in];
+      return weight_only[in] ||
+             (n.op == Op::kDequantizeLinear &&
+              std::ranges::all_of(n.inputs, [&](int k) { return weight_only[k]; }));
+    };
     // An activation DequantizeLinear whose zero point is a given weight.
     auto small_activation = [&](int a) {
       const tensor::Node& dq = graph.nodes[a];
@@ -264,7 +271,9 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     ProductReaders readers;
     for (int r = 0; r < graph.size(); ++r) {
       const tensor::Node& reader = graph.nodes[r];
-      if (weight_only[r] || std::ranges::find(reader.inputs, x) == reader.inputs.end()) continue;
+      if (std::ranges::find(reader.inputs, x) == reader.inputs.end() ||
+          std::ranges::all_of(reader.inputs, is_weight))
+        continue;
       const std::optional<double> macs =
           types.empty() ? std::optional<double>(0.0)
                         : product_macs(reader.op, reader.attributes, types[x], types[r]);
@@ -305,15 +314,28 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
         return zero_point != nullptr && small_zero_point(*zero_point);
       });
     };
+    // A weight, or a quantized one (a DequantizeLinear of weights).
+    auto is_weight = [&](Id c) {
+      const Id id = egraph.find(c);
+      if (analysis.info(id).weight_only) return true;
+      return std::ranges::any_of(egraph.nodes(id), [&](const ENode& n) {
+        return tensor::TensorLanguage::op(n.op) == Op::kDequantizeLinear &&
+               std::ranges::all_of(n.children, [&](Id k) {
+                 return analysis.info(egraph.find(k)).weight_only;
+               });
+      });
+    };
     // A reader class counts once, as a product of small activations where
-    // each of its nodes that reads the weight is one (extraction picks any).
+    // each of its nodes that reads the weight is one (extraction picks any);
+    // one whose nodes read weights only (a rule's Pad, Transpose or
+    // MergeGroups of the kernel) does not count: the product reading it does.
     ProductReaders readers;
     absl::InlinedVector<Id, 8> seen;
     for (Id parent : egraph.eclass(self).parents) {
       const Id p = egraph.find(parent);
       if (std::ranges::find(seen, p) != seen.end()) continue;
       seen.push_back(p);
-      bool reads = false, small = true;
+      bool reads = false, small = true, transforms_weights = true;
       double macs = 0;
       for (const ENode& reader : egraph.nodes(p)) {
         absl::InlinedVector<int, 4> inputs;  // 0 where the weight is read
@@ -321,13 +343,14 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
         if (std::ranges::find(inputs, 0) == inputs.end()) continue;
         const Op op = tensor::TensorLanguage::op(reader.op);
         context.read_as_activation |= reads_as_activation(op);
+        transforms_weights &= std::ranges::all_of(reader.children, is_weight);
         const std::optional<double> product = product_macs(
             op, egraph.attrs().get(reader.attrs), analysis.info(self).type, analysis.info(p).type);
         reads = true;
         small &= product && is_product_weight(op, inputs, 0) && small_activation(reader.children[0]);
         macs = std::max(macs, product.value_or(0));
       }
-      if (reads && !analysis.info(p).weight_only) readers.add(small, macs);
+      if (reads && !transforms_weights) readers.add(small, macs);
     }
     readers.into(context);
   }

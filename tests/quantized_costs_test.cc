@@ -151,7 +151,8 @@ TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
 // A weight read by products of mostly non-negative activations (a uint8
 // zero point below 64, or an int8 one below -64, as after a Relu) knows so,
 // with the products' multiply-adds, in the graph and in the e-graph; one
-// read by a product of signed activations does not. Where the model mixes
+// read by a product of signed activations does not; a reader of weights
+// only does not count. Where the model mixes
 // the weights' types (x86 without VNNI), an int8 weight is priced inside the
 // integer kernel there and a uint8 one at what the U8U8 kernel takes beyond
 // the U8S8 one; elsewhere int8 stays a kernel of its own.
@@ -179,6 +180,9 @@ TEST(CostModel, AProductOfNonNegativeActivationsTakesInt8Weights) {
   Value after_relu = b.matmul(activation(relu, "zr", DType::kInt8, -128), w2);
   Value after_uint8 = b.matmul(activation(after_relu, "zu", DType::kUInt8, 63), w3);
   b.output(after_uint8, "y");
+  // A reader of weights only (as the rules' Transpose, Enlarge or
+  // MergeGroups of a kernel) is no product and does not count.
+  b.output(b.node(Op::kTranspose, {w2}, {{"perm", std::vector<std::int64_t>{1, 0}}}), "w2t");
   const Graph g = *b.build();
   const Contexts contexts(g);
   auto in_graph = [&](Value w) { return contexts.in_graph(w); };
