@@ -264,12 +264,22 @@ class MeasuredCostModel final : public CostModel {
   // the table does not say.
   int timed_threads() const { return timed_threads_; }
   void set_timed_threads(int threads) { timed_threads_ = threads; }
+  // What onnxruntime's product kernel takes with a uint8 weight beyond an
+  // int8 one, per multiply-add in microseconds: the table's figure (`saturn
+  // calibrate` times the models' products both ways), else one measured on
+  // an AMD EPYC without VNNI. Priced on a uint8 weight where an int8 one
+  // would be as exact (mixes_weight_types, OpContext::small_activations).
+  double unsigned_weight_us_per_mac() const;
+  void set_unsigned_weight_us_per_mac(std::optional<double> us) {
+    unsigned_weight_us_per_mac_ = us;
+  }
 
  private:
   Table alone_, between_, mixed_, masked_;
   RooflineCostModel fallback_;
   std::string measured_on_, source_;
   int timed_threads_ = 0;
+  std::optional<double> unsigned_weight_us_per_mac_;
   tensor::DType integer_weights_;
   bool mixes_weight_types_;
   mutable std::atomic<std::size_t> fallbacks_{0};

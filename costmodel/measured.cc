@@ -97,7 +97,8 @@ bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType
 }
 
 // What onnxruntime's U8U8 product kernels take beyond its U8S8 ones on x86
-// without VNNI, per multiply-add, in microseconds: QLinearMatMul with uint8
+// without VNNI, per multiply-add, in microseconds, where the table has no
+// figure of its own (MeasuredCostModel::unsigned_weight_us_per_mac): QLinearMatMul with uint8
 // activations, one thread, AMD EPYC with AVX2 (onnxruntime 1.30), uint8
 // against int8 weights: [128, 3072] x [3072, 768] 4.81 against 3.69 ms,
 // [128, 768] x [768, 768] 1.17 against 0.87 ms, [128, 768] x [768, 3072]
@@ -172,6 +173,7 @@ std::shared_ptr<const CostModel> MeasuredCostModel::with_integer_weights(tensor:
                                                    measured_on_, masked_);
   model->source_ = source_;
   model->timed_threads_ = timed_threads_;
+  model->unsigned_weight_us_per_mac_ = unsigned_weight_us_per_mac_;
   model->integer_weights_ = type;
   model->mixes_weight_types_ = mixed && type == tensor::DType::kUInt8;
   return model;
@@ -184,8 +186,9 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
     const bool unsigned_where_signed_fits = mixes_weight_types_ && context.small_activations &&
                                             op == Op::kDequantizeLinear &&
                                             is_of_type(inputs[0], tensor::DType::kUInt8);
-    return unsigned_where_signed_fits ? context.small_activation_macs * kUnsignedWeightUsPerMac
-                                      : 0;
+    return unsigned_where_signed_fits
+               ? context.small_activation_macs * unsigned_weight_us_per_mac()
+               : 0;
   }
   if (std::vector<OpPart> parts = priced_as_parts(op, a, inputs.size()); !parts.empty()) {
     double total = 0;
@@ -235,6 +238,10 @@ double MeasuredCostModel::node_cost(Op op, const Attributes& a, std::span<const 
   return price;
 }
 
+double MeasuredCostModel::unsigned_weight_us_per_mac() const {
+  return unsigned_weight_us_per_mac_.value_or(kUnsignedWeightUsPerMac);
+}
+
 double MeasuredCostModel::mixed_surcharge(Op op, const Attributes& a,
                                           std::span<const ValueType> inputs) const {
   if (mixed_.empty()) return 0;
@@ -277,6 +284,15 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
       return absl::InvalidArgumentError(
           fmt::format("{}: \"threads\" must be a whole number of threads from 1", path));
     threads = it->get<int>();
+  }
+  // The quantized weights' figure (calibrate.cc's kIntegerWeights).
+  std::optional<double> unsigned_weight_us;
+  if (auto it = j->find("integer_weights"); it != j->end()) {
+    auto us = it->is_object() ? it->find("unsigned_us_per_mac") : it->end();
+    if (!it->is_object() || us == it->end() || !us->is_number() || us->get<double>() < 0)
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: \"integer_weights\" needs \"unsigned_us_per_mac\", a non-negative number", path));
+    unsigned_weight_us = us->get<double>();
   }
   MeasuredCostModel::Table alone, between, mixed, masked;
   const nlohmann::json& entries = (*j)["entries"];
@@ -327,6 +343,7 @@ absl::StatusOr<std::unique_ptr<MeasuredCostModel>> parse_measured_cost_model(
                                                    std::move(machine), std::move(masked));
   model->set_source(path);
   model->set_timed_threads(threads);
+  model->set_unsigned_weight_us_per_mac(unsigned_weight_us);
   return model;
 }
 

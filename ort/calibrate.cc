@@ -38,6 +38,11 @@ constexpr const char* kMethod = "onnxruntime-kernel-time-less-profiler";
 // onnxruntime fuses into the convolution costs nothing there (1 kept its
 // time alone; such entries are timed again).
 constexpr int kAttribution = 2;
+// The table's figure for the quantized weights' type (see
+// MeasuredCostModel::unsigned_weight_us_per_mac), and the products it is
+// measured on: the models' largest distinct ones.
+constexpr const char* kIntegerWeights = "integer_weights";
+constexpr std::size_t kWeightTypeShapes = 4;
 
 // The table so far (the cache).
 struct CalibrationTable {
@@ -88,6 +93,7 @@ absl::StatusOr<CalibrationTable> load_table(const std::string& table_path, const
       t.table["entries"].push_back(std::move(e));
     }
     if (old.contains("device")) t.table["device"] = old["device"];
+    if (old.contains(kIntegerWeights)) t.table[kIntegerWeights] = old[kIntegerWeights];
     // What the kept entries were corrected by.
     if (old.contains("profiler_correction")) {
       const nlohmann::json& c = old["profiler_correction"];
@@ -115,6 +121,10 @@ struct TimingPlan {
   std::vector<std::string> files;  // the models written
   std::vector<Timing> timings;
   std::set<std::string> retimed;  // those of the timings the table holds
+  // Products of quantized weights, each with its models in uint8 and int8
+  // weights (indices into `files`).
+  std::vector<GemmShape> weight_products;
+  std::vector<std::pair<int, int>> weight_models;
 };
 
 // Writes `g` into `dir` and appends its file to `files`: its index there, or
@@ -170,6 +180,51 @@ TimingPlan plan_timings(const SignatureCollector& signatures, const CalibrationT
     plan.timings.push_back(std::move(t));
   }
   return plan;
+}
+
+// Adds to `plan` the models that time `graphs`' products of quantized
+// weights with each weight type, unless the table holds their figure.
+void plan_weight_types(const std::vector<const Graph*>& graphs, const CalibrationTable& table,
+                       const CalibrationOptions& options, const TempDir& dir, TimingPlan& plan) {
+  if (table.table.contains(kIntegerWeights) && !options.refresh) return;
+  for (const GemmShape& shape : quantized_product_shapes(graphs, kWeightTypeShapes)) {
+    const std::string name = fmt::format("weights{}", plan.weight_products.size());
+    const int u8 = write_model(weight_type_model(shape, tensor::DType::kUInt8, name + "_u8"), dir,
+                               plan.files);
+    const int s8 = write_model(weight_type_model(shape, tensor::DType::kInt8, name + "_s8"), dir,
+                               plan.files);
+    plan.weight_products.push_back(shape);
+    plan.weight_models.emplace_back(u8, s8);
+  }
+}
+
+// Records the figure for the quantized weights' type from the timed
+// products (`models`: the harness's results, by index into the plan's files).
+void record_weight_types(const TimingPlan& plan, const nlohmann::json& models,
+                         nlohmann::json& table, CalibrationStats& stats) {
+  if (plan.weight_products.empty()) return;
+  auto time_of = [&](int k) -> std::optional<double> {
+    if (k < 0 || static_cast<std::size_t>(k) >= models.size()) return std::nullopt;
+    return kernel_us(models[k]);
+  };
+  std::vector<WeightTypeTiming> timings;
+  nlohmann::json products = nlohmann::json::array();
+  for (std::size_t i = 0; i < plan.weight_products.size(); ++i) {
+    const GemmShape& shape = plan.weight_products[i];
+    WeightTypeTiming t{shape, time_of(plan.weight_models[i].first),
+                       time_of(plan.weight_models[i].second)};
+    if (t.uint8_us && t.int8_us) {
+      products.push_back({{"shape", {shape.rows, shape.depth, shape.columns}},
+                          {"uint8_us", *t.uint8_us},
+                          {"int8_us", *t.int8_us}});
+    }
+    timings.push_back(t);
+  }
+  const std::optional<double> per_mac = unsigned_weight_us_per_mac(timings);
+  if (!per_mac) return;  // onnxruntime ran no product both ways
+  table[kIntegerWeights] = {{"unsigned_us_per_mac", *per_mac}, {"products", std::move(products)}};
+  stats.unsigned_weight_us_per_mac = per_mac;
+  stats.weight_products = timings.size();
 }
 
 // Drops the table's entries for the signatures timed again.
@@ -266,6 +321,7 @@ absl::Status time_plan(const TimingPlan& plan, const TempDir& dir,
   absl::StatusOr<nlohmann::json> timed = time_models_fastest(plan.files, corrected);
   if (!timed.ok()) return timed.status();
   record_entries(plan.timings, *timed, table, stats);
+  record_weight_types(plan, *timed, table, stats);
   return absl::OkStatus();
 }
 
@@ -286,7 +342,8 @@ absl::StatusOr<CalibrationStats> calibrate(const std::vector<const Graph*>& grap
   if (absl::Status s = dir.status(); !s.ok()) return s;
   absl::StatusOr<SignatureCollector> signatures = collect_signatures(graphs, options.explore_nodes);
   if (!signatures.ok()) return signatures.status();
-  const TimingPlan plan = plan_timings(*signatures, *table, options, dir, stats);
+  TimingPlan plan = plan_timings(*signatures, *table, options, dir, stats);
+  plan_weight_types(graphs, *table, options, dir, plan);
   drop_retimed(plan.retimed, options, *table, stats);
   record_machine(here, *table, stats);
   if (!plan.files.empty()) {

@@ -10,9 +10,14 @@
 //   profiler_correction.cc  the ProfilerCorrection's measurement
 //   signatures.cc           the operator signatures calibrate() times (see
 //                           signatures.h)
+//   weight_kernels.cc       the products of quantized weights calibrate()
+//                           times with uint8 and with int8 weights
 //   calibrate.cc            calibrate(): the measured cost table
 #pragma once
 
+#include <compare>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "saturn/ort/runtime.h"
+#include "saturn/tensor/graph.h"
 #include "saturn/tensor/types.h"
 
 namespace saturn::ort {
@@ -64,5 +70,39 @@ bool is_image(const tensor::ValueType& t);
 // the machine at one speed, and the median round counts.
 absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& dir,
                                                                const CalibrationOptions& options);
+
+// The matrix product a quantized product runs as in onnxruntime's integer
+// kernels: [rows, depth] x [depth, columns] (a convolution's im2col form).
+struct GemmShape {
+  std::int64_t rows = 0, depth = 0, columns = 0;
+  double macs() const {
+    return static_cast<double>(rows) * static_cast<double>(depth) * static_cast<double>(columns);
+  }
+  auto operator<=>(const GemmShape&) const = default;
+};
+
+// The distinct shapes of the products of quantized weights in `graphs` (a
+// MatMul, Gemm or ungrouped Conv between a DequantizeLinear of its
+// activation and one of weights, which onnxruntime runs as an integer
+// kernel), the `limit` largest by multiply-adds. Graphs whose types cannot
+// be inferred are passed over.
+std::vector<GemmShape> quantized_product_shapes(const std::vector<const tensor::Graph*>& graphs,
+                                                std::size_t limit);
+
+// A QLinearMatMul of `shape` with uint8 activations and a weight of type
+// `weight` (uint8 or int8): onnxruntime runs it in its U8U8 or U8S8 kernel.
+tensor::Graph weight_type_model(const GemmShape& shape, tensor::DType weight, std::string name);
+
+// One product's kernel times with uint8 and with int8 weights (nothing
+// where onnxruntime could not run that model).
+struct WeightTypeTiming {
+  GemmShape shape;
+  std::optional<double> uint8_us, int8_us;
+};
+
+// What a uint8 weight's kernel takes beyond an int8 one's per multiply-add,
+// in microseconds (0 where it is no slower): the median over `timings` of
+// the products onnxruntime ran both ways, or nothing when there is none.
+std::optional<double> unsigned_weight_us_per_mac(const std::vector<WeightTypeTiming>& timings);
 
 }  // namespace saturn::ort

@@ -184,6 +184,11 @@ struct CalibrationStats {
   // not say), and that machine ("" when unknown).
   std::size_t foreign = 0;
   std::string foreign_machine;
+  // Products of quantized weights timed with uint8 and with int8 weights,
+  // and what a uint8 weight took beyond an int8 one per multiply-add (in
+  // us), when they were timed now.
+  std::size_t weight_products = 0;
+  std::optional<double> unsigned_weight_us_per_mac;
 };
 // "N entries measured on MACHINE, not on this machine (THIS)", for
 // stats.foreign > 0.
@@ -202,6 +207,11 @@ std::string describe_foreign(const CalibrationStats& stats);
 // insert (a channel Split costs 2.5-4x its time alone), or nothing when
 // onnxruntime fused it into the convolution (a Relu); its time alone is kept
 // beside it, for where it does not read a convolution (see OpContext).
+// Where the models hold products of quantized weights and the table has no
+// figure for them yet (or --refresh), their largest distinct shapes are
+// timed as QLinearMatMul with uint8 and with int8 weights, and the table
+// records what a uint8 weight takes beyond an int8 one per multiply-add
+// (MeasuredCostModel::unsigned_weight_us_per_mac).
 struct CalibrationOptions {
   RuntimeOptions runtime{.runs = 10};
   // Also time the operators the shipped rules can rewrite each model into:

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "saturn/base/status.h"
@@ -217,6 +218,32 @@ TEST(CostModel, AProductOfNonNegativeActivationsTakesInt8Weights) {
   EXPECT_EQ(dequantize(*mixed, DType::kUInt8, signed_activations), 0);
   EXPECT_GT(dequantize(*one_type, DType::kInt8, small), 1);
   EXPECT_EQ(dequantize(*one_type, DType::kUInt8, small), 0);
+
+  // A table's own figure (saturn calibrate's) prices the uint8 weight
+  // instead, and stays with the model's other weight types.
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> calibrated = parse_measured_cost_model(
+      R"({"entries": [], "integer_weights": {"unsigned_us_per_mac": 1e-5, "products": []}})",
+      "calibrated.json", RooflineCostModel(toy_profile()));
+  ASSERT_TRUE(calibrated.ok()) << message(calibrated.status());
+  EXPECT_EQ((*calibrated)->unsigned_weight_us_per_mac(), 1e-5);
+  EXPECT_LT((*table)->unsigned_weight_us_per_mac(), 1e-5);  // the built-in figure
+  std::shared_ptr<const CostModel> calibrated_mixed =
+      (*calibrated)->with_integer_weights(DType::kUInt8, true);
+  EXPECT_DOUBLE_EQ(dequantize(*calibrated_mixed, DType::kUInt8, small), 128.0 * 32 * 16 * 1e-5);
+  EXPECT_DOUBLE_EQ(unsigned_extra, 128.0 * 32 * 16 * (*table)->unsigned_weight_us_per_mac());
+}
+
+// A table whose figure for the weights' type is not a time says where.
+TEST(CostModel, ATablesWeightTypeFigureMustBeATime) {
+  for (const char* figure : {R"("integer_weights": 3)", R"("integer_weights": {})",
+                             R"("integer_weights": {"unsigned_us_per_mac": -1})"}) {
+    absl::StatusOr<std::unique_ptr<MeasuredCostModel>> table = parse_measured_cost_model(
+        std::string(R"({"entries": [], )") + figure + "}", "bad.json",
+        RooflineCostModel(toy_profile()));
+    ASSERT_FALSE(table.ok()) << figure;
+    EXPECT_NE(message(table.status()).find("bad.json: \"integer_weights\""), std::string::npos)
+        << message(table.status());
+  }
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 // The calibration's pieces that need no onnxruntime: the models it times an
-// operator in, and how it attributes the kernels of a model between
-// convolutions to the operator.
+// operator in, how it attributes the kernels of a model between
+// convolutions to the operator, and the products of quantized weights it
+// times in both weight types.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
 
+#include "saturn/ort/harness_internal.h"
+#include "saturn/ort/runtime.h"
+#include "saturn/tensor/builder.h"
 #include "saturn/tensor/infer.h"
 #include "saturn/tensor/ops.h"
-#include "saturn/ort/runtime.h"
 
 namespace saturn::ort {
 namespace {
@@ -135,6 +141,64 @@ TEST(Calibration, AnOperatorFusedIntoTheConvolutionCostsNothingBetweenThem) {
   // Without the context's convolutions there is nothing to attribute.
   const nlohmann::json lone = {kernel("Relu", {1, 64, 28, 28}, {1, 64, 28, 28}, 7)};
   EXPECT_FALSE(cost_between_convolutions(lone, {{1, 64, 28, 28}}, {{1, 64, 28, 28}}).has_value());
+}
+
+// A quantized model's products, as onnxruntime runs them in its integer
+// kernels: a MatMul and an ungrouped Conv between a DequantizeLinear of an
+// activation and one of a weight count, by their matrix product's shape
+// (the convolution's im2col form), the largest first; a grouped Conv and a
+// product of a float weight do not.
+TEST(Calibration, TheProductsOfQuantizedWeightsAreTheirMatrixProducts) {
+  tensor::GraphBuilder b("quantized");
+  auto byte = [](tensor::DType dtype, std::uint8_t bits) {
+    return tensor::Tensor(TensorType{dtype, {}}, std::vector<std::byte>{std::byte{bits}});
+  };
+  tensor::Value scale = b.weight("s", tensor::Tensor::scalar(0.1f));
+  tensor::Value zero = b.weight("z", byte(tensor::DType::kUInt8, 128));
+  tensor::Value zero8 = b.weight("z8", byte(tensor::DType::kInt8, 0));
+  auto activation = [&](tensor::Value v) {
+    return b.node(Op::kDequantizeLinear, {b.node(Op::kQuantizeLinear, {v, scale, zero}), scale, zero});
+  };
+  auto weight = [&](const char* name, Dims dims) {
+    const TensorType type{tensor::DType::kInt8, std::move(dims)};
+    tensor::Value w = b.weight(
+        name, tensor::Tensor(type, std::vector<std::byte>(type.num_elements(), std::byte{1})));
+    return b.node(Op::kDequantizeLinear, {w, scale, zero8});
+  };
+  tensor::Value x = b.input("x", {1, 8, 6, 6});
+  tensor::Value conv = b.conv(activation(x), weight("k", {16, 8, 3, 3}));
+  tensor::Value grouped =
+      b.conv(activation(conv), weight("g", {16, 2, 3, 3}), tensor::ConvOptions{.group = 8});
+  tensor::Value rows = b.node(Op::kReshape, {grouped}, {{"shape", Dims{16, 4}}});
+  tensor::Value product = b.matmul(activation(rows), weight("w", {4, 32}));
+  b.output(b.matmul(product, b.weight("f", {32, 2})), "y");
+  absl::StatusOr<Graph> g = b.build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<GemmShape> shapes = quantized_product_shapes({&*g, &*g}, 4);
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0], (GemmShape{16, 72, 16}));  // 4x4 pixels, 8x3x3 depth, 16 channels
+  EXPECT_EQ(shapes[1], (GemmShape{16, 4, 32}));
+  EXPECT_EQ(quantized_product_shapes({&*g}, 1).size(), 1u);
+
+  const Graph model = weight_type_model(shapes[1], tensor::DType::kInt8, "w8");
+  EXPECT_EQ(count(model, Op::kQLinearMatMul), 1);
+  absl::StatusOr<std::vector<ValueType>> types = tensor::infer_types(model);
+  ASSERT_TRUE(types.ok()) << types.status();
+  EXPECT_EQ(types->back(), ValueType::of(TensorType{tensor::DType::kUInt8, {16, 32}}));
+}
+
+// The figure is the median product's extra time per multiply-add, nothing
+// below zero, from the products onnxruntime ran both ways only.
+TEST(Calibration, AUint8WeightsExtraIsTheMedianProducts) {
+  const GemmShape shape{10, 10, 10};  // 1,000 multiply-adds
+  EXPECT_FALSE(unsigned_weight_us_per_mac({}).has_value());
+  EXPECT_FALSE(unsigned_weight_us_per_mac({{shape, 2.0, std::nullopt}}).has_value());
+  EXPECT_DOUBLE_EQ(*unsigned_weight_us_per_mac({{shape, 3.0, 1.0}}), 0.002);
+  EXPECT_DOUBLE_EQ(*unsigned_weight_us_per_mac({{shape, 1.0, 3.0}}), 0);
+  EXPECT_DOUBLE_EQ(*unsigned_weight_us_per_mac(
+                       {{shape, 5.0, 1.0}, {shape, 2.0, 1.0}, {shape, 9.0, 1.0}, {shape, 1.0, std::nullopt}}),
+                   0.004);
+  EXPECT_DOUBLE_EQ(*unsigned_weight_us_per_mac({{shape, 2.0, 1.0}, {shape, 4.0, 1.0}}), 0.002);
 }
 
 }  // namespace

@@ -398,3 +398,37 @@ def test_a_bias_at_another_scale_is_read_in_float_so_that_its_convolution_fuses(
     literal = run(out, x, optimized=False)
     np.testing.assert_array_equal(literal, run(quantized, x, optimized=False))
     assert np.abs(run(out, x) - literal).max() <= 2 * 0.05 + 1e-6
+
+
+@needs_cli
+def test_calibrate_times_the_quantized_products_in_both_weight_types(tmp_path):
+    """`saturn calibrate` on a quantized model times its products (their
+    distinct shapes) as QLinearMatMul with uint8 and with int8 weights, and
+    its table records what a uint8 weight takes beyond an int8 one per
+    multiply-add, which the measured cost then prices a uint8 weight by;
+    the table is a cache: a second run times them no more."""
+    floats, quantized, table = tmp_path / "f.onnx", tmp_path / "q.onnx", tmp_path / "t.json"
+    biased_products(floats)
+    quantize_static(str(floats), str(quantized), DenseInputs(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+
+    def calibrate():
+        done = subprocess.run([CLI, "calibrate", str(quantized), "-o", str(table), "--explore",
+                               "0", "--runs", "3", "--passes", "1"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    first = calibrate()
+    assert "quantized weights: a uint8 weight's kernel takes" in first, first
+    assert "(one product)" in first, first
+    with open(table) as f:
+        figure = json.load(f)["integer_weights"]
+    assert figure["unsigned_us_per_mac"] >= 0, figure
+    # Both products multiply [16, 32] by [32, 32].
+    assert [p["shape"] for p in figure["products"]] == [[16, 32, 32]], figure
+    assert all(p["uint8_us"] > 0 and p["int8_us"] > 0 for p in figure["products"]), figure
+    second = calibrate()
+    assert "quantized weights" not in second, second
+    with open(table) as f:
+        assert json.load(f)["integer_weights"] == figure

@@ -1,0 +1,132 @@
+// The products of quantized weights calibrate() times in both weight types,
+// and the models that time them. See harness_internal.h.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "saturn/ort/harness_internal.h"
+#include "saturn/tensor/graph.h"
+#include "saturn/tensor/ops.h"
+#include "saturn/tensor/types.h"
+
+namespace saturn::ort {
+
+using tensor::DType;
+using tensor::Graph;
+using tensor::Node;
+using tensor::Op;
+
+namespace {
+
+// Whether node `x` of `graph` is a DequantizeLinear of weights only (a
+// quantized weight; quantization is never computed ahead, so `weight_only`
+// does not hold it).
+bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x) {
+  const Node& n = graph.nodes[x];
+  return n.op == Op::kDequantizeLinear &&
+         std::ranges::all_of(n.inputs, [&](int in) { return weight_only[in]; });
+}
+
+// The GEMM that product `n` (a MatMul or Gemm of a 2-D weight, or an
+// ungrouped Conv) runs, from its weight's type and its output's; nothing
+// for another node.
+std::optional<GemmShape> gemm_of(const Node& n, const tensor::ValueType& weight,
+                                 const tensor::ValueType& output) {
+  if (weight.is_tuple || output.is_tuple || !weight.tensor().is_static() ||
+      !output.tensor().is_static())
+    return std::nullopt;
+  const tensor::Dims& w = weight.tensor().dims;
+  const tensor::Dims& out = output.tensor().dims;
+  const bool conv = n.op == Op::kConv && n.attributes.get_int("group").value_or(1) == 1;
+  const bool matmul = (n.op == Op::kMatMul ||
+                       (n.op == Op::kGemm && n.attributes.get_int("transB").value_or(0) == 0)) &&
+                      w.size() == 2;
+  if ((!conv && !matmul) || out.size() < 2) return std::nullopt;
+  const std::int64_t columns = conv ? out[1] : out.back();
+  if (columns <= 0) return std::nullopt;
+  const std::int64_t depth = weight.tensor().num_elements() / columns;
+  const std::int64_t rows = output.tensor().num_elements() / columns;
+  if (depth <= 0 || rows <= 0) return std::nullopt;
+  return GemmShape{rows, depth, columns};
+}
+
+}  // namespace
+
+std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>& graphs,
+                                                std::size_t limit) {
+  std::vector<GemmShape> shapes;
+  for (const Graph* graph : graphs) {
+    absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(*graph);
+    if (!types.ok()) continue;  // calibrate() reports it when it collects the signatures
+    const std::vector<bool> weight_only = tensor::weight_only_nodes(*graph);
+    for (int i = 0; i < graph->size(); ++i) {
+      const Node& n = graph->nodes[i];
+      // A product onnxruntime runs in its integer kernels: a quantized
+      // activation by a quantized weight.
+      if (n.inputs.size() < 2 || weight_only[i] ||
+          graph->nodes[n.inputs[0]].op != Op::kDequantizeLinear ||
+          !is_quantized_weight(*graph, weight_only, n.inputs[1]))
+        continue;
+      std::optional<GemmShape> shape = gemm_of(n, (*types)[n.inputs[1]], (*types)[i]);
+      if (shape && std::ranges::find(shapes, *shape) == shapes.end()) shapes.push_back(*shape);
+    }
+  }
+  std::ranges::sort(shapes, [](const GemmShape& a, const GemmShape& b) {
+    return a.macs() > b.macs();
+  });
+  if (shapes.size() > limit) shapes.resize(limit);
+  return shapes;
+}
+
+Graph weight_type_model(const GemmShape& shape, DType weight, std::string name) {
+  Graph g;
+  g.name = std::move(name);
+  g.opsets = {{"", 13}};
+  auto add = [&](Op op, std::string value, tensor::Dims dims, DType dtype,
+                 std::optional<tensor::Tensor> data = std::nullopt) {
+    g.nodes.push_back(Node{op, tensor::leaf_attributes(value, std::move(dims), dtype), {}, value});
+    if (data) g.weights[value] = tensor::WeightInit{std::make_shared<const tensor::Tensor>(*data)};
+    return g.size() - 1;
+  };
+  auto byte_scalar = [](DType dtype, std::uint8_t bits) {
+    return tensor::Tensor(tensor::TensorType{dtype, {}}, std::vector<std::byte>{std::byte{bits}});
+  };
+  // Zero points mid-range: the kernels' cost does not depend on the values.
+  const std::uint8_t weight_zero = weight == DType::kUInt8 ? 128 : 0;
+  std::vector<int> in = {
+      add(Op::kInput, "a", {shape.rows, shape.depth}, DType::kUInt8),
+      add(Op::kWeight, "a_scale", {}, DType::kFloat32, tensor::Tensor::scalar(0.02f)),
+      add(Op::kWeight, "a_zero_point", {}, DType::kUInt8, byte_scalar(DType::kUInt8, 128)),
+      // Its values drawn at export, seeded by its name.
+      add(Op::kWeight, "b", {shape.depth, shape.columns}, weight),
+      add(Op::kWeight, "b_scale", {}, DType::kFloat32, tensor::Tensor::scalar(0.01f)),
+      add(Op::kWeight, "b_zero_point", {}, weight, byte_scalar(weight, weight_zero)),
+      add(Op::kWeight, "y_scale", {}, DType::kFloat32, tensor::Tensor::scalar(0.05f)),
+      add(Op::kWeight, "y_zero_point", {}, DType::kUInt8, byte_scalar(DType::kUInt8, 128)),
+  };
+  g.nodes.push_back(Node{Op::kQLinearMatMul, {}, std::move(in), "y"});
+  g.outputs.push_back({g.size() - 1, "y"});
+  return g;
+}
+
+std::optional<double> unsigned_weight_us_per_mac(const std::vector<WeightTypeTiming>& timings) {
+  std::vector<double> per_mac;
+  for (const WeightTypeTiming& t : timings) {
+    if (t.uint8_us && t.int8_us)
+      per_mac.push_back(std::max(0.0, *t.uint8_us - *t.int8_us) / t.shape.macs());
+  }
+  if (per_mac.empty()) return std::nullopt;
+  // The median shape's: one slow pass of one model moves it least.
+  std::ranges::sort(per_mac);
+  const std::size_t mid = per_mac.size() / 2;
+  return per_mac.size() % 2 == 1 ? per_mac[mid] : (per_mac[mid - 1] + per_mac[mid]) / 2;
+}
+
+}  // namespace saturn::ort
