@@ -267,7 +267,8 @@ class MeasuredCostModel final : public CostModel {
   // What onnxruntime's product kernel takes with a uint8 weight beyond an
   // int8 one, per multiply-add in microseconds: the table's figure (`saturn
   // calibrate` times the models' products both ways), else one measured on
-  // an AMD EPYC without VNNI. Priced on a uint8 weight where an int8 one
+  // an AMD EPYC without VNNI at one thread, divided among the table's
+  // threads. Priced on a uint8 weight where an int8 one
   // would be as exact (mixes_weight_types, OpContext::small_activations).
   double unsigned_weight_us_per_mac() const;
   void set_unsigned_weight_us_per_mac(std::optional<double> us) {

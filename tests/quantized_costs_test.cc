@@ -227,6 +227,12 @@ TEST(CostModel, AProductOfNonNegativeActivationsTakesInt8Weights) {
   ASSERT_TRUE(calibrated.ok()) << message(calibrated.status());
   EXPECT_EQ((*calibrated)->unsigned_weight_us_per_mac(), 1e-5);
   EXPECT_LT((*table)->unsigned_weight_us_per_mac(), 1e-5);  // the built-in figure
+  // The built-in figure is one thread's, shared among a table's threads.
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> two_threads = parse_measured_cost_model(
+      R"({"entries": [], "threads": 2})", "two.json", RooflineCostModel(toy_profile()));
+  ASSERT_TRUE(two_threads.ok()) << message(two_threads.status());
+  EXPECT_DOUBLE_EQ((*two_threads)->unsigned_weight_us_per_mac() * 2,
+                   (*table)->unsigned_weight_us_per_mac());
   std::shared_ptr<const CostModel> calibrated_mixed =
       (*calibrated)->with_integer_weights(DType::kUInt8, true);
   EXPECT_DOUBLE_EQ(dequantize(*calibrated_mixed, DType::kUInt8, small), 128.0 * 32 * 16 * 1e-5);
