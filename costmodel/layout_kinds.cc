@@ -254,10 +254,7 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     });
     // A weight, or a quantized one (a DequantizeLinear of weights).
     auto is_weight = [&](int in) {
-      const tensor::Node& n = graph.nodes[in];
-      return weight_only[in] ||
-             (n.op == Op::kDequantizeLinear &&
-              std::ranges::all_of(n.inputs, [&](int k) { return weight_only[k]; }));
+      return weight_only[in] || tensor::is_quantized_weight(graph, weight_only, in);
     };
     // An activation DequantizeLinear whose zero point is a given weight.
     auto small_activation = [&](int a) {

@@ -222,9 +222,9 @@ void record_weight_types(const TimingPlan& plan, const nlohmann::json& models,
   }
   const std::optional<double> per_mac = unsigned_weight_us_per_mac(timings);
   if (!per_mac) return;  // onnxruntime ran no product both ways
-  table[kIntegerWeights] = {{"unsigned_us_per_mac", *per_mac}, {"products", std::move(products)}};
   stats.unsigned_weight_us_per_mac = per_mac;
-  stats.weight_products = timings.size();
+  stats.weight_products = products.size();
+  table[kIntegerWeights] = {{"unsigned_us_per_mac", *per_mac}, {"products", std::move(products)}};
 }
 
 // Drops the table's entries for the signatures timed again.

@@ -25,15 +25,6 @@ using tensor::Op;
 
 namespace {
 
-// Whether node `x` of `graph` is a DequantizeLinear of weights only (a
-// quantized weight; quantization is never computed ahead, so `weight_only`
-// does not hold it).
-bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x) {
-  const Node& n = graph.nodes[x];
-  return n.op == Op::kDequantizeLinear &&
-         std::ranges::all_of(n.inputs, [&](int in) { return weight_only[in]; });
-}
-
 // The GEMM that product `n` (a MatMul or Gemm of a 2-D weight, or an
 // ungrouped Conv) runs, from its weight's type and its output's; nothing
 // for another node.
@@ -72,7 +63,7 @@ std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>&
       // activation by a quantized weight.
       if (n.inputs.size() < 2 || weight_only[i] ||
           graph->nodes[n.inputs[0]].op != Op::kDequantizeLinear ||
-          !is_quantized_weight(*graph, weight_only, n.inputs[1]))
+          !tensor::is_quantized_weight(*graph, weight_only, n.inputs[1]))
         continue;
       std::optional<GemmShape> shape = gemm_of(n, (*types)[n.inputs[1]], (*types)[i]);
       if (shape && std::ranges::find(shapes, *shape) == shapes.end()) shapes.push_back(*shape);

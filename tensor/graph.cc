@@ -75,6 +75,12 @@ std::vector<bool> weight_only_nodes(const Graph& graph) {
   return w;
 }
 
+bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x) {
+  const Node& n = graph.nodes[x];
+  return n.op == Op::kDequantizeLinear &&
+         std::ranges::all_of(n.inputs, [&](int in) { return weight_only[in]; });
+}
+
 bool widens_integer_weight(Op op, const TensorType& in, const TensorType& out) {
   return op == Op::kCast && (in.dtype == DType::kInt8 || in.dtype == DType::kUInt8) &&
          is_float(out.dtype) && in.num_elements() >= kWidenedWeightElements;

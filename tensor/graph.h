@@ -142,6 +142,10 @@ absl::StatusOr<std::vector<ValueType>> infer_types(const Graph& graph);
 // Whether each node depends only on weights and constants, so it can be
 // computed once when the model loads.
 std::vector<bool> weight_only_nodes(const Graph& graph);
+// Whether node `x` is a DequantizeLinear of weights only (`weight_only`,
+// from weight_only_nodes): a quantized weight. Quantization is never
+// computed ahead, so weight_only_nodes does not hold it.
+bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x);
 
 // Whether a weight-only `op` reading `in` widens an 8-bit integer weight of
 // at least kWidenedWeightElements to float (`out`): such a Cast is computed
