@@ -91,7 +91,10 @@ struct OpContext {
   // kernels do not pair their sums), where small_activations holds.
   double small_activation_macs = 0;
   // Priced as its own kernel, apart from any fusion: work the importer
-  // folded that the input's runtime does on every run (folded_work_cost).
+  // folded that the input's runtime does on every run (folded_work_cost),
+  // or a table's DequantizeLinear before a Gather that onnxruntime does not
+  // run on integers (no QuantizeLinear alone reads what it gathers; in an
+  // e-graph, none of its readers quantizes it).
   bool on_its_own = false;
 };
 

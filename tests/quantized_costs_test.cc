@@ -149,6 +149,42 @@ TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
   }
 }
 
+// onnxruntime runs a Gather of a quantized table on integers only where a
+// QuantizeLinear alone reads what it gathers; elsewhere it dequantizes the
+// whole table on every run, and the table's DequantizeLinear is priced as
+// its own kernel, in the graph and in the e-graph.
+TEST(CostModel, ATableGatheredIntoFloatIsDequantizedWhole) {
+  GraphBuilder b("embeddings");
+  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
+  Value zero = b.weight("z", Tensor(TensorType{DType::kUInt8, {}}, std::vector<std::byte>(1)));
+  auto table = [&](const char* name) {
+    const TensorType type{DType::kUInt8, {50, 16}};
+    Value t = b.weight(name, Tensor(type, std::vector<std::byte>(type.num_elements())));
+    return b.node(Op::kDequantizeLinear, {t, scale, zero});
+  };
+  Value ids = b.input("ids", {4}, DType::kInt64);
+  Value into_float = table("t1"), quantized = table("t2");
+  b.output(b.add(b.node(Op::kGather, {into_float, ids}), b.input("x", {4, 16})), "y");
+  Value requantized = b.node(Op::kQuantizeLinear, {b.node(Op::kGather, {quantized, ids}), scale, zero});
+  b.output(b.node(Op::kDequantizeLinear, {requantized, scale, zero}), "e");
+  const Graph g = *b.build();
+  const Contexts contexts(g);
+  EXPECT_TRUE(contexts.in_graph(into_float).on_its_own);
+  EXPECT_FALSE(contexts.in_graph(quantized).on_its_own);
+  EXPECT_TRUE(contexts.in_egraph(into_float).on_its_own);
+  EXPECT_FALSE(contexts.in_egraph(quantized).on_its_own);
+
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  const std::vector<ValueType> in{ValueType::of(TensorType{DType::kUInt8, {50, 16}}), F({}),
+                                  ValueType::of(TensorType{DType::kUInt8, {}})};
+  auto dequantize = [&](Value v) {
+    return (*m)->node_cost(Op::kDequantizeLinear, {}, in, F({50, 16}), contexts.in_graph(v));
+  };
+  EXPECT_GT(dequantize(into_float), 0);
+  EXPECT_EQ(dequantize(quantized), 0);
+}
+
 // A weight read by products of mostly non-negative activations (a uint8
 // zero point below 64, or an int8 one below -64, as after a Relu) knows so,
 // with the products' multiply-adds, in the graph and in the e-graph; one
