@@ -92,9 +92,8 @@ struct OpContext {
   double small_activation_macs = 0;
   // Priced as its own kernel, apart from any fusion: work the importer
   // folded that the input's runtime does on every run (folded_work_cost),
-  // or a table's DequantizeLinear before a Gather that onnxruntime does not
-  // run on integers (no QuantizeLinear alone reads what it gathers; in an
-  // e-graph, none of its readers quantizes it).
+  // or a quantized weight dequantized on every run
+  // (dequantized_weight_surcharge).
   bool on_its_own = false;
 };
 
@@ -417,6 +416,20 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
 // holds, kMaybe where extraction's choices decide.
 OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analysis,
                        const ConvolutionOutputs& conv_outputs, Id eclass, const ENode& node);
+// What a quantized weight's DequantizeLinear costs where onnxruntime runs
+// it on every run because of node `x`, charged to `x`: a Gather of the
+// table that no QuantizeLinear alone reads; a Gemm between DequantizeLinear
+// nodes whose bias is not an int32 DequantizeLinear (no integer QGemm); the
+// Add of a bias to such a MatMul, which onnxruntime fuses into that Gemm
+// (MatMulAddFusion). 0 for another node. `types` from tensor::infer_types.
+double dequantized_weight_surcharge(const CostModel& model, const tensor::Graph& graph,
+                                    const std::vector<bool>& weight_only, int x,
+                                    std::span<const tensor::ValueType> types);
+// The same for e-node `node`, as extraction would write it: an Add is taken
+// for its MatMul's one reader, and a Gather of the table always charged
+// (the rules gather the integers instead).
+double dequantized_weight_surcharge(const CostModel& model, const EGraph& egraph,
+                                    const tensor::TensorAnalysis& analysis, const ENode& node);
 // What choosing `node`, which is not a convolution's output, for class
 // `eclass`, which also holds one, costs its readers: each reader whose other
 // inputs are convolution outputs then runs mixed (OpContext) instead of

@@ -140,7 +140,8 @@ std::function<double(Id, const ENode&)> egraph_cost_function(const CostModel& mo
     if (conv_outputs == nullptr) return model.node_cost(op, attributes, inputs, info.type, {});
     return model.node_cost(op, attributes, inputs, info.type,
                            node_context(egraph, analysis, *conv_outputs, eclass, node)) +
-           reorder_penalty(model, egraph, analysis, *conv_outputs, eclass, node);
+           reorder_penalty(model, egraph, analysis, *conv_outputs, eclass, node) +
+           dequantized_weight_surcharge(model, egraph, analysis, node);
   };
 }
 
@@ -162,6 +163,7 @@ absl::StatusOr<std::vector<double>> graph_node_costs(const CostModel& model,
     const OpContext context =
         model.uses_context() ? node_context(graph, weight_only, kinds, i, *types) : OpContext{};
     costs[i] = model.node_cost(n.op, n.attributes, inputs, (*types)[i], context);
+    if (model.uses_context()) costs[i] += dequantized_weight_surcharge(model, graph, weight_only, i, *types);
   }
   return costs;
 }

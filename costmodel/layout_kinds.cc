@@ -177,39 +177,6 @@ bool reads_as_activation(Op op) {
   return op == Op::kAdd || op == Op::kMul || op == Op::kConcat || op == Op::kGather;
 }
 
-// Whether the Gather at `gather` runs on integers: onnxruntime drops the
-// DequantizeLinear of its table and the QuantizeLinear after it only where
-// that QuantizeLinear alone reads what it gathers. Elsewhere the whole
-// table is dequantized on every run (the quantized GPT-2's 50257 x 768
-// embedding in uint8, its Gather read by an Add: 67 ms of a 472 ms run,
-// onnxruntime 1.30, one thread).
-bool gathers_integers(const tensor::Graph& graph, int gather) {
-  if (std::ranges::any_of(graph.outputs,
-                          [&](const tensor::GraphOutput& o) { return o.node == gather; }))
-    return false;
-  int readers = 0;
-  bool quantized = true;
-  for (const tensor::Node& n : graph.nodes) {
-    const auto reads = std::ranges::count(n.inputs, gather);
-    readers += static_cast<int>(reads);
-    quantized &= reads == 0 || n.op == Op::kQuantizeLinear;
-  }
-  return readers == 1 && quantized;
-}
-
-// The same in an e-graph, where extraction chooses the readers: whether
-// some reader of the Gather's class `gather` quantizes it.
-bool gathers_integers(const EGraph& egraph, Id gather) {
-  for (Id parent : egraph.eclass(gather).parents) {
-    for (const ENode& n : egraph.nodes(egraph.find(parent))) {
-      if (tensor::TensorLanguage::op(n.op) == Op::kQuantizeLinear && !n.children.empty() &&
-          egraph.find(n.children[0]) == gather)
-        return true;
-    }
-  }
-  return false;
-}
-
 // Whether product `op` with inputs `inputs` reads `weight` as its weight
 // (its second input) and only there.
 bool is_product_weight(Op op, std::span<const int> inputs, int weight) {
@@ -240,16 +207,9 @@ std::optional<double> product_macs(Op op, const Attributes& attributes,
                                    const tensor::ValueType& weight,
                                    const tensor::ValueType& output) {
   if (op != Op::kMatMul && op != Op::kGemm && op != Op::kConv) return std::nullopt;
-  if (weight.is_tuple || output.is_tuple) return 0.0;
-  const tensor::Dims& w = weight.tensor().dims;
-  const tensor::Dims& out = output.tensor().dims;
-  if (op == Op::kConv && attributes.get_int("group").value_or(1) != 1) return 0.0;
-  if (out.size() < 2 || (op != Op::kConv && w.size() != 2)) return 0.0;
-  // Each output element sums over the weight's elements of one output channel.
-  const std::int64_t channels = op == Op::kConv ? out[1] : out.back();
-  if (channels <= 0) return 0.0;
-  return static_cast<double>(output.tensor().num_elements()) *
-         static_cast<double>(weight.tensor().num_elements()) / static_cast<double>(channels);
+  const std::optional<tensor::MatrixProduct> product =
+      tensor::matrix_product(op, attributes, weight, output);
+  return product ? product->macs() : 0.0;
 }
 
 // A weight DequantizeLinear's readers, gathered for OpContext::
@@ -282,14 +242,6 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
   OpContext context = context_of(node.op, inputs);
   context.weights_only = inputs.empty() && !node.inputs.empty();
   if (node.op == Op::kDequantizeLinear && context.weights_only) {
-    context.read_as_activation = std::ranges::any_of(graph.nodes, [x](const tensor::Node& n) {
-      return reads_as_activation(n.op) && std::ranges::find(n.inputs, x) != n.inputs.end();
-    });
-    for (int r = 0; r < graph.size(); ++r) {
-      const tensor::Node& reader = graph.nodes[r];
-      if (reader.op == Op::kGather && !reader.inputs.empty() && reader.inputs[0] == x)
-        context.on_its_own |= !gathers_integers(graph, r);
-    }
     // A weight, or a quantized one (a DequantizeLinear of weights).
     auto is_weight = [&](int in) {
       return weight_only[in] || tensor::is_quantized_weight(graph, weight_only, in);
@@ -306,9 +258,9 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     ProductReaders readers;
     for (int r = 0; r < graph.size(); ++r) {
       const tensor::Node& reader = graph.nodes[r];
-      if (std::ranges::find(reader.inputs, x) == reader.inputs.end() ||
-          std::ranges::all_of(reader.inputs, is_weight))
-        continue;
+      if (std::ranges::find(reader.inputs, x) == reader.inputs.end()) continue;
+      context.read_as_activation |= reads_as_activation(reader.op);
+      if (std::ranges::all_of(reader.inputs, is_weight)) continue;
       const std::optional<double> macs =
           types.empty() ? std::optional<double>(0.0)
                         : product_macs(reader.op, reader.attributes, types[x], types[r]);
@@ -378,7 +330,6 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
         if (std::ranges::find(inputs, 0) == inputs.end()) continue;
         const Op op = tensor::TensorLanguage::op(reader.op);
         context.read_as_activation |= reads_as_activation(op);
-        if (op == Op::kGather && inputs[0] == 0) context.on_its_own |= !gathers_integers(egraph, p);
         transforms_weights &= std::ranges::all_of(reader.children, is_weight);
         const std::optional<double> product = product_macs(
             op, egraph.attrs().get(reader.attrs), analysis.info(self).type, analysis.info(p).type);

@@ -72,14 +72,8 @@ absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& di
                                                                const CalibrationOptions& options);
 
 // The matrix product a quantized product runs as in onnxruntime's integer
-// kernels: [rows, depth] x [depth, columns] (a convolution's im2col form).
-struct GemmShape {
-  std::int64_t rows = 0, depth = 0, columns = 0;
-  double macs() const {
-    return static_cast<double>(rows) * static_cast<double>(depth) * static_cast<double>(columns);
-  }
-  auto operator<=>(const GemmShape&) const = default;
-};
+// kernels.
+using GemmShape = tensor::MatrixProduct;
 
 // The distinct shapes of the products of quantized weights in `graphs` (a
 // MatMul, Gemm or ungrouped Conv between a DequantizeLinear of its

@@ -23,33 +23,6 @@ using tensor::Graph;
 using tensor::Node;
 using tensor::Op;
 
-namespace {
-
-// The GEMM that product `n` (a MatMul or Gemm of a 2-D weight, or an
-// ungrouped Conv) runs, from its weight's type and its output's; nothing
-// for another node.
-std::optional<GemmShape> gemm_of(const Node& n, const tensor::ValueType& weight,
-                                 const tensor::ValueType& output) {
-  if (weight.is_tuple || output.is_tuple || !weight.tensor().is_static() ||
-      !output.tensor().is_static())
-    return std::nullopt;
-  const tensor::Dims& w = weight.tensor().dims;
-  const tensor::Dims& out = output.tensor().dims;
-  const bool conv = n.op == Op::kConv && n.attributes.get_int("group").value_or(1) == 1;
-  const bool matmul = (n.op == Op::kMatMul ||
-                       (n.op == Op::kGemm && n.attributes.get_int("transB").value_or(0) == 0)) &&
-                      w.size() == 2;
-  if ((!conv && !matmul) || out.size() < 2) return std::nullopt;
-  const std::int64_t columns = conv ? out[1] : out.back();
-  if (columns <= 0) return std::nullopt;
-  const std::int64_t depth = weight.tensor().num_elements() / columns;
-  const std::int64_t rows = output.tensor().num_elements() / columns;
-  if (depth <= 0 || rows <= 0) return std::nullopt;
-  return GemmShape{rows, depth, columns};
-}
-
-}  // namespace
-
 std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>& graphs,
                                                 std::size_t limit) {
   std::vector<GemmShape> shapes;
@@ -65,7 +38,12 @@ std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>&
           graph->nodes[n.inputs[0]].op != Op::kDequantizeLinear ||
           !tensor::is_quantized_weight(*graph, weight_only, n.inputs[1]))
         continue;
-      std::optional<GemmShape> shape = gemm_of(n, (*types)[n.inputs[1]], (*types)[i]);
+      const tensor::ValueType& weight = (*types)[n.inputs[1]];
+      const tensor::ValueType& output = (*types)[i];
+      if (weight.is_tuple || output.is_tuple || !weight.tensor().is_static() ||
+          !output.tensor().is_static())
+        continue;
+      std::optional<GemmShape> shape = tensor::matrix_product(n.op, n.attributes, weight, output);
       if (shape && std::ranges::find(shapes, *shape) == shapes.end()) shapes.push_back(*shape);
     }
   }

@@ -1,6 +1,7 @@
 #include "saturn/tensor/graph.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -79,6 +80,21 @@ bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_onl
   const Node& n = graph.nodes[x];
   return n.op == Op::kDequantizeLinear &&
          std::ranges::all_of(n.inputs, [&](int in) { return weight_only[in]; });
+}
+
+std::optional<MatrixProduct> matrix_product(Op op, const Attributes& attributes,
+                                            const ValueType& weight, const ValueType& output) {
+  if (weight.is_tuple || output.is_tuple) return std::nullopt;
+  const Dims& out = output.tensor().dims;
+  const bool conv = op == Op::kConv && attributes.get_int("group").value_or(1) == 1;
+  const bool matmul = (op == Op::kMatMul || op == Op::kGemm) && weight.tensor().dims.size() == 2;
+  if ((!conv && !matmul) || out.size() < 2) return std::nullopt;
+  const std::int64_t columns = conv ? out[1] : out.back();
+  if (columns <= 0) return std::nullopt;
+  const std::int64_t depth = weight.tensor().num_elements() / columns;
+  const std::int64_t rows = output.tensor().num_elements() / columns;
+  if (depth <= 0 || rows <= 0) return std::nullopt;
+  return MatrixProduct{rows, depth, columns};
 }
 
 bool widens_integer_weight(Op op, const TensorType& in, const TensorType& out) {

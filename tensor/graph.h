@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <map>
+#include <compare>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -146,6 +148,23 @@ std::vector<bool> weight_only_nodes(const Graph& graph);
 // from weight_only_nodes): a quantized weight. Quantization is never
 // computed ahead, so weight_only_nodes does not hold it.
 bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x);
+
+// The matrix product a product of an activation by a weight runs as:
+// [rows, depth] x [depth, columns], a convolution in its im2col form.
+struct MatrixProduct {
+  std::int64_t rows = 0, depth = 0, columns = 0;
+  double macs() const {
+    return static_cast<double>(rows) * static_cast<double>(depth) * static_cast<double>(columns);
+  }
+  auto operator<=>(const MatrixProduct&) const = default;
+};
+// The matrix product of `op` (a MatMul or Gemm of a 2-D weight, or an
+// ungrouped Conv) reading a weight of type `weight` into `output`: each
+// output element sums over the weight's elements of one output channel.
+// Nothing for another op, a grouped convolution or a shape that does not
+// fit; symbolic dimensions count as 1.
+std::optional<MatrixProduct> matrix_product(Op op, const Attributes& attributes,
+                                            const ValueType& weight, const ValueType& output);
 
 // Whether a weight-only `op` reading `in` widens an 8-bit integer weight of
 // at least kWidenedWeightElements to float (`out`): such a Cast is computed

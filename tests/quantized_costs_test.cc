@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "saturn/base/status.h"
 #include "saturn/costmodel/cost_model.h"
 #include "cost_models.h"
@@ -39,6 +40,14 @@ class Contexts {
   }
   OpContext in_egraph(Value v) const {
     return node_context(egraph_, shapes_, flow_, ids_[v.node], egraph_.nodes(ids_[v.node])[0]);
+  }
+  // What node `v` is charged for the quantized weight it makes onnxruntime
+  // dequantize on every run.
+  double surcharge_in_graph(const CostModel& model, Value v) const {
+    return dequantized_weight_surcharge(model, graph_, weight_only_, v.node, types_);
+  }
+  double surcharge_in_egraph(const CostModel& model, Value v) const {
+    return dequantized_weight_surcharge(model, egraph_, shapes_, egraph_.nodes(ids_[v.node])[0]);
   }
 
  private:
@@ -149,10 +158,18 @@ TEST(CostModel, AWeightAnotherThanAProductReadsIsQuantizedAsAnActivation) {
   }
 }
 
+// A uint8 DequantizeLinear (per tensor) into float `dims`, priced on its own.
+double uint8_dequantize_cost(const CostModel& model, const Dims& dims) {
+  const std::vector<ValueType> in{ValueType::of(TensorType{DType::kUInt8, dims}), F({}),
+                                  ValueType::of(TensorType{DType::kUInt8, {}})};
+  return model.node_cost(Op::kDequantizeLinear, {}, in, F(dims), OpContext{.on_its_own = true});
+}
+
 // onnxruntime runs a Gather of a quantized table on integers only where a
 // QuantizeLinear alone reads what it gathers; elsewhere it dequantizes the
-// whole table on every run, and the table's DequantizeLinear is priced as
-// its own kernel, in the graph and in the e-graph.
+// whole table on every run, and the Gather is charged for it. In an
+// e-graph a Gather of the table is always charged: the rules gather the
+// integers instead (dequantize-gather).
 TEST(CostModel, ATableGatheredIntoFloatIsDequantizedWhole) {
   GraphBuilder b("embeddings");
   Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
@@ -163,26 +180,68 @@ TEST(CostModel, ATableGatheredIntoFloatIsDequantizedWhole) {
     return b.node(Op::kDequantizeLinear, {t, scale, zero});
   };
   Value ids = b.input("ids", {4}, DType::kInt64);
-  Value into_float = table("t1"), quantized = table("t2");
-  b.output(b.add(b.node(Op::kGather, {into_float, ids}), b.input("x", {4, 16})), "y");
-  Value requantized = b.node(Op::kQuantizeLinear, {b.node(Op::kGather, {quantized, ids}), scale, zero});
+  Value into_float = b.node(Op::kGather, {table("t1"), ids});
+  Value quantized = b.node(Op::kGather, {table("t2"), ids});
+  b.output(b.add(into_float, b.input("x", {4, 16})), "y");
+  Value requantized = b.node(Op::kQuantizeLinear, {quantized, scale, zero});
   b.output(b.node(Op::kDequantizeLinear, {requantized, scale, zero}), "e");
   const Graph g = *b.build();
   const Contexts contexts(g);
-  EXPECT_TRUE(contexts.in_graph(into_float).on_its_own);
-  EXPECT_FALSE(contexts.in_graph(quantized).on_its_own);
-  EXPECT_TRUE(contexts.in_egraph(into_float).on_its_own);
-  EXPECT_FALSE(contexts.in_egraph(quantized).on_its_own);
 
   absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
   ASSERT_TRUE(m.ok()) << message(m.status());
-  const std::vector<ValueType> in{ValueType::of(TensorType{DType::kUInt8, {50, 16}}), F({}),
-                                  ValueType::of(TensorType{DType::kUInt8, {}})};
-  auto dequantize = [&](Value v) {
-    return (*m)->node_cost(Op::kDequantizeLinear, {}, in, F({50, 16}), contexts.in_graph(v));
+  const double table_cost = uint8_dequantize_cost(**m, {50, 16});
+  ASSERT_GT(table_cost, 0);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, into_float), table_cost);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, quantized), 0);
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, into_float), table_cost);
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, quantized), table_cost);
+}
+
+// onnxruntime runs a Gemm between DequantizeLinear nodes as its integer
+// QGemm only with an int32 bias, and fuses a MatMul and the Add of a bias
+// into such a Gemm; otherwise it runs the Gemm in float and dequantizes
+// the weight on every run, which the Gemm or the Add is charged. A MatMul
+// less its bias, or one whose sum another node reads too, is not fused.
+TEST(CostModel, AProductWithAFloatBiasDequantizesItsWeight) {
+  GraphBuilder b("biases");
+  Value scale = b.weight("s", Tensor(TensorType{DType::kFloat32, {}}, std::vector<float>{0.1f}));
+  Value zero = b.weight("z", Tensor(TensorType{DType::kUInt8, {}}, std::vector<std::byte>(1)));
+  auto quantized = [&](const char* name, TensorType type, Value s) {
+    Value t = b.weight(name, Tensor(type, std::vector<std::byte>(type.num_bytes())));
+    Value z = b.weight(std::string(name) + "_z",
+                       Tensor(TensorType{type.dtype, {}}, std::vector<std::byte>(dtype_bytes(type.dtype))));
+    return b.node(Op::kDequantizeLinear, {t, s, z});
   };
-  EXPECT_GT(dequantize(into_float), 0);
-  EXPECT_EQ(dequantize(quantized), 0);
+  Value x = b.node(Op::kDequantizeLinear,
+                   {b.node(Op::kQuantizeLinear, {b.input("x", {4, 16}), scale, zero}), scale, zero});
+  Value w = quantized("w", TensorType{DType::kUInt8, {16, 8}}, scale);
+  Value int8_bias = quantized("b8", TensorType{DType::kInt8, {8}}, scale);
+  Value int32_bias = quantized("b32", TensorType{DType::kInt32, {8}}, scale);
+  Value float_gemm = b.node(Op::kGemm, {x, w, int8_bias});
+  Value integer_gemm = b.node(Op::kGemm, {x, w, int32_bias});
+  Value added = b.add(b.node(Op::kMatMul, {x, w}), int8_bias);
+  Value subtracted = b.node(Op::kSub, {b.node(Op::kMatMul, {x, w}), b.node(Op::kNeg, {int8_bias})});
+  Value shared = b.node(Op::kMatMul, {x, w});
+  Value added_to_shared = b.add(shared, int8_bias);
+  for (Value v : {float_gemm, integer_gemm, added, subtracted, shared, added_to_shared})
+    b.output(v, fmt::format("y{}", v.node));
+  const Graph g = *b.build();
+  const Contexts contexts(g);
+
+  absl::StatusOr<std::unique_ptr<MeasuredCostModel>> m = empty_measured_table();
+  ASSERT_TRUE(m.ok()) << message(m.status());
+  const double weight_cost = uint8_dequantize_cost(**m, {16, 8});
+  ASSERT_GT(weight_cost, 0);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, float_gemm), weight_cost);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, integer_gemm), 0);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, added), weight_cost);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, subtracted), 0);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, added_to_shared), 0);  // its MatMul is an output too
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, float_gemm), weight_cost);
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, integer_gemm), 0);
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, added), weight_cost);
+  EXPECT_EQ(contexts.surcharge_in_egraph(**m, subtracted), 0);
 }
 
 // A weight read by products of mostly non-negative activations (a uint8

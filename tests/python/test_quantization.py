@@ -432,3 +432,71 @@ def test_calibrate_times_the_quantized_products_in_both_weight_types(tmp_path):
     assert "quantized weights" not in second, second
     with open(table) as f:
         assert json.load(f)["integer_weights"] == figure
+
+
+def embedding_and_projection(path):
+    """GPT-2's spelling after quantize_static: ids -> Gather of a uint8 table
+    -> Add x -> a uint8 QuantizeLinear/DequantizeLinear pair -> Gemm with an
+    int8 weight and an int8 bias (a bias the quantizer could not make int32,
+    as GPT-2's shared one) -> y. onnxruntime dequantizes the whole table on
+    every run (no QuantizeLinear alone reads the Gather) and runs the Gemm in
+    float (its QGemm needs an int32 bias)."""
+    rng = np.random.default_rng(7)
+
+    def init(name, values, dtype):
+        return numpy_helper.from_array(np.array(values, dtype), name)
+    inits = [init("table", rng.integers(0, 256, (50, 16)), np.uint8), init("ts", 0.02, np.float32),
+             init("tz", 128, np.uint8), init("as", 0.05, np.float32), init("az", 128, np.uint8),
+             init("w", rng.integers(-127, 128, (16, 8)), np.int8), init("ws", 0.01, np.float32),
+             init("wz", 0, np.int8), init("b", rng.integers(-127, 128, 8), np.int8),
+             init("bs", 0.001, np.float32), init("bz", 0, np.int8)]
+    nodes = [helper.make_node("DequantizeLinear", ["table", "ts", "tz"], ["t"]),
+             helper.make_node("Gather", ["t", "ids"], ["e"]),
+             helper.make_node("Add", ["e", "x"], ["h"]),
+             helper.make_node("QuantizeLinear", ["h", "as", "az"], ["hq"]),
+             helper.make_node("DequantizeLinear", ["hq", "as", "az"], ["hd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"]),
+             helper.make_node("Gemm", ["hd", "wd", "bd"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "projection", [helper.make_tensor_value_info("ids", TensorProto.INT64, [4]),
+                              helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              str(path))
+
+
+@needs_cli
+def test_a_table_and_a_product_onnxruntime_would_dequantize_stay_integer(tmp_path):
+    """saturn gathers the table's integers first (dequantize-gather) and
+    writes the Gemm as its MatMul less the negated bias
+    (quantized-bias-as-subtraction), which onnxruntime runs as
+    MatMulIntegerToFloat: after loading, no float Gemm and no
+    DequantizeLinear of the whole table; the same outputs (onnxruntime
+    without its graph optimizations; a Gemm may add its bias first)."""
+    quantized, out = tmp_path / "q.onnx", tmp_path / "o.onnx"
+    embedding_and_projection(quantized)
+
+    def dequantized_shapes(path):
+        model = onnx.load(str(path))
+        inits = {t.name: list(t.dims) for t in model.graph.initializer}
+        return [inits.get(n.input[0]) for n in model.graph.node if n.op_type == "DequantizeLinear"]
+    before = loaded_ops(quantized, tmp_path)
+    assert "Gemm" in before and "MatMulIntegerToFloat" not in before, before
+    assert [50, 16] in dequantized_shapes(tmp_path / "loaded.onnx")
+    report = optimize(quantized, out, tmp_path / "r.json", cost=None)
+    assert report["decision"]["taken"], report["decision"]
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    after = loaded_ops(out, tmp_path)
+    assert "Gemm" not in after and "MatMulIntegerToFloat" in after, after
+    assert [50, 16] not in dequantized_shapes(tmp_path / "loaded.onnx")
+    rng = np.random.default_rng(9)
+    feeds = {"ids": rng.integers(0, 50, 4).astype(np.int64),
+             "x": rng.standard_normal((4, 16)).astype(np.float32)}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+
+    def outputs(path):
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        return session.run(None, feeds)[0]
+    np.testing.assert_allclose(outputs(out), outputs(quantized), rtol=1e-6, atol=1e-6)
