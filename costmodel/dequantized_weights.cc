@@ -94,8 +94,14 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
   };
   auto readers = [&](int n) {
     int count = 0;
-    for (const tensor::Node& r : graph.nodes) count += static_cast<int>(std::ranges::count(r.inputs, n));
+    for (const tensor::Node& r : graph.nodes)
+      count += static_cast<int>(std::ranges::count(r.inputs, n));
     return count;
+  };
+  // A product of a DequantizeLinear activation by a quantized weight.
+  auto is_quantized_product = [&](const tensor::Node& p) {
+    return p.inputs.size() >= 2 && graph.nodes[p.inputs[0]].op == Op::kDequantizeLinear &&
+           tensor::is_quantized_weight(graph, weight_only, p.inputs[1]);
   };
   // The product and its bias: a Gemm's third input, or the Add's other
   // input where it is a MatMul's one reader.
@@ -107,18 +113,15 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
     for (int side = 0; side < 2 && product < 0; ++side) {
       const int m = node.inputs[side];
       const tensor::Node& mm = graph.nodes[m];
-      if (mm.op != Op::kMatMul || mm.inputs.size() != 2 || readers(m) != 1 || is_output(m) ||
-          !fits_as_gemm_bias(types[mm.inputs[0]], types[m], types[node.inputs[1 - side]]))
+      if (mm.op != Op::kMatMul || !is_quantized_product(mm) ||
+          !fits_as_gemm_bias(types[mm.inputs[0]], types[m], types[node.inputs[1 - side]]) ||
+          readers(m) != 1 || is_output(m))
         continue;
       product = m;
       bias = node.inputs[1 - side];
     }
   }
-  if (product < 0) return std::nullopt;
-  const tensor::Node& p = graph.nodes[product];
-  if (graph.nodes[p.inputs[0]].op != Op::kDequantizeLinear ||
-      !tensor::is_quantized_weight(graph, weight_only, p.inputs[1]))
-    return std::nullopt;
+  if (product < 0 || !is_quantized_product(graph.nodes[product])) return std::nullopt;
   // onnxruntime drops an Identity before its fusions.
   while (graph.nodes[bias].op == Op::kIdentity && !graph.nodes[bias].inputs.empty())
     bias = graph.nodes[bias].inputs[0];
@@ -127,7 +130,7 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
                                  types[b.inputs[0]].tensor().dtype == DType::kInt32;
   if (is_integer_bias(node.op == Op::kGemm ? &node.attributes : nullptr, int32_dequantized))
     return std::nullopt;
-  return p.inputs[1];
+  return graph.nodes[product].inputs[1];
 }
 
 }  // namespace
@@ -146,17 +149,16 @@ double dequantized_weight_surcharge(const CostModel& model, const EGraph& egraph
                                     const tensor::TensorAnalysis& analysis, const ENode& node) {
   auto op_of = [](const ENode& n) { return tensor::TensorLanguage::op(n.op); };
   auto type_of = [&](Id c) -> const ValueType& { return analysis.info(egraph.find(c)).type; };
-  auto holds = [&](Id c, auto&& test) { return std::ranges::any_of(egraph.nodes(egraph.find(c)), test); };
+  auto holds = [&](Id c, auto&& test) {
+    return std::ranges::any_of(egraph.nodes(egraph.find(c)), test);
+  };
   auto is_dequantize = [&](const ENode& n) { return op_of(n) == Op::kDequantizeLinear; };
   // The cheapest price of a quantized weight's DequantizeLinear (of weights
   // only) in class `w`; nothing where it holds none.
   auto weight_cost = [&](Id w) -> std::optional<double> {
     std::optional<double> cheapest;
     for (const ENode& dq : egraph.nodes(egraph.find(w))) {
-      if (!is_dequantize(dq) || !std::ranges::all_of(dq.children, [&](Id k) {
-            return analysis.info(egraph.find(k)).weight_only;
-          }))
-        continue;
+      if (!analysis.is_quantized_weight(egraph, dq)) continue;
       std::vector<ValueType> inputs;
       for (Id k : dq.children) inputs.push_back(type_of(k));
       const double cost = dequantize_cost(model, egraph.attrs().get(dq.attrs), inputs, type_of(w));
@@ -190,12 +192,12 @@ double dequantized_weight_surcharge(const CostModel& model, const EGraph& egraph
   // Extraction picks the MatMul's readers: this Add is taken for its one.
   for (int side = 0; side < 2; ++side) {
     const Id bias = node.children[1 - side];
-    if (is_integer_bias(nullptr, int32_dequantized(bias))) continue;
     for (const ENode& m : egraph.nodes(egraph.find(node.children[side]))) {
       if (op_of(m) != Op::kMatMul || m.children.size() != 2 ||
           !fits_as_gemm_bias(type_of(m.children[0]), type_of(node.children[side]), type_of(bias)))
         continue;
-      if (std::optional<double> cost = product_weight_cost(m)) return *cost;
+      std::optional<double> cost = product_weight_cost(m);
+      if (cost && !is_integer_bias(nullptr, int32_dequantized(bias))) return *cost;
     }
   }
   return 0;

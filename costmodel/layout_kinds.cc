@@ -305,12 +305,8 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
     auto is_weight = [&](Id c) {
       const Id id = egraph.find(c);
       if (analysis.info(id).weight_only) return true;
-      return std::ranges::any_of(egraph.nodes(id), [&](const ENode& n) {
-        return tensor::TensorLanguage::op(n.op) == Op::kDequantizeLinear &&
-               std::ranges::all_of(n.children, [&](Id k) {
-                 return analysis.info(egraph.find(k)).weight_only;
-               });
-      });
+      return std::ranges::any_of(
+          egraph.nodes(id), [&](const ENode& n) { return analysis.is_quantized_weight(egraph, n); });
     };
     // A reader class counts once, as a product of small activations where
     // each of its nodes that reads the weight is one (extraction picks any);

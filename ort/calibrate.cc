@@ -123,7 +123,7 @@ struct TimingPlan {
   std::set<std::string> retimed;  // those of the timings the table holds
   // Products of quantized weights, each with its models in uint8 and int8
   // weights (indices into `files`).
-  std::vector<GemmShape> weight_products;
+  std::vector<tensor::MatrixProduct> weight_products;
   std::vector<std::pair<int, int>> weight_models;
 };
 
@@ -187,7 +187,7 @@ TimingPlan plan_timings(const SignatureCollector& signatures, const CalibrationT
 void plan_weight_types(const std::vector<const Graph*>& graphs, const CalibrationTable& table,
                        const CalibrationOptions& options, const TempDir& dir, TimingPlan& plan) {
   if (table.table.contains(kIntegerWeights) && !options.refresh) return;
-  for (const GemmShape& shape : quantized_product_shapes(graphs, kWeightTypeShapes)) {
+  for (const tensor::MatrixProduct& shape : quantized_product_shapes(graphs, kWeightTypeShapes)) {
     const std::string name = fmt::format("weights{}", plan.weight_products.size());
     const int u8 = write_model(weight_type_model(shape, tensor::DType::kUInt8, name + "_u8"), dir,
                                plan.files);
@@ -210,7 +210,7 @@ void record_weight_types(const TimingPlan& plan, const nlohmann::json& models,
   std::vector<WeightTypeTiming> timings;
   nlohmann::json products = nlohmann::json::array();
   for (std::size_t i = 0; i < plan.weight_products.size(); ++i) {
-    const GemmShape& shape = plan.weight_products[i];
+    const tensor::MatrixProduct& shape = plan.weight_products[i];
     WeightTypeTiming t{shape, time_of(plan.weight_models[i].first),
                        time_of(plan.weight_models[i].second)};
     if (t.uint8_us && t.int8_us) {

@@ -71,26 +71,23 @@ bool is_image(const tensor::ValueType& t);
 absl::StatusOr<ProfilerCorrection> measure_profiler_correction(const TempDir& dir,
                                                                const CalibrationOptions& options);
 
-// The matrix product a quantized product runs as in onnxruntime's integer
-// kernels.
-using GemmShape = tensor::MatrixProduct;
-
 // The distinct shapes of the products of quantized weights in `graphs` (a
 // MatMul, Gemm or ungrouped Conv between a DequantizeLinear of its
 // activation and one of weights, which onnxruntime runs as an integer
 // kernel), the `limit` largest by multiply-adds. Graphs whose types cannot
 // be inferred are passed over.
-std::vector<GemmShape> quantized_product_shapes(const std::vector<const tensor::Graph*>& graphs,
-                                                std::size_t limit);
+std::vector<tensor::MatrixProduct> quantized_product_shapes(
+    const std::vector<const tensor::Graph*>& graphs, std::size_t limit);
 
 // A QLinearMatMul of `shape` with uint8 activations and a weight of type
 // `weight` (uint8 or int8): onnxruntime runs it in its U8U8 or U8S8 kernel.
-tensor::Graph weight_type_model(const GemmShape& shape, tensor::DType weight, std::string name);
+tensor::Graph weight_type_model(const tensor::MatrixProduct& shape, tensor::DType weight,
+                                std::string name);
 
 // One product's kernel times with uint8 and with int8 weights (nothing
 // where onnxruntime could not run that model).
 struct WeightTypeTiming {
-  GemmShape shape;
+  tensor::MatrixProduct shape;
   std::optional<double> uint8_us, int8_us;
 };
 

@@ -23,9 +23,9 @@ using tensor::Graph;
 using tensor::Node;
 using tensor::Op;
 
-std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>& graphs,
-                                                std::size_t limit) {
-  std::vector<GemmShape> shapes;
+std::vector<tensor::MatrixProduct> quantized_product_shapes(const std::vector<const Graph*>& graphs,
+                                                            std::size_t limit) {
+  std::vector<tensor::MatrixProduct> shapes;
   for (const Graph* graph : graphs) {
     absl::StatusOr<std::vector<tensor::ValueType>> types = tensor::infer_types(*graph);
     if (!types.ok()) continue;  // calibrate() reports it when it collects the signatures
@@ -43,18 +43,19 @@ std::vector<GemmShape> quantized_product_shapes(const std::vector<const Graph*>&
       if (weight.is_tuple || output.is_tuple || !weight.tensor().is_static() ||
           !output.tensor().is_static())
         continue;
-      std::optional<GemmShape> shape = tensor::matrix_product(n.op, n.attributes, weight, output);
+      std::optional<tensor::MatrixProduct> shape =
+          tensor::matrix_product(n.op, n.attributes, weight, output);
       if (shape && std::ranges::find(shapes, *shape) == shapes.end()) shapes.push_back(*shape);
     }
   }
-  std::ranges::sort(shapes, [](const GemmShape& a, const GemmShape& b) {
+  std::ranges::sort(shapes, [](const tensor::MatrixProduct& a, const tensor::MatrixProduct& b) {
     return a.macs() > b.macs();
   });
   if (shapes.size() > limit) shapes.resize(limit);
   return shapes;
 }
 
-Graph weight_type_model(const GemmShape& shape, DType weight, std::string name) {
+Graph weight_type_model(const tensor::MatrixProduct& shape, DType weight, std::string name) {
   Graph g;
   g.name = std::move(name);
   g.opsets = {{"", 13}};

@@ -1,5 +1,6 @@
 #include "saturn/tensor/analysis.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -90,6 +91,12 @@ std::size_t TensorAnalysis::data_bytes(const TensorInfo& info) const {
     return bytes;
   };
   return sizeof(TensorInfo) + bytes_of(info.type) + (info.probe ? bytes_of(*info.probe) : 0);
+}
+
+bool TensorAnalysis::is_quantized_weight(const EGraph& egraph, const ENode& node) const {
+  return TensorLanguage::op(node.op) == Op::kDequantizeLinear &&
+         std::ranges::all_of(node.children,
+                             [&](Id k) { return info(egraph.find(k)).weight_only; });
 }
 
 const Tensor* TensorAnalysis::weight_values(const EGraph& egraph, Id id) const {

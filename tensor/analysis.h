@@ -66,6 +66,9 @@ class TensorAnalysis final : public TypedAnalysis<TensorInfo> {
   // The values of class `id` when it holds a weight whose values are given
   // (not drawn from a seed); null otherwise.
   const Tensor* weight_values(const EGraph& egraph, Id id) const;
+  // Whether e-node `node` is a DequantizeLinear of weights only: a
+  // quantized weight (the e-graph's is_quantized_weight, tensor/graph.h).
+  bool is_quantized_weight(const EGraph& egraph, const ENode& node) const;
 
  protected:
   std::optional<TensorInfo> make_data(const EGraph& egraph, const ENode& node) override;

@@ -174,10 +174,11 @@ TEST(Calibration, TheProductsOfQuantizedWeightsAreTheirMatrixProducts) {
   b.output(b.matmul(product, b.weight("f", {32, 2})), "y");
   absl::StatusOr<Graph> g = b.build();
   ASSERT_TRUE(g.ok()) << g.status();
-  const std::vector<GemmShape> shapes = quantized_product_shapes({&*g, &*g}, 4);
+  const std::vector<tensor::MatrixProduct> shapes = quantized_product_shapes({&*g, &*g}, 4);
   ASSERT_EQ(shapes.size(), 2u);
-  EXPECT_EQ(shapes[0], (GemmShape{16, 72, 16}));  // 4x4 pixels, 8x3x3 depth, 16 channels
-  EXPECT_EQ(shapes[1], (GemmShape{16, 4, 32}));
+  // 4x4 pixels, 8x3x3 depth, 16 channels
+  EXPECT_EQ(shapes[0], (tensor::MatrixProduct{16, 72, 16}));
+  EXPECT_EQ(shapes[1], (tensor::MatrixProduct{16, 4, 32}));
   EXPECT_EQ(quantized_product_shapes({&*g}, 1).size(), 1u);
 
   const Graph model = weight_type_model(shapes[1], tensor::DType::kInt8, "w8");
@@ -190,7 +191,7 @@ TEST(Calibration, TheProductsOfQuantizedWeightsAreTheirMatrixProducts) {
 // The figure is the median product's extra time per multiply-add, nothing
 // below zero, from the products onnxruntime ran both ways only.
 TEST(Calibration, AUint8WeightsExtraIsTheMedianProducts) {
-  const GemmShape shape{10, 10, 10};  // 1,000 multiply-adds
+  const tensor::MatrixProduct shape{10, 10, 10};  // 1,000 multiply-adds
   EXPECT_FALSE(unsigned_weight_us_per_mac({}).has_value());
   EXPECT_FALSE(unsigned_weight_us_per_mac({{shape, 2.0, std::nullopt}}).has_value());
   EXPECT_DOUBLE_EQ(*unsigned_weight_us_per_mac({{shape, 3.0, 1.0}}), 0.002);
