@@ -18,6 +18,12 @@
 //   (131 ms of the 472). Written as the MatMul less the negated bias
 //   (quantized-bias-as-subtraction), each ran as MatMulIntegerToFloat
 //   (62.5 ms, and 1.2 ms for the subtractions).
+//
+// Each such reader is charged, also where several read one
+// DequantizeLinear: onnxruntime gives every reader of a DequantizeLinear a
+// copy of its own before any fusion (its EnsureUniqueDQForNodeUnit
+// transformer, applied at load unless the session disables QDQ handling),
+// so each copy runs on every run.
 #include <algorithm>
 #include <cstdint>
 #include <limits>

@@ -180,9 +180,13 @@ TEST(CostModel, ATableGatheredIntoFloatIsDequantizedWhole) {
     return b.node(Op::kDequantizeLinear, {t, scale, zero});
   };
   Value ids = b.input("ids", {4}, DType::kInt64);
-  Value into_float = b.node(Op::kGather, {table("t1"), ids});
+  Value shared_table = table("t1");
+  Value into_float = b.node(Op::kGather, {shared_table, ids});
   Value quantized = b.node(Op::kGather, {table("t2"), ids});
   b.output(b.add(into_float, b.input("x", {4, 16})), "y");
+  // onnxruntime gives each reader its own copy of the DequantizeLinear.
+  Value again = b.node(Op::kGather, {shared_table, b.input("more_ids", {2}, DType::kInt64)});
+  b.output(again, "z");
   Value requantized = b.node(Op::kQuantizeLinear, {quantized, scale, zero});
   b.output(b.node(Op::kDequantizeLinear, {requantized, scale, zero}), "e");
   const Graph g = *b.build();
@@ -193,6 +197,7 @@ TEST(CostModel, ATableGatheredIntoFloatIsDequantizedWhole) {
   const double table_cost = uint8_dequantize_cost(**m, {50, 16});
   ASSERT_GT(table_cost, 0);
   EXPECT_EQ(contexts.surcharge_in_graph(**m, into_float), table_cost);
+  EXPECT_EQ(contexts.surcharge_in_graph(**m, again), table_cost);
   EXPECT_EQ(contexts.surcharge_in_graph(**m, quantized), 0);
   EXPECT_EQ(contexts.surcharge_in_egraph(**m, into_float), table_cost);
   EXPECT_EQ(contexts.surcharge_in_egraph(**m, quantized), table_cost);

@@ -194,6 +194,39 @@ def saturn_speedup(row):
     return 1.0 if kept(row) else row["speedup_over_default"]
 
 
+# The quantized models' accuracy check (issue 71): a result's error against
+# the float model may exceed the input's by at most 10%. And the speed asked
+# of saturn on quantize_static's defaults: within 10% of the U8S8 twin.
+ACCURACY_MARGIN = 1.10
+TWIN_MARGIN = 1.10
+
+
+def twin_summary(rows):
+    """For quantize_static's defaults (the rows of one CPU): on how many
+    models saturn runs within 10% of the U8S8 twin, over all and over those
+    whose twin passes the accuracy check itself (an AVX2 CPU's U8S8 kernels
+    saturate, so its twin may not), naming the models beyond; None where no
+    row has a twin."""
+    rows = [r for r in rows if "u8s8" in r["ms"] and "u8s8" in r["relative_l2_to_float"]]
+    if not rows:
+        return None
+    def within(r):
+        return r["ms"]["saturn"] <= TWIN_MARGIN * r["ms"]["u8s8"]
+    def twin_passes(r):
+        error = r["relative_l2_to_float"]
+        return error["u8s8"] <= ACCURACY_MARGIN * error["default"]
+    passing = [r for r in rows if twin_passes(r)]
+    beyond = [f"{r['model']} {r['ms']['saturn'] / r['ms']['u8s8']:.2f}x its twin's time"
+              + ("" if twin_passes(r) else
+                 f", the twin's error {r['relative_l2_to_float']['u8s8']:.3f} against the "
+                 f"input's {r['relative_l2_to_float']['default']:.3f}")
+              for r in rows if not within(r)]
+    return (f"saturn within 10% of the U8S8 twin's time: {sum(map(within, rows))} of {len(rows)}; "
+            f"of the {len(passing)} whose twin passes the accuracy check (its error against the "
+            f"float model at most 10% above the input's), {sum(map(within, passing))}"
+            + (f". Beyond: {'; '.join(beyond)}." if beyond else "."))
+
+
 def quantized_table(rows):
     """The quantized part's table (bench/corpus/quantized.py's rows), one
     line per model, way of quantizing it and CPU; `—` where the way has no
@@ -258,6 +291,9 @@ def quantized_section(path):
                          + (f" on {machine}" if machine else "")
                          + f": {geomean(speedups):.3f}x over {len(speedups)} models ({means}).")
             lines.append("")
+            twins = twin_summary(of_way) if way == "default" else None
+            if twins:
+                lines += [twins, ""]
     return lines + [quantized_table(rows), ""]
 
 

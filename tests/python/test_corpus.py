@@ -96,3 +96,24 @@ def test_a_kept_quantized_input_counts_as_one_whatever_its_timing(tmp_path):
         json.dumps({"onnxruntime": "1", "threads": 1, "rows": [row, written]}))
     section = "\n".join(results.quantized_section(str(tmp_path / "quantized.json")))
     assert "1.414x over 2 models" in section, section
+
+
+def test_the_twin_summary_counts_models_within_ten_percent_and_judges_the_twin():
+    """Within 10% of the U8S8 twin is counted over every default row and
+    over those whose twin passes the accuracy check itself (its error at
+    most 10% above the input's); a model beyond is named with its ratio."""
+    import sys
+    sys.path.insert(0, CORPUS)
+    import results
+
+    def row(model, saturn_ms, twin_error):
+        return {"model": model, "ms": {"default": 2.0, "u8s8": 1.0, "saturn": saturn_ms},
+                "relative_l2_to_float": {"default": 0.1, "u8s8": twin_error, "saturn": 0.1}}
+    rows = [row("fast", 1.05, 0.105), row("slow", 1.2, 0.105), row("saturating", 1.3, 0.5),
+            row("no-twin", 1.0, 0.1) | {"ms": {"default": 1.0, "saturn": 1.0}}]
+    line = results.twin_summary(rows)
+    assert "time: 1 of 3;" in line and "of the 2 whose twin passes" in line, line
+    assert "slow 1.20x its twin's time;" in line, line
+    assert "saturating 1.30x its twin's time, the twin's error 0.500 against the input's 0.100" in line
+    assert "fast" not in line and "no-twin" not in line
+    assert results.twin_summary([rows[-1]]) is None
