@@ -77,12 +77,6 @@ struct OpContext {
   // (of an embedding table) runs on integers only where the
   // DequantizeLinear before it and the QuantizeLinear after it agree.
   bool read_as_activation = false;
-  // Every reader is a Gather of it as the table (an embedding table read by
-  // nothing else). onnxruntime gives each Gather a copy of the
-  // DequantizeLinear, which runs on every run only where the Gather runs in
-  // float, and that Gather is charged for it (dequantized_weight_surcharge):
-  // the DequantizeLinear itself costs nothing.
-  bool gathered = false;
   // Every reader takes it as the weight of a product (MatMul, Gemm, Conv)
   // whose activations are mostly non-negative: quantized with a zero point
   // below a quarter of uint8's range (below 64; below -64 in int8, which

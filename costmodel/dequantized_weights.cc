@@ -41,38 +41,20 @@ using tensor::ValueType;
 
 namespace {
 
-// Whether nodes `a` and `b` hold one value: the same node, or weights with
-// equal values.
-bool same_value(const tensor::Graph& graph, int a, int b) {
-  if (a == b) return true;
-  const tensor::Tensor* x = tensor::weight_values(graph, a);
-  const tensor::Tensor* y = tensor::weight_values(graph, b);
-  return x != nullptr && y != nullptr && x->type() == y->type() &&
-         std::ranges::equal(x->bytes(), y->bytes());
-}
-
-// Whether the Gather at `gather` of a quantized table (the DequantizeLinear
-// `table`) runs on integers: a QuantizeLinear alone reads what it gathers,
-// into the table's type at its scale and zero point (onnxruntime then
-// drops the pair), and it is no graph output.
-bool gathers_integers(const tensor::Graph& graph, int gather, int table,
-                      std::span<const ValueType> types) {
+// Whether the Gather at `gather` runs on integers: a QuantizeLinear alone
+// reads what it gathers, and it is no graph output.
+bool gathers_integers(const tensor::Graph& graph, int gather) {
   if (std::ranges::any_of(graph.outputs,
                           [&](const tensor::GraphOutput& o) { return o.node == gather; }))
     return false;
-  int readers = 0, quantize = -1;
-  for (int r = 0; r < graph.size(); ++r) {
-    const auto reads = std::ranges::count(graph.nodes[r].inputs, gather);
+  int readers = 0;
+  bool quantized = true;
+  for (const tensor::Node& n : graph.nodes) {
+    const auto reads = std::ranges::count(n.inputs, gather);
     readers += static_cast<int>(reads);
-    if (reads > 0) quantize = r;
+    quantized &= reads == 0 || n.op == Op::kQuantizeLinear;
   }
-  if (readers != 1 || graph.nodes[quantize].op != Op::kQuantizeLinear) return false;
-  const std::vector<int>& q = graph.nodes[quantize].inputs;
-  const std::vector<int>& dq = graph.nodes[table].inputs;
-  const ValueType &into = types[quantize], &from = types[dq[0]];
-  return q.size() == dq.size() && q.size() >= 2 && !into.is_tuple && !from.is_tuple &&
-         into.tensor().dtype == from.tensor().dtype && same_value(graph, q[1], dq[1]) &&
-         (q.size() < 3 || same_value(graph, q[2], dq[2]));
+  return readers == 1 && quantized;
 }
 
 // Whether a bias of type `bias` fits the Gemm that MatMulAddFusion makes of
@@ -110,7 +92,7 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
   const tensor::Node& node = graph.nodes[x];
   if (node.op == Op::kGather && !node.inputs.empty() &&
       tensor::is_quantized_weight(graph, weight_only, node.inputs[0]) &&
-      !gathers_integers(graph, x, node.inputs[0], types))
+      !gathers_integers(graph, x))
     return node.inputs[0];
   auto is_output = [&](int n) {
     return std::ranges::any_of(graph.outputs,

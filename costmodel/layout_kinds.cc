@@ -177,13 +177,6 @@ bool reads_as_activation(Op op) {
   return op == Op::kAdd || op == Op::kMul || op == Op::kConcat || op == Op::kGather;
 }
 
-// Whether `op` with inputs `inputs` is a Gather of `table` (and reads it
-// only there): OpContext::gathered.
-bool reads_as_table(Op op, std::span<const int> inputs, int table) {
-  return op == Op::kGather && !inputs.empty() && inputs[0] == table &&
-         std::ranges::count(inputs, table) == 1;
-}
-
 // Whether product `op` with inputs `inputs` reads `weight` as its weight
 // (its second input) and only there.
 bool is_product_weight(Op op, std::span<const int> inputs, int weight) {
@@ -257,17 +250,16 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
     auto small_activation = [&](int a) {
       const tensor::Node& dq = graph.nodes[a];
       if (dq.op != Op::kDequantizeLinear || dq.inputs.size() < 3) return false;
-      const tensor::Tensor* zero_point = tensor::weight_values(graph, dq.inputs[2]);
-      return zero_point != nullptr && small_zero_point(*zero_point);
+      const tensor::Node& zero_point = graph.nodes[dq.inputs[2]];
+      if (zero_point.op != Op::kWeight) return false;
+      auto it = graph.weights.find(*zero_point.attributes.get_string("name"));
+      return it != graph.weights.end() && it->second.data && small_zero_point(*it->second.data);
     };
     ProductReaders readers;
-    bool gathered = std::ranges::none_of(
-        graph.outputs, [x](const tensor::GraphOutput& o) { return o.node == x; });
     for (int r = 0; r < graph.size(); ++r) {
       const tensor::Node& reader = graph.nodes[r];
       if (std::ranges::find(reader.inputs, x) == reader.inputs.end()) continue;
       context.read_as_activation |= reads_as_activation(reader.op);
-      gathered &= reads_as_table(reader.op, reader.inputs, x);
       if (std::ranges::all_of(reader.inputs, is_weight)) continue;
       const std::optional<double> macs =
           types.empty() ? std::optional<double>(0.0)
@@ -277,12 +269,13 @@ OpContext node_context(const tensor::Graph& graph, const std::vector<bool>& weig
                   macs.value_or(0));
     }
     readers.into(context);
-    context.gathered = gathered && context.read_as_activation;
   }
   if (node.op == Op::kSoftmax && graph.nodes[node.inputs[0]].op == Op::kAdd) {
     for (int in : graph.nodes[node.inputs[0]].inputs) {
-      const tensor::Tensor* values = tensor::weight_values(graph, in);
-      context.masked |= values != nullptr && holds_mask_values(*values);
+      const tensor::Node& w = graph.nodes[in];
+      if (w.op != Op::kWeight) continue;
+      auto it = graph.weights.find(*w.attributes.get_string("name"));
+      context.masked |= it != graph.weights.end() && it->second.data && holds_mask_values(*it->second.data);
     }
   }
   return context;
@@ -320,7 +313,6 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
     // one whose nodes read weights only (a rule's Pad, Transpose or
     // MergeGroups of the kernel) does not count: the product reading it does.
     ProductReaders readers;
-    bool gathered = true;
     absl::InlinedVector<Id, 8> seen;
     for (Id parent : egraph.eclass(self).parents) {
       const Id p = egraph.find(parent);
@@ -334,7 +326,6 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
         if (std::ranges::find(inputs, 0) == inputs.end()) continue;
         const Op op = tensor::TensorLanguage::op(reader.op);
         context.read_as_activation |= reads_as_activation(op);
-        gathered &= reads_as_table(op, inputs, 0);
         transforms_weights &= std::ranges::all_of(reader.children, is_weight);
         const std::optional<double> product = product_macs(
             op, egraph.attrs().get(reader.attrs), analysis.info(self).type, analysis.info(p).type);
@@ -345,7 +336,6 @@ OpContext node_context(const EGraph& egraph, const tensor::TensorAnalysis& analy
       if (reads && !transforms_weights) readers.add(small, macs);
     }
     readers.into(context);
-    context.gathered = gathered && context.read_as_activation;
   }
   if (op == Op::kSoftmax) {
     for (const ENode& sum : egraph.nodes(egraph.find(node.children[0]))) {

@@ -86,7 +86,6 @@ bool is_of_type(const ValueType& t, tensor::DType dtype) {
 bool in_integer_kernel(Op op, std::span<const ValueType> inputs, const ValueType& output,
                        OpContext context, tensor::DType weights, bool signed_on_small) {
   if (context.on_its_own) return false;
-  if (op == Op::kDequantizeLinear && context.weights_only && context.gathered) return true;
   if (op == Op::kQuantizeLinear) return is_of_type(output, tensor::DType::kUInt8);
   if (op != Op::kDequantizeLinear || inputs.empty()) return false;
   if (context.weights_only && !context.read_as_activation) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <utility>
 
@@ -81,15 +80,6 @@ bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_onl
   const Node& n = graph.nodes[x];
   return n.op == Op::kDequantizeLinear &&
          std::ranges::all_of(n.inputs, [&](int in) { return weight_only[in]; });
-}
-
-const Tensor* weight_values(const Graph& graph, int x) {
-  const Node& n = graph.nodes[x];
-  if (n.op != Op::kWeight) return nullptr;
-  const std::string* name = n.attributes.get_string("name");
-  if (name == nullptr) return nullptr;
-  auto it = graph.weights.find(*name);
-  return it == graph.weights.end() ? nullptr : it->second.data.get();
 }
 
 std::optional<MatrixProduct> matrix_product(Op op, const Attributes& attributes,

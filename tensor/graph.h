@@ -148,8 +148,6 @@ std::vector<bool> weight_only_nodes(const Graph& graph);
 // from weight_only_nodes): a quantized weight. Quantization is never
 // computed ahead, so weight_only_nodes does not hold it.
 bool is_quantized_weight(const Graph& graph, const std::vector<bool>& weight_only, int x);
-// The values of node `x` where it is a weight that has them; null otherwise.
-const Tensor* weight_values(const Graph& graph, int x);
 
 // The matrix product a product of an activation by a weight runs as:
 // [rows, depth] x [depth, columns], a convolution in its im2col form.
