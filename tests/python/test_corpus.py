@@ -114,6 +114,7 @@ def test_the_twin_summary_counts_models_within_ten_percent_and_judges_the_twin()
     line = results.twin_summary(rows)
     assert "time: 1 of 3;" in line and "of the 2 whose twin passes" in line, line
     assert "slow 1.20x its twin's time;" in line, line
-    assert "saturating 1.30x its twin's time, the twin's error 0.500 against the input's 0.100" in line
+    assert ("saturating 1.30x its twin's time, the twin's error 0.500 against the input's "
+            "0.100") in line
     assert "fast" not in line and "no-twin" not in line
     assert results.twin_summary([rows[-1]]) is None
