@@ -112,7 +112,7 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
   // The product and its bias: a Gemm's third input, or the Add's other
   // input where it is a MatMul's one reader.
   int product = -1, bias = -1;
-  if (node.op == Op::kGemm && node.inputs.size() == 3) {
+  if (node.op == Op::kGemm && node.inputs.size() == 3 && is_quantized_product(node)) {
     product = x;
     bias = node.inputs[2];
   } else if (node.op == Op::kAdd && node.inputs.size() == 2) {
@@ -127,7 +127,7 @@ std::optional<int> dequantized_every_run(const tensor::Graph& graph,
       bias = node.inputs[1 - side];
     }
   }
-  if (product < 0 || !is_quantized_product(graph.nodes[product])) return std::nullopt;
+  if (product < 0) return std::nullopt;
   // onnxruntime drops an Identity before its fusions.
   while (graph.nodes[bias].op == Op::kIdentity && !graph.nodes[bias].inputs.empty())
     bias = graph.nodes[bias].inputs[0];
@@ -202,8 +202,11 @@ double dequantized_weight_surcharge(const CostModel& model, const EGraph& egraph
       if (op_of(m) != Op::kMatMul || m.children.size() != 2 ||
           !fits_as_gemm_bias(type_of(m.children[0]), type_of(node.children[side]), type_of(bias)))
         continue;
-      std::optional<double> cost = product_weight_cost(m);
-      if (cost && !is_integer_bias(nullptr, int32_dequantized(bias))) return *cost;
+      const std::optional<double> cost = product_weight_cost(m);
+      if (!cost) continue;
+      // The bias is the same for every MatMul of the class: read it once.
+      if (is_integer_bias(nullptr, int32_dequantized(bias))) break;
+      return *cost;
     }
   }
   return 0;
