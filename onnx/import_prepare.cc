@@ -218,7 +218,8 @@ absl::Status Importer::prepare(onnx::ModelProto& model) {
   absl::StatusOr<Symbols> symbols = resolve_input_dims(model, options_);
   if (!symbols.ok()) return error("{}", message(symbols.status()));
   graph_.symbols = std::move(*symbols);
-  graph_.typed_at_load = graph_.symbols.empty() || model.graph().value_info_size() > 0;
+  graph_.skip_normalizations_at_load =
+      graph_.symbols.empty() || model.graph().value_info_size() > 0;
   try {
     if (external_.empty())
       onnx::checker::check_model(model);

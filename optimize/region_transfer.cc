@@ -63,7 +63,7 @@ absl::StatusOr<tensor::Graph> graph_of(const json& j, const tensor::Graph& regio
   tensor::Graph g;
   g.name = region.name;
   g.opsets = region.opsets;
-  g.typed_at_load = region.typed_at_load;
+  g.skip_normalizations_at_load = region.skip_normalizations_at_load;
   g.symbols = region.symbols;
   g.input_defaults = region.input_defaults;
   for (const json& n : j.at("nodes")) {

@@ -185,7 +185,7 @@ class RegionBuilder {
     Graph& g = region_.graph;
     g.name = fmt::format("{}.region{}", graph_.name, index);
     g.opsets = graph_.opsets;
-    g.typed_at_load = graph_.typed_at_load;
+    g.skip_normalizations_at_load = graph_.skip_normalizations_at_load;
     g.symbols.sizes = graph_.symbols.sizes;
     for (int p = begin; p < end; ++p) {
       const Node& n = graph_.nodes[places_.work[p]];
@@ -310,7 +310,7 @@ class Stitcher {
     out_.input_defaults = graph.input_defaults;
     out_.opsets = graph.opsets;
     out_.ir_version = graph.ir_version;
-    out_.typed_at_load = graph.typed_at_load;
+    out_.skip_normalizations_at_load = graph.skip_normalizations_at_load;
     out_.symbols = graph.symbols;
     for (int i = 0; i < graph.size(); ++i) {
       if (graph.nodes[i].op == Op::kInput) value_[i] = push(graph.nodes[i]);

@@ -141,6 +141,8 @@ absl::StatusOr<tensor::Graph> as_onnxruntime_loads(const tensor::Graph& graph,
   return fuse_skip_normalizations(*fused);
 }
 
-bool skip_normalizations_fuse(const tensor::Graph& graph) { return graph.typed_at_load; }
+bool skip_normalizations_fuse(const tensor::Graph& graph) {
+  return graph.skip_normalizations_at_load;
+}
 
 }  // namespace saturn

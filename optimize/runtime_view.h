@@ -27,8 +27,8 @@ namespace saturn {
 absl::StatusOr<tensor::Graph> as_onnxruntime_loads(const tensor::Graph& graph,
                                                    bool skip_normalizations = true);
 
-// Whether onnxruntime's SkipLayerNormFusion applies to `graph` as its
-// source is loaded: it needs the sum's operands typed (Graph::typed_at_load).
+// Whether onnxruntime's SkipLayerNormFusion applies to the model it runs
+// for `graph` (Graph::skip_normalizations_at_load: a typed ONNX source).
 bool skip_normalizations_fuse(const tensor::Graph& graph);
 
 }  // namespace saturn

@@ -149,7 +149,7 @@ namespace {
 void keep_interface(const Graph& source, Graph& out) {
   out.opsets = source.opsets;
   out.ir_version = source.ir_version;
-  out.typed_at_load = source.typed_at_load;
+  out.skip_normalizations_at_load = source.skip_normalizations_at_load;
   out.symbols = source.symbols;
   out.input_defaults = source.input_defaults;
   std::vector<Node> nodes;

@@ -105,16 +105,22 @@ struct Graph {
   // needs where that is later.
   std::int64_t ir_version = 0;
   Symbols symbols;
-  // Whether onnxruntime can type the graph's values when it loads the
-  // source model, which its fusions of a sum with the normalization after
-  // it need: the model has no symbolic dimensions, or declares its
-  // intermediate values' shapes (value_info, as the dynamo exporter writes
-  // and saturn's exports do). A model with symbolic sizes computed by shape
-  // arithmetic and no value_info (torch.onnx's TorchScript exports) loads
-  // untyped there. Seen on the corpus: BERT-base loads with LayerNorm and
-  // Add apart; the same model with its dimensions fixed, and ALBERT-base
-  // with value_info, load with SkipLayerNormalization.
-  bool typed_at_load = true;
+  // Whether onnxruntime fuses a residual sum with the normalization after
+  // it (its SkipLayerNormFusion) in the model it runs for this graph as it
+  // came. For a graph read from ONNX that model is the file, and the fusion
+  // needs onnxruntime to type the sum's operands at load: the file has no
+  // symbolic dimensions, or declares its intermediate values' shapes
+  // (value_info, as the dynamo exporter writes and saturn's exports do). A
+  // file with symbolic sizes computed by shape arithmetic and no value_info
+  // (torch.onnx's TorchScript exports) loads untyped there. Seen on the
+  // corpus: BERT-base loads with LayerNorm and Add apart; the same model
+  // with its dimensions fixed, and ALBERT-base with value_info, load with
+  // SkipLayerNormalization. A graph built in saturn (GraphBuilder, the zoo,
+  // a JSON model) runs as saturn writes it, with such a LayerNorm spelled
+  // out so that onnxruntime fuses neither (onnx/export_fused.cc): false,
+  // the default (one spelled in primitives would fuse there; its input is
+  // then priced low, never a result's gain high). The importer sets it.
+  bool skip_normalizations_at_load = false;
   // The ONNX file the graph was read from (load_onnx_model), "" otherwise:
   // a graph with symbolic dimensions is read from it again at other sizes
   // to check that a rewrite holds at any size, and a graph kept as it came

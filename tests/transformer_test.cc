@@ -30,6 +30,7 @@
 #include "saturn/tensor/blocks.h"
 #include "saturn/tensor/builder.h"
 #include "saturn/tensor/interpreter/interpreter.h"
+#include "saturn/tensor/json/json_model.h"
 #include "saturn/onnx/onnx.h"
 
 namespace saturn::tensor {
@@ -493,6 +494,18 @@ TEST(RuntimeView, PostNormBlockIsFusedAsOnnxruntimeLoadsIt) {
                              b.constant(1))),
            "y");
   Graph graph = *b.build();
+  // Built in saturn or read from JSON, it runs as saturn writes it; read
+  // from the ONNX file saturn writes for it (typed), as that file loads.
+  EXPECT_FALSE(skip_normalizations_fuse(graph));
+  absl::StatusOr<Graph> json = parse_json_model(to_json_model(graph), "post-norm.json");
+  ASSERT_TRUE(json.ok()) << message(json.status());
+  EXPECT_FALSE(skip_normalizations_fuse(*json));
+  const fs::path file = fs::temp_directory_path() / "saturn-transformer-post-norm.onnx";
+  ASSERT_TRUE(save_onnx_model(graph, file.string()).ok());
+  absl::StatusOr<Graph> onnx_file = load_onnx_model(file.string());
+  ASSERT_TRUE(onnx_file.ok()) << message(onnx_file.status());
+  EXPECT_TRUE(skip_normalizations_fuse(*onnx_file));
+  graph.skip_normalizations_at_load = true;
   absl::StatusOr<Graph> view = as_onnxruntime_loads(graph);
   ASSERT_TRUE(view.ok()) << message(view.status());
   EXPECT_EQ(op_counts(*view), (std::map<Op, int>{{Op::kSkipLayerNorm, 1}, {Op::kGelu, 1}}));
@@ -504,7 +517,7 @@ TEST(RuntimeView, PostNormBlockIsFusedAsOnnxruntimeLoadsIt) {
   // A source onnxruntime cannot type at load (symbolic sizes, no
   // value_info: BERT-base as torch.onnx exports it): the LayerNorm is fused,
   // the sum stays apart.
-  graph.typed_at_load = false;
+  graph.skip_normalizations_at_load = false;
   EXPECT_FALSE(skip_normalizations_fuse(graph));
   absl::StatusOr<Graph> untyped = as_onnxruntime_loads(graph);
   ASSERT_TRUE(untyped.ok());
