@@ -303,7 +303,9 @@ void record_entries(const std::vector<Timing>& timings, const nlohmann::json& mo
 
 // Times the plan's models, corrected by the profiler's excess, and records
 // their entries. The correction is `kept` (the table's, from this machine)
-// or measured first and recorded in `table`.
+// or measured first, and recorded in `table` unless the table keeps another
+// machine's entries (stats.foreign): its correction is that machine's, which
+// a later run there takes for its own.
 absl::Status time_plan(const TimingPlan& plan, const TempDir& dir,
                        const CalibrationOptions& options,
                        const std::optional<ProfilerCorrection>& kept, nlohmann::json& table,
@@ -313,8 +315,9 @@ absl::Status time_plan(const TimingPlan& plan, const TempDir& dir,
   if (!correction.ok()) return correction.status();
   stats.correction = *correction;
   stats.correction_kept = kept.has_value();
-  table["profiler_correction"] = {{"excess_us", correction->excess_us},
-                                  {"floor_us", correction->floor_us}};
+  if (stats.foreign == 0)
+    table["profiler_correction"] = {{"excess_us", correction->excess_us},
+                                    {"floor_us", correction->floor_us}};
   CalibrationOptions corrected = options;
   corrected.runtime.kernel_offset_us = correction->excess_us;
   corrected.runtime.kernel_floor_us = correction->floor_us;
