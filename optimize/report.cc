@@ -112,8 +112,7 @@ std::vector<BlockSummary> count_block_kinds(const tensor::Graph& input,
   const tensor::BlockCounts before = tensor::count_blocks(input);
   const tensor::BlockCounts after = tensor::count_blocks(result);
   std::optional<tensor::BlockCounts> at_load;
-  absl::StatusOr<tensor::Graph> loaded =
-      as_onnxruntime_loads(result, skip_normalizations_fuse(result));
+  absl::StatusOr<tensor::Graph> loaded = as_onnxruntime_loads(result);
   if (loaded.ok()) at_load = tensor::count_blocks(*loaded);
   std::vector<BlockSummary> out;
   for (tensor::BlockKind k : tensor::kBlockKinds)

@@ -503,6 +503,7 @@ TEST(RuntimeView, PostNormBlockIsFusedAsOnnxruntimeLoadsIt) {
   const fs::path file = fs::temp_directory_path() / "saturn-transformer-post-norm.onnx";
   ASSERT_TRUE(save_onnx_model(graph, file.string()).ok());
   absl::StatusOr<Graph> onnx_file = load_onnx_model(file.string());
+  fs::remove(file);
   ASSERT_TRUE(onnx_file.ok()) << message(onnx_file.status());
   EXPECT_TRUE(skip_normalizations_fuse(*onnx_file));
   graph.skip_normalizations_at_load = true;
